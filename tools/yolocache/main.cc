@@ -1,0 +1,44 @@
+// `yolocache`: entry point. Builds the CLI11 app from the registered subcommands and runs the one chosen.
+#include <algorithm>
+#include <iostream>
+#include <map>
+
+#include "libcache/status.h"
+#include "tools/yolocache/command.h"
+
+namespace yc::cli {
+std::vector<CommandInfo>& Registry() {
+  static std::vector<CommandInfo> commands;
+  return commands;
+}
+}  // namespace yc::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"yolocache: decode a YOLO dataset once, audit it, and feed training from mmap'd shards"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "yolocache 0.1.0");
+  auto& commands = yc::cli::Registry();
+  std::sort(commands.begin(), commands.end(), [](auto& a, auto& b) { return a.name < b.name; });
+  std::map<CLI::App*, yc::cli::Action> actions;
+  for (auto& command : commands) {
+    CLI::App* sub = app.add_subcommand(command.name, command.description);
+    actions[sub] = command.setup(*sub);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? yc::kExitOk : yc::kExitUsage;
+  }
+  for (auto& [sub, action] : actions) {
+    if (sub->parsed()) {
+      try {
+        return action();
+      } catch (const std::exception& e) {
+        std::cerr << "yolocache " << sub->get_name() << ": fatal: " << e.what() << "\n";
+        return yc::kExitFatal;
+      }
+    }
+  }
+  return yc::kExitUsage;
+}
