@@ -1,0 +1,383 @@
+#include "libcache/builder.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+#include <tbb/global_control.h>
+#include <tbb/info.h>
+#include <tbb/parallel_pipeline.h>
+#include <tbb/task_arena.h>
+
+#include "libcache/atomic_dir.h"
+#include "libcache/cache.h"
+#include "libcache/dataset_spec.h"
+#include "libcache/discover.h"
+#include "libcache/mapped_file.h"
+
+namespace yc {
+namespace fs = std::filesystem;
+
+namespace {
+
+// One image travelling through the pipeline.
+struct Work {
+  size_t index = 0;
+  ScannedImage scanned;
+  std::string record;  // encoded record ("" when excluded)
+  bool reused = false;
+  int64_t mtime_ns = 0;
+};
+
+int64_t MtimeNs(const fs::path& path, uint64_t* size) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  if (size) *size = static_cast<uint64_t>(st.st_size);
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+// Findings about an image file's bytes, which stay true while the bytes do. Label problems are found
+// again by re-parsing, and duplicate-image depends on the other files.
+bool IsCarriedOver(ProblemCode code) {
+  switch (code) {
+    case ProblemCode::kExtensionMismatch:
+    case ProblemCode::kCorruptData:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// What the previous build of the same target knew, for --update.
+struct PreviousBuild {
+  std::unique_ptr<Cache> cache;
+  // split -> rel path -> fingerprint (only images that made it into the cache)
+  std::unordered_map<std::string, std::unordered_map<std::string, SourceFingerprint>> sources;
+  // rel path -> image-level problems (warnings) reported for it last time; labels are re-parsed.
+  std::unordered_map<std::string, std::vector<Problem>> image_problems;
+};
+
+Result<PreviousBuild> OpenPrevious(const BuildOptions& o) {
+  PreviousBuild prev;
+  std::error_code ec;
+  if (!fs::exists(o.out / kManifestFileName, ec)) return prev;  // first build: nothing to reuse
+  Result<std::unique_ptr<Cache>> cache = Cache::Open(o.out);
+  if (!cache.ok()) return cache.status().WithContext("--update: the existing cache cannot be read (rebuild without --update)");
+  const Manifest& m = cache.value()->manifest();
+  if (m.imgsz != o.imgsz)
+    return Status::InvalidArgument("--update: the existing cache was built with imgsz " + std::to_string(m.imgsz) +
+                                   ", not " + std::to_string(o.imgsz) + "; rebuild without --update");
+  for (const SplitManifest& s : m.splits) {
+    auto& map = prev.sources[s.name];
+    for (const SourceFingerprint& fp : s.sources) {
+      if (fp.record >= 0) map.emplace(fp.path, fp);
+    }
+  }
+  std::ifstream in(o.out / kAuditFileName);
+  if (in) {
+    const nlohmann::json audit = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (audit.is_object() && audit.contains("problems") && audit["problems"].is_array()) {
+      for (const nlohmann::json& pj : audit["problems"]) {
+        try {
+          Problem p = pj.get<Problem>();
+          if (IsCarriedOver(p.code)) prev.image_problems[p.split + "\n" + p.file].push_back(std::move(p));
+        } catch (const std::exception&) {
+          // An unreadable entry only loses a carried-over warning; the image is still verified by hash.
+        }
+      }
+    }
+  }
+  prev.cache = std::move(cache.value());
+  return prev;
+}
+
+// The --update fast path: the image's bytes are those of the previous build, so its decoded pixels are
+// taken from the old record and only the label is parsed again.
+bool TryReuse(const PreviousBuild& prev, const std::string& split, const SourceItem& item, const ScanOptions& opt,
+              const Codec& codec, Work* w) {
+  const auto sit = prev.sources.find(split);
+  if (sit == prev.sources.end()) return false;
+  const auto fit = sit->second.find(item.rel);
+  if (fit == sit->second.end()) return false;
+  const SourceFingerprint& fp = fit->second;
+  uint64_t hash = 0, size = 0;
+  if (!HashFile(item.image, &hash, &size).ok() || size != fp.size || hash != fp.hash) return false;
+  const RecordSource* old = prev.cache->split(split);
+  thread_local ScratchBuffer scratch;
+  RecordView view;
+  if (old == nullptr || !old->Read(static_cast<size_t>(fp.record), &view, &scratch).ok()) return false;
+
+  ScannedImage& s = w->scanned;
+  s.read_ok = true;
+  s.hash = hash;
+  s.file_size = size;
+  s.orig_h = view.orig_height;
+  s.orig_w = view.orig_width;
+  const auto pit = prev.image_problems.find(split + "\n" + item.rel);
+  if (pit != prev.image_problems.end()) s.problems = pit->second;
+  ScanLabel(item, opt, &s);
+  FinishScan(&s);
+  if (!s.excluded) {
+    RecordInput in;
+    in.pixels = view.pixels;
+    in.h = view.height;
+    in.w = view.width;
+    in.c = view.channels;
+    in.orig_h = view.orig_height;
+    in.orig_w = view.orig_width;
+    in.boxes = s.boxes.data();
+    in.n = s.boxes.size();
+    in.source = item.rel;
+    if (!EncodeRecord(in, codec, &w->record).ok()) return false;
+  }
+  w->reused = true;
+  return true;
+}
+
+Status EncodeScanned(const Work& w, const SourceItem& item, const Codec& codec, std::string* out) {
+  const ScannedImage& s = w.scanned;
+  RecordInput in;
+  in.pixels = s.rgb.data;
+  in.h = s.rgb.rows;
+  in.w = s.rgb.cols;
+  in.c = s.rgb.channels();
+  in.orig_h = s.orig_h;
+  in.orig_w = s.orig_w;
+  in.boxes = s.boxes.data();
+  in.n = s.boxes.size();
+  in.source = item.rel;
+  return EncodeRecord(in, codec, out);
+}
+
+struct SplitResult {
+  SplitBuildStats stats;
+  SplitManifest manifest;
+};
+
+Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpec& split,
+                  const std::vector<SourceItem>& items, const std::vector<SourceItem>& other_items,
+                  const PreviousBuild& prev, CacheWriter* writer, SplitResult* result) {
+  SplitBuildStats& stats = result->stats;
+  stats.split = split.name;
+  SplitAudit& audit = stats.audit;
+  audit.split = split.name;
+  audit.images.resize(items.size());
+  SplitManifest& sm = result->manifest;
+  sm.name = split.name;
+  sm.sources.resize(items.size());
+
+  ScanOptions opt;
+  opt.imgsz = o.imgsz;
+  opt.nc = spec.nc();
+  opt.keep_pixels = true;
+  opt.split = split.name;
+
+  YC_RETURN_IF_ERROR(writer->BeginSplit(split.name));
+  Status write_status;
+  size_t next = 0, done = 0;
+  const int threads = o.threads > 0 ? o.threads : tbb::info::default_concurrency();
+  const size_t tokens = static_cast<size_t>(2 * threads + 2);
+  const Codec codec = writer->options().codec;
+
+  tbb::parallel_pipeline(
+      tokens,
+      tbb::make_filter<void, Work*>(tbb::filter_mode::serial_in_order,
+                                    [&](tbb::flow_control& fc) -> Work* {
+                                      const bool cancelled = o.cancel != nullptr && o.cancel->load();
+                                      if (next >= items.size() || cancelled || !write_status.ok()) {
+                                        fc.stop();
+                                        return nullptr;
+                                      }
+                                      Work* w = new Work;
+                                      w->index = next++;
+                                      return w;
+                                    }) &
+          tbb::make_filter<Work*, Work*>(
+              tbb::filter_mode::parallel,
+              [&](Work* w) -> Work* {
+                const SourceItem& item = items[w->index];
+                uint64_t unused = 0;
+                w->mtime_ns = MtimeNs(item.image, &unused);
+                if (!(o.update && TryReuse(prev, split.name, item, opt, codec, w))) {
+                  w->scanned = ScanImage(item, opt);
+                  if (!w->scanned.excluded) {
+                    const Status st = EncodeScanned(*w, item, codec, &w->record);
+                    if (!st.ok()) {
+                      w->scanned.problems.push_back({split.name, item.rel, st.message(), ProblemCode::kCorruptData,
+                                                     Severity::kError});
+                      w->scanned.excluded = true;
+                    }
+                  }
+                }
+                w->scanned.rgb.release();  // pixels live on in the encoded record only
+                return w;
+              }) &
+          tbb::make_filter<Work*, void>(tbb::filter_mode::serial_in_order, [&](Work* w) {
+            std::unique_ptr<Work> owned(w);
+            const SourceItem& item = items[w->index];
+            ScannedImage& s = w->scanned;
+            SourceFingerprint& fp = sm.sources[w->index];
+            fp.path = item.rel;
+            fp.size = s.file_size;
+            fp.hash = s.hash;
+            fp.mtime_ns = w->mtime_ns;
+            if (!s.excluded && write_status.ok()) {
+              uint64_t index = 0;
+              write_status = writer->AddEncoded(w->record, &index);
+              fp.record = static_cast<int64_t>(index);
+              ++stats.records;
+              stats.reused += w->reused ? 1 : 0;
+              RecordHeader header;
+              if (ParseRecordHeader(reinterpret_cast<const uint8_t*>(w->record.data()), w->record.size(), &header).ok())
+                stats.pixel_bytes += header.raw_pixel_bytes;
+              sm.boxes += s.boxes.size();
+              sm.backgrounds += s.boxes.empty() ? 1 : 0;
+            } else {
+              ++sm.excluded;
+            }
+            audit.images[w->index] = std::move(s);
+            ++done;
+            if (o.progress) o.progress(split.name, done, items.size());
+          }));
+
+  if (o.cancel != nullptr && o.cancel->load()) return Status::Cancelled("build interrupted; nothing was written at " + o.out.string());
+  YC_RETURN_IF_ERROR(write_status);
+  SplitFiles files;
+  YC_RETURN_IF_ERROR(writer->EndSplit(&files));
+  sm.records = files.records;
+  sm.shards = std::move(files.shards);
+  sm.lmdb = std::move(files.lmdb);
+
+  AuditContext ctx;
+  ctx.root = spec.root;
+  ctx.other_splits = &other_items;
+  ctx.nc = spec.nc();
+  FinishSplitAudit(items, ctx, &audit);
+  return Status::OK();
+}
+
+Status WriteAuditReport(const fs::path& path, const BuildReport& report) {
+  nlohmann::ordered_json j;
+  j["splits"] = nlohmann::ordered_json::object();
+  nlohmann::json problems = nlohmann::json::array();
+  for (const SplitBuildStats& s : report.splits) {
+    j["splits"][s.split] = nlohmann::json(s.audit.summary);
+    for (const Problem& p : s.audit.problems) problems.push_back(p);
+  }
+  j["problems"] = std::move(problems);
+  std::ofstream out(path);
+  out << j.dump(2) << "\n";
+  out.close();
+  if (!out) return Status::IOError(Status::At(path.string(), "cannot write audit report"));
+  return Status::OK();
+}
+
+}  // namespace
+
+double BuildReport::images_per_second() const {
+  size_t images = total.images;
+  return seconds > 0 ? static_cast<double>(images) / seconds : 0.0;
+}
+
+Result<BuildReport> BuildCache(const BuildOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  if (o.imgsz < 0) return Status::InvalidArgument("--imgsz must be >= 0");
+  Result<DatasetSpec> spec = LoadDatasetSpec(o.source);
+  if (!spec.ok()) return spec.status();
+
+  std::vector<const SplitSpec*> chosen;
+  for (const SplitSpec& s : spec->splits) {
+    if (o.splits.empty() || std::find(o.splits.begin(), o.splits.end(), s.name) != o.splits.end()) chosen.push_back(&s);
+  }
+  for (const std::string& want : o.splits) {
+    if (spec->split(want) == nullptr)
+      return Status::InvalidArgument(Status::At(spec->source.string(), "no split named '" + want + "'"));
+  }
+  std::vector<std::vector<SourceItem>> lists;
+  for (const SplitSpec* s : chosen) {
+    Result<std::vector<SourceItem>> items = ListSplitFiles(*spec, *s);
+    if (!items.ok()) return items.status().WithContext("split " + s->name);
+    lists.push_back(std::move(items.value()));
+  }
+
+  PreviousBuild prev;
+  if (o.update) {
+    Result<PreviousBuild> opened = OpenPrevious(o);
+    if (!opened.ok()) return opened.status();
+    prev = std::move(opened.value());
+  }
+
+  Result<StagingDir> staging = StagingDir::Create(o.out);
+  if (!staging.ok()) return staging.status();
+  WriterOptions wo;
+  wo.backend = o.backend;
+  wo.codec = o.codec;
+  wo.shard_size = o.shard_size;
+  Result<std::unique_ptr<CacheWriter>> writer = CacheWriter::Create(staging->path(), wo);
+  if (!writer.ok()) return writer.status();
+
+  std::unique_ptr<tbb::global_control> limit;
+  if (o.threads > 0) limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, o.threads);
+
+  BuildReport report;
+  Manifest manifest;
+  manifest.tool_version = "0.1.0";
+  manifest.created = ManifestTimestampNow();
+  manifest.dataset_yaml = spec->source.string();
+  manifest.names = spec->names;
+  manifest.imgsz = o.imgsz;
+  manifest.backend = o.backend;
+  manifest.codec = o.codec;
+  manifest.shard_size = o.backend == Backend::kShards ? o.shard_size : 0;
+  manifest.build_options = {{"imgsz", o.imgsz},
+                            {"backend", BackendName(o.backend)},
+                            {"compress", std::string(CodecKindName(o.codec.kind)) +
+                                             (o.codec.kind == Codec::Kind::kZstd ? ":" + std::to_string(o.codec.level) : "")},
+                            {"shard_size", o.shard_size},
+                            {"update", o.update}};
+
+  std::vector<SplitAudit*> audits;
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    std::vector<SourceItem> others;
+    for (size_t j = 0; j < lists.size(); ++j) {
+      if (j != i) others.insert(others.end(), lists[j].begin(), lists[j].end());
+    }
+    SplitResult result;
+    YC_RETURN_IF_ERROR(BuildSplit(o, *spec, *chosen[i], lists[i], others, prev, writer.value().get(), &result));
+    report.splits.push_back(std::move(result.stats));
+    manifest.splits.push_back(std::move(result.manifest));
+  }
+  for (SplitBuildStats& s : report.splits) audits.push_back(&s.audit);
+  AddCrossSplitDuplicates(lists, audits);
+
+  nlohmann::ordered_json audit_json = nlohmann::ordered_json::object();
+  for (const SplitBuildStats& s : report.splits) {
+    audit_json[s.split] = nlohmann::json(s.audit.summary);
+    report.total.Add(s.audit.summary);
+    report.records += s.records;
+    report.reused += s.reused;
+    report.pixel_bytes += s.pixel_bytes;
+  }
+  manifest.audit = {{"splits", audit_json}, {"report", kAuditFileName}};
+  YC_RETURN_IF_ERROR(writer.value()->Finish());
+  YC_RETURN_IF_ERROR(WriteAuditReport(staging->path() / kAuditFileName, report));
+  YC_RETURN_IF_ERROR(WriteManifest(staging->path(), manifest));
+  prev.cache.reset();  // the old cache's files are about to be swapped out
+  if (o.cancel != nullptr && o.cancel->load()) return Status::Cancelled("build interrupted; nothing was written at " + o.out.string());
+  YC_RETURN_IF_ERROR(staging->Commit());
+
+  std::error_code ec;
+  report.cache_dir = fs::absolute(o.out, ec);
+  report.audit_report = report.cache_dir / kAuditFileName;
+  for (const fs::directory_entry& e : fs::directory_iterator(report.cache_dir, ec)) {
+    if (e.is_regular_file(ec)) report.bytes_on_disk += e.file_size(ec);
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace yc

@@ -1,0 +1,66 @@
+// `yolocache build`: source dataset -> audit -> decode/resize -> records -> shards or LMDB + manifest.
+//
+// Per split a bounded TBB pipeline runs
+//   [serial]   next source file
+//   [parallel] scan (read, hash, decode, orient, resize, parse labels) + encode the record
+//   [serial]   append to the cache writer in source order
+// with at most 2 x threads images in flight, so memory stays bounded whatever the dataset size.
+// Everything is written into a staging directory beside the target and swapped in at the end
+// (atomic_dir.h): an interrupted build never leaves a broken cache, and an existing one stays valid
+// until it is replaced. With `update`, images whose bytes are unchanged since the previous build
+// (same size and XXH3 as its manifest says) are copied from the old cache instead of decoded again.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "libcache/audit.h"
+#include "libcache/manifest.h"
+#include "libcache/record_format.h"
+#include "libcache/status.h"
+
+namespace yc {
+
+struct BuildOptions {
+  std::filesystem::path source;  // data YAML or directory
+  std::filesystem::path out;     // cache directory (created or replaced)
+  int imgsz = 640;               // long side; 0 keeps originals
+  Backend backend = Backend::kShards;
+  Codec codec;
+  uint64_t shard_size = uint64_t{1} << 30;
+  std::vector<std::string> splits;  // empty: every split of the dataset
+  bool update = false;           // reuse unchanged images from the cache at `out`
+  int threads = 0;               // 0: all cores
+  // Called from the writer thread: split name, images done, images in split.
+  std::function<void(const std::string&, size_t, size_t)> progress;
+  const std::atomic<bool>* cancel = nullptr;  // set (e.g. by SIGINT) to stop; nothing is left behind
+};
+
+struct SplitBuildStats {
+  std::string split;
+  SplitAudit audit;        // per-image results (pixels dropped), problems, summary
+  uint64_t records = 0;
+  uint64_t reused = 0;     // copied from the previous cache (update)
+  uint64_t pixel_bytes = 0;  // decoded pixel bytes stored (before compression)
+};
+
+struct BuildReport {
+  std::filesystem::path cache_dir;
+  std::filesystem::path audit_report;  // <cache>/audit.json
+  std::vector<SplitBuildStats> splits;
+  AuditSummary total;
+  uint64_t records = 0, reused = 0, pixel_bytes = 0, bytes_on_disk = 0;
+  double seconds = 0;
+  double images_per_second() const;
+};
+
+Result<BuildReport> BuildCache(const BuildOptions& options);
+
+// The audit report written beside the manifest: {"splits": {...}, "problems": [...]}.
+inline constexpr const char* kAuditFileName = "audit.json";
+
+}  // namespace yc

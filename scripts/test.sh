@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine and runs every test suite:
+#   1. Release build + all GoogleTest suites (ctest),
+#   2. ASan+UBSan build of the data-side libraries, running the libcache and loader suites
+#      (every odd image, every corrupt cache byte, under the sanitizers),
+#   3. libFuzzer targets (label parser, EXIF, shard/manifest readers), a few seconds each.
+# Usage: scripts/test.sh [--quick]   (--quick: step 1 only)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+bash scripts/install-deps.sh
+
+echo "== [1/3] release build + tests"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$jobs"
+ctest --test-dir build --output-on-failure -j"$jobs"
+[ "${1:-}" = "--quick" ] && exit 0
+
+echo "== [2/3] ASan+UBSan build + data-side tests"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DYOLOCACHE_SANITIZE=ON \
+      -DYOLOCACHE_WITH_TORCH=OFF >/dev/null
+cmake --build build-asan -j"$jobs" --target libcache_tests loader_tests yolocache
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" -R '^(Label|Exif|Decode|Audit|Dataset|Discover|ImageFormat|Record|Shard|Lmdb|Manifest|Cache|Synth|Build|Loader|Mosaic|Perspective|Letterbox|Hsv|Flip|Mixup|Sampler)'
+
+echo "== [3/3] libFuzzer smoke runs"
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DYOLOCACHE_FUZZ=ON \
+      -DYOLOCACHE_WITH_TORCH=OFF -DYOLOCACHE_BUILD_TESTS=OFF >/dev/null
+cmake --build build-fuzz -j"$jobs" --target fuzzers
+for f in build-fuzz/fuzz/*_fuzz; do
+  echo "-- $(basename "$f")"
+  mkdir -p "build-fuzz/corpus/$(basename "$f")"
+  "$f" -max_total_time="${FUZZ_SECONDS:-20}" -rss_limit_mb=2048 "build-fuzz/corpus/$(basename "$f")" 2>&1 | tail -2
+done
+echo "scripts/test.sh: all steps passed"

@@ -1,0 +1,95 @@
+// `yolocache build DATA --out CACHE`: audit + decode once + pack into shards or LMDB.
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "libcache/builder.h"
+#include "tools/common/progress_bar.h"
+#include "tools/yolocache/cli_util.h"
+#include "tools/yolocache/command.h"
+
+namespace yc::cli {
+namespace {
+
+struct BuildArgs {
+  BuildOptions options;
+  std::string source, out, backend = "shards", compress = "none", shard_size = "1G";
+  bool json = false;
+};
+
+int RunBuild(BuildArgs& args) {
+  BuildOptions& o = args.options;
+  o.source = args.source;
+  o.out = args.out;
+  if (!ParseBackend(args.backend, &o.backend))
+    return Fail("build", Status::InvalidArgument("--backend must be shards or lmdb"));
+  if (Status st = ParseCompressOption(args.compress, &o.codec); !st.ok()) return Fail("build", st);
+  if (Status st = ParseByteSize(args.shard_size, &o.shard_size); !st.ok()) return Fail("build", st.WithContext("--shard-size"));
+  o.cancel = InstallInterruptFlag();
+  std::unique_ptr<ProgressBar> bar;
+  std::string bar_split;
+  o.progress = [&](const std::string& split, size_t done, size_t total) {
+    if (split != bar_split) {
+      bar = std::make_unique<ProgressBar>("build " + split, total);
+      bar_split = split;
+    }
+    bar->Update(done);
+  };
+  Result<BuildReport> report = BuildCache(o);
+  bar.reset();
+  if (!report.ok()) return Fail("build", report.status());
+  const BuildReport& r = *report;
+  if (args.json) {
+    nlohmann::ordered_json j;
+    j["cache"] = r.cache_dir.string();
+    j["audit_report"] = r.audit_report.string();
+    for (const SplitBuildStats& s : r.splits) {
+      j["splits"][s.split] = {{"images", s.audit.summary.images}, {"records", s.records},
+                              {"reused", s.reused},               {"excluded", s.audit.summary.excluded},
+                              {"backgrounds", s.audit.summary.backgrounds}, {"boxes", s.audit.summary.boxes}};
+    }
+    j["records"] = r.records;
+    j["pixel_bytes"] = r.pixel_bytes;
+    j["bytes_on_disk"] = r.bytes_on_disk;
+    j["seconds"] = r.seconds;
+    j["images_per_second"] = r.images_per_second();
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  for (const SplitBuildStats& s : r.splits) {
+    std::cout << s.split << ": " << s.records << " records from " << s.audit.summary.images << " images ("
+              << s.audit.summary.backgrounds << " backgrounds, " << s.audit.summary.excluded << " excluded, "
+              << s.audit.summary.boxes << " boxes";
+    if (o.update) std::cout << ", " << s.reused << " reused";
+    std::cout << ")\n";
+  }
+  std::cout << "cache: " << r.cache_dir.string() << "  " << HumanBytes(static_cast<double>(r.bytes_on_disk))
+            << " on disk (" << HumanBytes(static_cast<double>(r.pixel_bytes)) << " of pixels)\n";
+  char rate[64];
+  std::snprintf(rate, sizeof rate, "%.1f s, %.0f img/s", r.seconds, r.images_per_second());
+  std::cout << "time: " << rate << "\n";
+  const size_t problems = r.total.errors + r.total.warnings;
+  std::cout << "audit: " << r.total.errors << " errors, " << r.total.warnings << " warnings"
+            << (problems ? " (excluded images are listed there)" : "") << " -> " << r.audit_report.string() << "\n";
+  return kExitOk;
+}
+
+Registration reg("build", "Audit a YOLO dataset and decode it once into a cache of mmap-able shards or LMDB",
+                 [](CLI::App& app) -> Action {
+                   auto a = std::make_shared<BuildArgs>();
+                   app.add_option("data", a->source, "Ultralytics data YAML or dataset directory")->required();
+                   app.add_option("-o,--out", a->out, "Cache directory to create or replace")->required();
+                   app.add_option("--imgsz", a->options.imgsz, "Resize so the long side is this (0: keep originals)")
+                       ->capture_default_str();
+                   app.add_option("--backend", a->backend, "shards | lmdb")->capture_default_str();
+                   app.add_option("--compress", a->compress, "none | zstd | zstd:LEVEL (per record)")->capture_default_str();
+                   app.add_option("--shard-size", a->shard_size, "Target shard size (e.g. 512M, 1G)")->capture_default_str();
+                   app.add_option("--split", a->options.splits, "Build only these splits (repeatable)");
+                   app.add_flag("--update", a->options.update, "Re-decode only images whose bytes changed since the last build");
+                   app.add_option("-j,--threads", a->options.threads, "Worker threads (0: all cores)")->capture_default_str();
+                   app.add_flag("--json", a->json, "Print a JSON summary on stdout");
+                   return [a] { return RunBuild(*a); };
+                 });
+
+}  // namespace
+}  // namespace yc::cli

@@ -1,0 +1,182 @@
+// `yolocache verify PATH`: on a source dataset (YAML or directory) the data audit; on a built cache
+// every checksum and the manifest, and with --source the source files changed since the build.
+// Exit: 0 clean, 1 problems found (errors; warnings too with --strict), 2 usage, 3 I/O or fatal.
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "libcache/audit.h"
+#include "libcache/cache_verify.h"
+#include "libcache/dataset_spec.h"
+#include "libcache/manifest.h"
+#include "libcache/source_diff.h"
+#include "tools/common/progress_bar.h"
+#include "tools/yolocache/cli_util.h"
+#include "tools/yolocache/command.h"
+
+namespace yc::cli {
+namespace {
+
+struct VerifyArgs {
+  std::string path, source;
+  bool json = false, strict = false, quiet = false;
+  int max_problems = 50;
+};
+
+void PrintAuditTable(const DatasetAudit& audit, const std::vector<std::string>& names) {
+  std::printf("%-8s %8s %8s %12s %9s %8s %7s %9s\n", "split", "images", "ok", "backgrounds", "excluded", "boxes",
+              "errors", "warnings");
+  auto row = [](const std::string& name, const AuditSummary& s) {
+    std::printf("%-8s %8zu %8zu %12zu %9zu %8zu %7zu %9zu\n", name.c_str(), s.images, s.ok, s.backgrounds, s.excluded,
+                s.boxes, s.errors, s.warnings);
+  };
+  for (const SplitAudit& s : audit.splits) row(s.split, s.summary);
+  if (audit.splits.size() > 1) row("all", audit.total);
+  std::printf("\nproblems by code:\n");
+  bool any = false;
+  for (int c = 0; c < kProblemCodeCount; ++c) {
+    if (audit.total.problem_counts[c] == 0) continue;
+    any = true;
+    std::printf("  %-26s %zu\n", ProblemCodeName(static_cast<ProblemCode>(c)), audit.total.problem_counts[c]);
+  }
+  if (!any) std::printf("  none\n");
+  std::printf("\nboxes per class:\n");
+  const std::vector<size_t>& counts = audit.total.class_counts;
+  for (size_t c = 0; c < counts.size(); ++c) {
+    const std::string name = c < names.size() ? names[c] : "class_" + std::to_string(c);
+    std::printf("  %3zu %-20s %zu\n", c, name.c_str(), counts[c]);
+  }
+}
+
+int VerifySource(const VerifyArgs& a) {
+  Result<DatasetSpec> spec = LoadDatasetSpec(a.path);
+  if (!spec.ok()) return Fail("verify", spec.status());
+  std::unique_ptr<ProgressBar> bar;
+  std::string bar_split;
+  std::mutex mu;
+  auto progress = [&](const std::string& split, size_t done, size_t total) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (split != bar_split) {
+      bar = std::make_unique<ProgressBar>("audit " + split, total);
+      bar_split = split;
+    }
+    bar->Update(done);
+  };
+  Result<DatasetAudit> audit = AuditDataset(*spec, ScanOptions{}, progress, InstallInterruptFlag());
+  bar.reset();
+  if (!audit.ok()) return Fail("verify", audit.status());
+  if (audit->cancelled) return Fail("verify", Status::Cancelled("interrupted"));
+  const AuditSummary& total = audit->total;
+  const bool failed = total.errors > 0 || (a.strict && total.warnings > 0);
+  if (a.json) {
+    nlohmann::ordered_json j;
+    j["source"] = spec->source.string();
+    j["splits"] = nlohmann::ordered_json::object();
+    nlohmann::json problems = nlohmann::json::array();
+    for (const SplitAudit& s : audit->splits) {
+      j["splits"][s.split] = nlohmann::json(s.summary);
+      for (const Problem& p : s.problems) problems.push_back(p);
+    }
+    j["total"] = nlohmann::json(total);
+    j["problems"] = std::move(problems);
+    j["ok"] = !failed;
+    std::cout << j.dump(2) << "\n";
+    return failed ? kExitProblems : kExitOk;
+  }
+  std::cout << "dataset: " << spec->source.string() << " (root " << spec->root.string() << ", "
+            << spec->names.size() << " classes)\n\n";
+  PrintAuditTable(*audit, spec->names);
+  int shown = 0;
+  size_t all = 0;
+  for (const SplitAudit& s : audit->splits) all += s.problems.size();
+  if (all > 0 && !a.quiet) std::cout << "\nproblems:\n";
+  for (const SplitAudit& s : audit->splits) {
+    for (const Problem& p : s.problems) {
+      if (a.quiet || shown >= a.max_problems) break;
+      std::cout << "  " << SeverityName(p.severity) << " " << ProblemCodeName(p.code) << " [" << p.split << "] "
+                << p.file << ": " << p.message << "\n";
+      ++shown;
+    }
+  }
+  if (!a.quiet && all > static_cast<size_t>(shown))
+    std::cout << "  ... " << all - shown << " more (use --max-problems or --json)\n";
+  std::cout << "\n" << (failed ? "FAILED" : "OK") << ": " << total.errors << " errors, " << total.warnings
+            << " warnings; " << total.excluded << " images would be excluded from a cache\n";
+  return failed ? kExitProblems : kExitOk;
+}
+
+int VerifyCacheDir(const VerifyArgs& a) {
+  VerifyReport report = VerifyCache(a.path);
+  std::vector<SourceChange> changes;
+  if (!a.source.empty()) {
+    Result<Manifest> manifest = ReadManifest(a.path);
+    if (!manifest.ok()) return Fail("verify", manifest.status());
+    Result<std::vector<SourceChange>> diff = DiffSources(*manifest, a.source);
+    if (!diff.ok()) return Fail("verify", diff.status());
+    changes = std::move(diff.value());
+  }
+  const bool failed = !report.ok() || (a.strict && !changes.empty());
+  if (a.json) {
+    nlohmann::ordered_json j;
+    j["cache"] = a.path;
+    j["ok"] = !failed;
+    j["files_checked"] = report.files_checked;
+    j["records_checked"] = report.records_checked;
+    j["bytes_checked"] = report.bytes_checked;
+    nlohmann::json problems = nlohmann::json::array();
+    for (const VerifyProblem& p : report.problems) {
+      problems.push_back({{"split", p.split}, {"file", p.file}, {"record", p.record}, {"file_record", p.file_record},
+                          {"source", p.source}, {"severity", "error"}, {"code", "cache-corrupt"}, {"message", p.message}});
+    }
+    j["problems"] = std::move(problems);
+    if (!a.source.empty()) {
+      nlohmann::json cj = nlohmann::json::array();
+      for (const SourceChange& c : changes)
+        cj.push_back({{"change", SourceChangeKindName(c.kind)}, {"split", c.split}, {"file", c.path}});
+      j["source_changes"] = std::move(cj);
+    }
+    std::cout << j.dump(2) << "\n";
+    return failed ? kExitProblems : kExitOk;
+  }
+  std::cout << "cache: " << a.path << ": " << report.files_checked << " files, " << report.records_checked
+            << " records, " << HumanBytes(static_cast<double>(report.bytes_checked)) << " checked\n";
+  int shown = 0;
+  for (const VerifyProblem& p : report.problems) {
+    if (shown++ >= a.max_problems) break;
+    std::cout << "  error " << p.ToString() << "\n";
+  }
+  if (report.problems.size() > static_cast<size_t>(a.max_problems))
+    std::cout << "  ... " << report.problems.size() - a.max_problems << " more\n";
+  if (!a.source.empty()) {
+    std::map<std::string, int> counts;
+    for (const SourceChange& c : changes) {
+      ++counts[SourceChangeKindName(c.kind)];
+      if (shown++ < a.max_problems) std::cout << "  " << SourceChangeKindName(c.kind) << " [" << c.split << "] " << c.path << "\n";
+    }
+    std::cout << "source " << a.source << " since the build: " << counts["added"] << " added, " << counts["removed"]
+              << " removed, " << counts["changed"] << " changed\n";
+  }
+  std::cout << (failed ? "FAILED" : "OK") << ": " << report.problems.size() << " problems\n";
+  return failed ? kExitProblems : kExitOk;
+}
+
+Registration reg("verify",
+                 "Audit a source dataset (YAML/dir), or check a built cache's checksums and manifest. "
+                 "Exit 0 clean, 1 problems, 2 usage, 3 I/O",
+                 [](CLI::App& app) -> Action {
+                   auto a = std::make_shared<VerifyArgs>();
+                   app.add_option("path", a->path, "Data YAML, dataset directory, or cache directory")->required();
+                   app.add_option("--source", a->source,
+                                  "With a cache: list source files added, removed or changed since the build");
+                   app.add_flag("--strict", a->strict, "Warnings (and source changes) also fail (exit 1)");
+                   app.add_flag("--json", a->json, "Print one JSON document on stdout");
+                   app.add_flag("-q,--quiet", a->quiet, "Only the summary");
+                   app.add_option("--max-problems", a->max_problems, "Problems listed in the text output")
+                       ->capture_default_str();
+                   return [a] { return IsCacheDir(a->path) ? VerifyCacheDir(*a) : VerifySource(*a); };
+                 });
+
+}  // namespace
+}  // namespace yc::cli
