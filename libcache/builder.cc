@@ -232,8 +232,10 @@ Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpe
               ++stats.records;
               stats.reused += w->reused ? 1 : 0;
               RecordHeader header;
-              if (ParseRecordHeader(reinterpret_cast<const uint8_t*>(w->record.data()), w->record.size(), &header).ok())
+              if (ParseRecordHeader(reinterpret_cast<const uint8_t*>(w->record.data()), w->record.size(), &header).ok()) {
                 stats.pixel_bytes += header.raw_pixel_bytes;
+                sm.pixel_bytes += header.raw_pixel_bytes;
+              }
               sm.boxes += s.boxes.size();
               sm.backgrounds += s.boxes.empty() ? 1 : 0;
             } else {

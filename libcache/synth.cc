@@ -1,6 +1,6 @@
 #include "libcache/synth.h"
 
-#include <turbojpeg.h>
+#include "libcache/jpeg_encode.h"
 
 #include <algorithm>
 #include <cmath>
@@ -154,21 +154,6 @@ const std::vector<std::string>& SynthClassNames() {
   static const std::vector<std::string> names = {"circle", "rectangle", "triangle", "cross",
                                                  "ring",   "diamond",   "ellipse",  "star"};
   return names;
-}
-
-Result<std::string> EncodeJpeg(const uint8_t* rgb, int width, int height, int quality) {
-  std::unique_ptr<void, int (*)(tjhandle)> tj(tjInitCompress(), tjDestroy);
-  if (!tj) return Status::IOError("tjInitCompress failed");
-  unsigned char* buf = nullptr;
-  unsigned long size = 0;
-  if (tjCompress2(tj.get(), rgb, width, 0, height, TJPF_RGB, &buf, &size, TJSAMP_420, quality, TJFLAG_ACCURATEDCT) != 0) {
-    std::string msg = tjGetErrorStr2(tj.get());
-    tjFree(buf);
-    return Status::IOError("JPEG encode failed: " + msg);
-  }
-  std::string out(reinterpret_cast<char*>(buf), size);
-  tjFree(buf);
-  return out;
 }
 
 Result<SynthReport> GenerateSynthDataset(const fs::path& out, const SynthOptions& o) {

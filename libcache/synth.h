@@ -39,7 +39,4 @@ Result<SynthReport> GenerateSynthDataset(const std::filesystem::path& out, const
 // Class names used by the generator, in class-id order.
 const std::vector<std::string>& SynthClassNames();
 
-// Encodes an RGB (HWC uint8) image as a JPEG with TurboJPEG.
-Result<std::string> EncodeJpeg(const uint8_t* rgb, int width, int height, int quality);
-
 }  // namespace yc

@@ -1,0 +1,155 @@
+// The `yolocache` binary as a user runs it: exit codes, --json documents, --help, and kill -9 in the
+// middle of a build over an existing cache.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "libcache/synth.h"
+#include "tests/test_support.h"
+
+extern char** environ;
+
+namespace yc {
+namespace {
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+pid_t Spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+  const std::string exe = (testing::BinaryDir() / "yolocache").string();
+  std::vector<char*> argv{const_cast<char*>(exe.c_str())};
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  EXPECT_EQ(posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
+
+CliRun Yolocache(const TempDir& tmp, const std::vector<std::string>& args) {
+  const pid_t pid = Spawn(args, tmp / "stdout", tmp / "stderr");
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CliRun r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = testing::ReadFile(tmp / "stdout");
+  r.err = testing::ReadFile(tmp / "stderr");
+  return r;
+}
+
+void Synth(const fs::path& dir, int train, int corrupt) {
+  SynthOptions o;
+  o.train_images = train;
+  o.val_images = 8;
+  o.min_side = 64;
+  o.max_side = 200;
+  o.corrupt = corrupt;
+  ASSERT_TRUE(GenerateSynthDataset(dir, o).ok());
+}
+
+TEST(Cli, EveryCommandHasHelp) {
+  TempDir tmp;
+  for (const char* cmd : {"synth", "build", "verify", "inspect"}) {
+    CliRun r = Yolocache(tmp, {cmd, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << cmd;
+    EXPECT_NE(r.out.find("--json"), std::string::npos) << cmd << ": " << r.out;
+  }
+}
+
+TEST(Cli, UsageErrorsExitTwoAndMissingFilesExitThree) {
+  TempDir tmp;
+  EXPECT_EQ(Yolocache(tmp, {"build"}).exit_code, 2);
+  EXPECT_EQ(Yolocache(tmp, {"no-such-command"}).exit_code, 2);
+  CliRun r = Yolocache(tmp, {"verify", (tmp / "missing.yaml").string()});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("missing.yaml"), std::string::npos) << r.err;
+}
+
+TEST(Cli, VerifySourceJsonListsEveryProblemAndExitsOne) {
+  TempDir tmp;
+  Synth(tmp / "data", 16, 8);
+  CliRun r = Yolocache(tmp, {"verify", (tmp / "data" / "data.yaml").string(), "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const char* key : {"images", "ok", "backgrounds", "excluded", "boxes"}) EXPECT_TRUE(j["splits"]["train"].contains(key)) << key;
+  EXPECT_EQ(j["splits"]["train"]["excluded"], 6);
+  std::set<std::string> codes;
+  for (const auto& p : j["problems"]) {
+    for (const char* key : {"split", "file", "severity", "code", "message"}) EXPECT_TRUE(p.contains(key)) << key;
+    codes.insert(p["code"].get<std::string>());
+  }
+  const std::set<std::string> expected = {"truncated", "empty-file", "label-columns", "label-class-out-of-range",
+                                          "label-orphan", "unsupported-format", "duplicate-image", "label-out-of-range"};
+  EXPECT_EQ(codes, expected);
+  // Warnings alone pass unless --strict.
+  Synth(tmp / "clean", 8, 0);
+  EXPECT_EQ(Yolocache(tmp, {"verify", (tmp / "clean" / "data.yaml").string(), "-q"}).exit_code, 0);
+}
+
+TEST(Cli, BuildVerifyInspectOnACache) {
+  TempDir tmp;
+  Synth(tmp / "data", 16, 0);
+  const std::string cache = (tmp / "cache").string();
+  CliRun b = Yolocache(tmp, {"build", (tmp / "data" / "data.yaml").string(), "-o", cache, "--imgsz", "96", "--json"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(nlohmann::json::parse(b.out)["records"], 24);
+  CliRun v = Yolocache(tmp, {"verify", cache, "--json"});
+  EXPECT_EQ(v.exit_code, 0) << v.out;
+  EXPECT_TRUE(nlohmann::json::parse(v.out)["ok"].get<bool>());
+  CliRun i = Yolocache(tmp, {"inspect", cache, "--json"});
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  const nlohmann::json info = nlohmann::json::parse(i.out);
+  EXPECT_EQ(info["splits"]["train"]["records"], 16);
+  CliRun rec = Yolocache(tmp, {"inspect", cache, "--record", "3", "--out", (tmp / "r3.jpg").string()});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  const std::string jpeg = testing::ReadFile(tmp / "r3.jpg");
+  ASSERT_GT(jpeg.size(), 100u);
+  EXPECT_EQ(static_cast<unsigned char>(jpeg[0]), 0xFF);
+  EXPECT_EQ(static_cast<unsigned char>(jpeg[1]), 0xD8);
+  EXPECT_EQ(Yolocache(tmp, {"inspect", cache, "--record", "999", "--out", (tmp / "x.jpg").string()}).exit_code, 2);
+}
+
+TEST(Cli, KillNineDuringARebuildNeverBreaksTheExistingCache) {
+  TempDir tmp;
+  Synth(tmp / "data", 120, 0);
+  const std::string yaml = (tmp / "data" / "data.yaml").string(), cache = (tmp / "cache").string();
+  ASSERT_EQ(Yolocache(tmp, {"build", yaml, "-o", cache, "--imgsz", "160"}).exit_code, 0);
+  // Measure one rebuild, then kill rebuilds at random moments across that span.
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(Yolocache(tmp, {"build", yaml, "-o", cache, "--imgsz", "160"}).exit_code, 0);
+  const auto span = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
+  std::mt19937 rng(7);
+  for (int round = 0; round < 6; ++round) {
+    const pid_t pid = Spawn({"build", yaml, "-o", cache, "--imgsz", "160", "--compress", "zstd"}, tmp / "o", tmp / "e");
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % std::max<int64_t>(1, span.count())));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CliRun v = Yolocache(tmp, {"verify", cache, "-q"});
+    EXPECT_EQ(v.exit_code, 0) << "round " << round << ": " << v.out << v.err;
+  }
+  // The next build clears the dead builds' staging directories.
+  ASSERT_EQ(Yolocache(tmp, {"build", yaml, "-o", cache, "--imgsz", "160"}).exit_code, 0);
+  for (const auto& e : fs::directory_iterator(tmp.path()))
+    EXPECT_EQ(e.path().filename().string().find(".building-"), std::string::npos) << e.path();
+}
+
+}  // namespace
+}  // namespace yc
