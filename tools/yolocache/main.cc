@@ -3,6 +3,8 @@
 #include <iostream>
 #include <map>
 
+#include <opencv2/core/utils/logger.hpp>
+
 #include "libcache/status.h"
 #include "tools/yolocache/command.h"
 
@@ -14,6 +16,9 @@ std::vector<CommandInfo>& Registry() {
 }  // namespace yc::cli
 
 int main(int argc, char** argv) {
+  // Damaged images are reported through the audit with file and reason; OpenCV's own stderr
+  // chatter about them would only interleave with the progress bar.
+  cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);
   CLI::App app{"yolocache: decode a YOLO dataset once, audit it, and feed training from mmap'd shards"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "yolocache 0.1.0");

@@ -1,0 +1,39 @@
+// `yolocache verify`: a full check of a cache directory that keeps going after the first problem
+// and reports every one it finds, each located as precisely as the format allows: the manifest, a
+// missing or resized file, a shard's header/index/footer/padding, or a record (split index, index
+// within its file, and the source image path when the record header is still readable).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace yc {
+
+struct VerifyProblem {
+  std::string split;         // empty for manifest-level problems
+  std::string file;          // path of the file concerned (manifest.json, a shard, an LMDB file)
+  int64_t record = -1;       // index within the split, -1 when the problem is not one record's
+  int64_t file_record = -1;  // index within `file`
+  std::string source;        // source image path of the record, when readable
+  std::string message;
+  std::string ToString() const;  // "file: record 12 (images/x.jpg): checksum mismatch"
+};
+
+struct VerifyReport {
+  uint64_t files_checked = 0;
+  uint64_t records_checked = 0;
+  uint64_t bytes_checked = 0;
+  std::vector<VerifyProblem> problems;
+  bool ok() const { return problems.empty(); }
+};
+
+struct VerifyOptions {
+  bool isolate_lmdb = true;  // walk LMDB B-trees in a child process (lmdb_verify.h)
+};
+
+// Never throws and never stops at the first problem; records are checked in parallel (TBB).
+VerifyReport VerifyCache(const std::filesystem::path& dir, const VerifyOptions& options = {});
+
+}  // namespace yc

@@ -1,0 +1,30 @@
+// Record-level check of one LMDB file: keys are 0..n-1, every value decodes and its checksum
+// matches. LMDB has no page checksums and trusts its B-tree, so a damaged tree can crash the
+// process that walks it; by default the walk runs in a forked child that reports back through a
+// pipe, and a crash becomes one reported problem instead of a crashed `verify`.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace yc {
+
+struct LmdbProblem {
+  int64_t record = -1;  // -1: the file or its B-tree as a whole
+  std::string source;   // the record's source path, when its header still parses
+  std::string message;
+};
+
+struct LmdbVerifyResult {
+  uint64_t records = 0;  // entries found
+  bool walked = false;   // the B-tree walk completed (counts are meaningful)
+  std::vector<LmdbProblem> problems;  // ordered by record
+  bool ok() const { return problems.empty(); }
+};
+
+// isolate=false walks in this process (faster to debug; only for files known to be sound).
+LmdbVerifyResult VerifyLmdbRecords(const std::filesystem::path& path, bool isolate = true);
+
+}  // namespace yc

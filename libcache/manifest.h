@@ -1,0 +1,93 @@
+// manifest.json at the root of a cache: what was built, from what, and where every byte lives
+// (docs/FORMAT.md, "Manifest"). Parsing validates every key it uses and reports the first bad one
+// as Corruption("<path>: <key path>: <reason>"); no exception escapes (the parser is fuzzed).
+// Unknown keys are ignored so that a newer tool may add fields without a version bump.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "libcache/record_format.h"
+#include "libcache/status.h"
+
+namespace yc {
+
+inline constexpr int kManifestFormatVersion = 1;
+inline constexpr const char* kManifestFileName = "manifest.json";
+
+enum class Backend { kShards, kLmdb };
+const char* BackendName(Backend backend);                    // "shards" | "lmdb"
+bool ParseBackend(std::string_view name, Backend* out);
+
+// A data file of the cache, named relative to the cache root (a plain file name).
+struct ShardEntry {
+  std::string file;
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+  uint64_t checksum = 0;  // shard checksum (the footer's): XXH3 over the bytes before the footer
+};
+struct LmdbEntry {
+  std::string file;
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+  uint64_t checksum = 0;  // XXH3 over the whole file
+};
+
+// One source image as it was when the cache was built: lets `build` skip unchanged files and
+// `verify --sources` notice edits.
+struct SourceFingerprint {
+  std::string path;       // relative to the dataset root
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  uint64_t hash = 0;      // XXH3 of the file's bytes
+  int64_t record = -1;    // record index in the split, -1 when the image was excluded
+};
+
+struct SplitManifest {
+  std::string name;
+  uint64_t records = 0;
+  uint64_t boxes = 0;
+  uint64_t backgrounds = 0;  // records with no boxes
+  uint64_t excluded = 0;     // source images not cached (corrupt, unreadable, ...)
+  uint64_t pixel_bytes = 0;  // decoded pixel bytes of all records (compression ratio = this / bytes on disk)
+  std::vector<ShardEntry> shards;  // backend shards, in record order
+  std::optional<LmdbEntry> lmdb;   // backend lmdb
+  std::vector<SourceFingerprint> sources;
+};
+
+struct Manifest {
+  int format_version = kManifestFormatVersion;
+  std::string tool_version;
+  std::string created;       // UTC, ISO 8601 ("2024-05-01T12:00:00Z")
+  std::string dataset_yaml;  // the data.yaml the cache was built from
+  std::vector<std::string> names;  // class names, index = class id
+  int imgsz = 0;
+  Backend backend = Backend::kShards;
+  Codec codec;
+  uint64_t shard_size = 0;   // target shard bytes (shards backend)
+  std::vector<SplitManifest> splits;  // in build order
+  nlohmann::ordered_json build_options = nlohmann::ordered_json::object();  // opaque to libcache
+  nlohmann::ordered_json audit = nlohmann::ordered_json::object();          // opaque to libcache
+
+  const SplitManifest* FindSplit(const std::string& name) const;
+};
+
+// The current time in the manifest's `created` format.
+std::string ManifestTimestampNow();
+
+// `where` names the source in messages (usually the file path).
+Result<Manifest> ParseManifest(std::string_view json_text, const std::string& where = kManifestFileName);
+std::string SerializeManifest(const Manifest& manifest);  // pretty-printed, stable key order
+
+// <dir>/manifest.json.
+Result<Manifest> ReadManifest(const std::filesystem::path& dir);
+// Atomic: writes manifest.json.tmp, fsyncs it, renames over manifest.json, fsyncs the directory.
+Status WriteManifest(const std::filesystem::path& dir, const Manifest& manifest);
+
+}  // namespace yc

@@ -1,0 +1,110 @@
+#include "libcache/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include <xxhash.h>
+
+namespace yc {
+namespace {
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<MappedFile>> MappedFile::Open(const std::filesystem::path& path, AccessAdvice advice,
+                                                     bool willneed) {
+  const std::string p = path.string();
+  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT) return Status::NotFound(Status::At(p, "no such file"));
+    return Status::IOError(Status::At(p, Errno("open")));
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return Status::IOError(Status::At(p, Errno("fstat")));
+  if (!S_ISREG(st.st_mode)) return Status::IOError(Status::At(p, "not a regular file"));
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) return std::unique_ptr<MappedFile>(new MappedFile(p, nullptr, 0));
+  void* addr = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
+  if (addr == MAP_FAILED) return Status::IOError(Status::At(p, Errno("mmap")));
+  int flag = MADV_NORMAL;
+  if (advice == AccessAdvice::kRandom) flag = MADV_RANDOM;
+  if (advice == AccessAdvice::kSequential) flag = MADV_SEQUENTIAL;
+  if (flag != MADV_NORMAL) ::madvise(addr, size, flag);  // advisory: failure changes nothing
+  if (willneed) ::madvise(addr, size, MADV_WILLNEED);
+  return std::unique_ptr<MappedFile>(new MappedFile(p, static_cast<const uint8_t*>(addr), size));
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+void MappedFile::WillNeed(uint64_t offset, uint64_t length) const {
+  if (data_ == nullptr || offset >= size_) return;
+  if (length > size_ - offset) length = size_ - offset;
+  // madvise wants a page-aligned start.
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t start = offset & ~(page - 1);
+  ::madvise(const_cast<uint8_t*>(data_) + start, length + (offset - start), MADV_WILLNEED);
+}
+
+Status HashFile(const std::filesystem::path& path, uint64_t* hash, uint64_t* size) {
+  const std::string p = path.string();
+  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT) return Status::NotFound(Status::At(p, "no such file"));
+    return Status::IOError(Status::At(p, Errno("open")));
+  }
+  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  XXH3_state_t* state = XXH3_createState();
+  if (state == nullptr) return Status::IOError(Status::At(p, "out of memory for the hash state"));
+  XXH3_64bits_reset(state);
+  std::vector<uint8_t> buffer(4 << 20);
+  uint64_t total = 0;
+  Status status;
+  for (;;) {
+    const ssize_t n = ::pread(fd.get(), buffer.data(), buffer.size(), static_cast<off_t>(total));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      status = Status::IOError(Status::At(p, Errno("read")));
+      break;
+    }
+    if (n == 0) break;
+    XXH3_64bits_update(state, buffer.data(), static_cast<size_t>(n));
+    total += static_cast<uint64_t>(n);
+  }
+  if (status.ok()) {
+    *hash = XXH3_64bits_digest(state);
+    if (size != nullptr) *size = total;
+  }
+  XXH3_freeState(state);
+  return status;
+}
+
+Status SyncPath(const std::filesystem::path& path) {
+  const std::string p = path.string();
+  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return Status::IOError(Status::At(p, Errno("open for fsync")));
+  if (::fsync(fd.get()) != 0) return Status::IOError(Status::At(p, Errno("fsync")));
+  return Status::OK();
+}
+
+}  // namespace yc

@@ -1,0 +1,59 @@
+#include "libcache/shard_reader.h"
+
+#include "libcache/coding.h"
+#include "libcache/record_format.h"
+
+namespace yc {
+
+Result<std::unique_ptr<ShardReader>> ShardReader::Open(const std::filesystem::path& path,
+                                                       const ShardReaderOptions& options) {
+  auto file = MappedFile::Open(path, options.advice, options.willneed);
+  if (!file.ok()) return file.status();
+  std::unique_ptr<ShardReader> r(new ShardReader());
+  r->file_ = std::move(file.value());
+  r->data_ = r->file_->data();
+  r->size_ = r->file_->size();
+  r->name_ = path.string();
+  r->options_ = options;
+  YC_RETURN_IF_ERROR(r->Init());
+  return r;
+}
+
+Result<std::unique_ptr<ShardReader>> ShardReader::OpenBuffer(const uint8_t* data, size_t size, std::string name,
+                                                             const ShardReaderOptions& options) {
+  std::unique_ptr<ShardReader> r(new ShardReader());
+  r->data_ = data;
+  r->size_ = size;
+  r->name_ = std::move(name);
+  r->options_ = options;
+  YC_RETURN_IF_ERROR(r->Init());
+  return r;
+}
+
+Status ShardReader::Init() {
+  Status s = ParseShardLayout(data_, size_, &footer_, &index_);
+  if (!s.ok()) return Status::Corruption(Status::At(name_, s.message()));
+  return Status::OK();
+}
+
+Status ShardReader::Read(size_t i, RecordView* out, ScratchBuffer* scratch) const {
+  if (i >= index_.size())
+    return Status::InvalidArgument(Status::At(name_, "record " + std::to_string(i) + " out of range (" +
+                                                         std::to_string(index_.size()) + " records)"));
+  const ShardIndexEntry& e = index_[i];
+  const uint8_t* rec = data_ + e.offset;
+  // The index's copy of the checksum must agree with the record's: a cheap check that catches a
+  // record swapped or shifted under an intact index, even with hashing off.
+  if (e.size >= kRecordHeaderSize && DecodeFixed64(rec + kRecordChecksumOffset) != e.checksum)
+    return Status::Corruption(Status::At(name_, "record " + std::to_string(i) + ": checksum field disagrees with the index"));
+  Status s = DecodeRecord(rec, e.size, options_.verify_checksums, out, scratch);
+  if (!s.ok()) return s.WithContext(name_ + ": record " + std::to_string(i));
+  out->index = i;
+  return Status::OK();
+}
+
+void ShardReader::Prefetch(size_t i) const {
+  if (file_ != nullptr && i < index_.size()) file_->WillNeed(index_[i].offset, index_[i].size);
+}
+
+}  // namespace yc

@@ -1,0 +1,59 @@
+// Read side of one shard file: mmap'd once (MAP_SHARED, read-only), header/footer/index validated
+// at open, then Read(i) is a bounds check plus DecodeRecord on the mapping: zero copy for raw
+// pixels, no locks, no allocation once the caller's scratch buffer is warm. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "libcache/mapped_file.h"
+#include "libcache/record_source.h"
+#include "libcache/shard_format.h"
+#include "libcache/status.h"
+
+namespace yc {
+
+struct ShardReaderOptions {
+  bool verify_checksums = false;  // hash every record on Read (costs one extra pass over its bytes)
+  AccessAdvice advice = AccessAdvice::kNormal;
+  bool willneed = false;  // start reading the whole file into the page cache at open
+};
+
+class ShardReader : public RecordSource {
+ public:
+  static Result<std::unique_ptr<ShardReader>> Open(const std::filesystem::path& path,
+                                                   const ShardReaderOptions& options = {});
+  // Over bytes owned by the caller, which must outlive the reader (tests, fuzzing).
+  static Result<std::unique_ptr<ShardReader>> OpenBuffer(const uint8_t* data, size_t size, std::string name,
+                                                         const ShardReaderOptions& options = {});
+
+  size_t size() const override { return index_.size(); }
+  // out->index = i. Errors name the file and the record.
+  Status Read(size_t index, RecordView* out, ScratchBuffer* scratch) const override;
+
+  // Asks the kernel to start reading record i (the loader knows its upcoming indices).
+  void Prefetch(size_t index) const;
+
+  const ShardFooter& footer() const { return footer_; }
+  const std::vector<ShardIndexEntry>& index() const { return index_; }
+  const uint8_t* data() const { return data_; }  // start of the mapping
+  size_t file_size() const { return size_; }
+  const std::string& path() const { return name_; }
+
+ private:
+  ShardReader() = default;
+  Status Init();
+
+  std::unique_ptr<MappedFile> file_;  // null for OpenBuffer
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::string name_;
+  ShardReaderOptions options_;
+  ShardFooter footer_;
+  std::vector<ShardIndexEntry> index_;
+};
+
+}  // namespace yc

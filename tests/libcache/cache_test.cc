@@ -1,0 +1,222 @@
+#include "libcache/cache.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "libcache/shard_format.h"
+#include "tests/libcache/cache_test_util.h"
+#include "tests/test_support.h"
+
+namespace yc {
+namespace {
+
+using testing::BuildTestCache;
+using testing::TempDir;
+using testing::TestCache;
+
+void ExpectAllReadable(const Cache& cache, const TestCache& built) {
+  ScratchBuffer scratch;
+  for (const auto& [name, records] : built.records) {
+    const RecordSource* source = cache.split(name);
+    ASSERT_NE(source, nullptr) << name;
+    ASSERT_EQ(source->size(), records.size());
+    for (size_t i = 0; i < records.size(); ++i) {
+      RecordView v;
+      const Status s = source->Read(i, &v, &scratch);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      EXPECT_EQ(v.index, i);
+      testing::ExpectViewMatches(v, records[i]);
+    }
+  }
+}
+
+TEST(CacheTest, ShardCacheRollsOverAtShardSizeAndReadsBack) {
+  TempDir dir;
+  WriterOptions options;
+  options.shard_size = 8 * 1024;  // a few records per shard
+  const TestCache built = BuildTestCache(dir.path(), options, {{"train", 60}, {"val", 7}, {"empty", 0}});
+  const SplitManifest& train = *built.manifest.FindSplit("train");
+  EXPECT_GT(train.shards.size(), 3u);
+  for (const ShardEntry& e : train.shards) {
+    EXPECT_LE(e.bytes, options.shard_size) << e.file;
+    EXPECT_EQ(e.bytes, std::filesystem::file_size(dir / e.file));
+  }
+  EXPECT_EQ(built.manifest.FindSplit("empty")->shards.size(), 0u);
+  EXPECT_TRUE(std::filesystem::exists(dir / "train-00000.shard"));
+
+  auto cache = Cache::Open(dir.path(), OpenOptions{/*verify_checksums=*/true, /*verify_files=*/true});
+  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  EXPECT_EQ(cache.value()->splits(), (std::vector<std::string>{"train", "val", "empty"}));
+  EXPECT_EQ(cache.value()->split("test"), nullptr);
+  EXPECT_EQ(cache.value()->split("empty")->size(), 0u);
+  ExpectAllReadable(*cache.value(), built);
+  EXPECT_EQ(cache.value()->manifest().names, built.manifest.names);
+  RecordView v;
+  ScratchBuffer scratch;
+  EXPECT_EQ(cache.value()->split("val")->Read(7, &v, &scratch).code(), Status::Code::kInvalidArgument);
+}
+
+TEST(CacheTest, ZstdShardCache) {
+  TempDir dir;
+  WriterOptions options;
+  options.codec = Codec{Codec::Kind::kZstd, 3};
+  const TestCache built = BuildTestCache(dir.path(), options, {{"train", 20}}, 64, /*smooth=*/true);
+  auto cache = Cache::Open(dir.path());
+  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  ExpectAllReadable(*cache.value(), built);
+}
+
+TEST(CacheTest, LmdbCacheReadsBack) {
+  TempDir dir;
+  WriterOptions options;
+  options.backend = Backend::kLmdb;
+  options.lmdb_initial_map_size = 128 * 1024;
+  const TestCache built = BuildTestCache(dir.path(), options, {{"train", 90}, {"val", 5}, {"empty", 0}});
+  EXPECT_TRUE(std::filesystem::exists(dir / "train.lmdb"));
+  EXPECT_TRUE(built.manifest.FindSplit("train")->lmdb.has_value());
+  auto cache = Cache::Open(dir.path(), OpenOptions{true, true});
+  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  EXPECT_EQ(cache.value()->manifest().backend, Backend::kLmdb);
+  ExpectAllReadable(*cache.value(), built);
+}
+
+TEST(CacheTest, ConcurrentReadsFromEightThreadsAcrossShards) {
+  for (Backend backend : {Backend::kShards, Backend::kLmdb}) {
+    TempDir dir;
+    WriterOptions options;
+    options.backend = backend;
+    options.shard_size = 16 * 1024;
+    options.codec = Codec{Codec::Kind::kZstd, 1};
+    const TestCache built = BuildTestCache(dir.path(), options, {{"train", 120}}, 40, true);
+    auto cache = Cache::Open(dir.path(), OpenOptions{true});
+    ASSERT_TRUE(cache.ok());
+    const RecordSource* train = cache.value()->split("train");
+    const auto& records = built.records.at("train");
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+      threads.emplace_back([&, t] {
+        std::mt19937 rng(t);
+        ScratchBuffer scratch;
+        for (int k = 0; k < 1500; ++k) {
+          const size_t i = rng() % records.size();
+          RecordView v;
+          if (!train->Read(i, &v, &scratch).ok() || v.index != i || v.source != records[i].source ||
+              std::memcmp(v.pixels, records[i].pixels.data(), records[i].pixels.size()) != 0)
+            ++failures;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(failures.load(), 0) << BackendName(backend);
+  }
+}
+
+TEST(CacheTest, OpenNamesMissingAndMismatchedFiles) {
+  TempDir dir;
+  WriterOptions options;
+  options.shard_size = 8 * 1024;
+  const TestCache built = BuildTestCache(dir.path(), options, {{"train", 30}});
+  const auto& shards = built.manifest.FindSplit("train")->shards;
+  ASSERT_GE(shards.size(), 2u);
+  const std::filesystem::path first = dir / shards[0].file, second = dir / shards[1].file;
+
+  // Missing shard: NotFound naming it.
+  std::filesystem::rename(second, dir / "moved");
+  auto cache = Cache::Open(dir.path());
+  ASSERT_FALSE(cache.ok());
+  EXPECT_EQ(cache.status().code(), Status::Code::kNotFound);
+  EXPECT_NE(cache.status().message().find(shards[1].file), std::string::npos) << cache.status().message();
+  std::filesystem::rename(dir / "moved", second);
+  ASSERT_TRUE(Cache::Open(dir.path()).ok());
+
+  // Two shards swapped: each is intact, but not the file the manifest names.
+  std::filesystem::rename(first, dir / "tmp");
+  std::filesystem::rename(second, first);
+  std::filesystem::rename(dir / "tmp", second);
+  cache = Cache::Open(dir.path());
+  ASSERT_FALSE(cache.ok());
+  EXPECT_EQ(cache.status().code(), Status::Code::kCorruption) << cache.status().ToString();
+  std::filesystem::rename(first, dir / "tmp");
+  std::filesystem::rename(second, first);
+  std::filesystem::rename(dir / "tmp", second);
+
+  // Truncated shard.
+  const std::string bytes = testing::ReadFile(first);
+  testing::WriteFile(first, bytes.substr(0, bytes.size() - 10));
+  cache = Cache::Open(dir.path());
+  ASSERT_FALSE(cache.ok());
+  EXPECT_EQ(cache.status().code(), Status::Code::kCorruption);
+  EXPECT_NE(cache.status().message().find(shards[0].file), std::string::npos);
+
+  // A flipped pixel byte passes the cheap open checks, is caught by verify_files at open and by
+  // verify_checksums on read.
+  std::string flipped = bytes;
+  flipped[kShardHeaderSize + 70] ^= 1;  // inside record 0 (its pixels start at >= 128)
+  testing::WriteFile(first, flipped);
+  EXPECT_TRUE(Cache::Open(dir.path()).ok());
+  EXPECT_EQ(Cache::Open(dir.path(), OpenOptions{false, true}).status().code(), Status::Code::kCorruption);
+  auto checked = Cache::Open(dir.path(), OpenOptions{true});
+  ASSERT_TRUE(checked.ok());
+  ScratchBuffer scratch;
+  int bad = 0;
+  for (size_t i = 0; i < checked.value()->split("train")->size(); ++i) {
+    RecordView v;
+    const Status s = checked.value()->split("train")->Read(i, &v, &scratch);
+    if (!s.ok()) {
+      ++bad;
+      EXPECT_EQ(s.code(), Status::Code::kCorruption);
+      EXPECT_NE(s.message().find(shards[0].file), std::string::npos) << s.message();
+    }
+  }
+  EXPECT_EQ(bad, 1);
+  testing::WriteFile(first, bytes);
+
+  // No manifest.
+  std::filesystem::remove(dir / "manifest.json");
+  EXPECT_EQ(Cache::Open(dir.path()).status().code(), Status::Code::kNotFound);
+  EXPECT_EQ(Cache::Open(dir / "absent").status().code(), Status::Code::kNotFound);
+}
+
+TEST(CacheTest, LmdbOpenNamesMissingAndResizedFiles) {
+  TempDir dir;
+  WriterOptions options;
+  options.backend = Backend::kLmdb;
+  BuildTestCache(dir.path(), options, {{"train", 10}});
+  const std::string bytes = testing::ReadFile(dir / "train.lmdb");
+  testing::WriteFile(dir / "train.lmdb", bytes + std::string(4096, '\0'));
+  auto cache = Cache::Open(dir.path());
+  EXPECT_EQ(cache.status().code(), Status::Code::kCorruption);
+  EXPECT_NE(cache.status().message().find("train.lmdb"), std::string::npos);
+  std::filesystem::remove(dir / "train.lmdb");
+  cache = Cache::Open(dir.path());
+  EXPECT_EQ(cache.status().code(), Status::Code::kNotFound);
+  EXPECT_NE(cache.status().message().find("train.lmdb"), std::string::npos);
+}
+
+TEST(CacheTest, WriterRejectsMisuse) {
+  TempDir dir;
+  auto writer = CacheWriter::Create(dir.path(), WriterOptions{});
+  ASSERT_TRUE(writer.ok());
+  EXPECT_FALSE(writer.value()->AddEncoded("x").ok());
+  EXPECT_FALSE(writer.value()->BeginSplit("../evil").ok());
+  EXPECT_FALSE(writer.value()->BeginSplit("").ok());
+  ASSERT_TRUE(writer.value()->BeginSplit("train").ok());
+  EXPECT_FALSE(writer.value()->BeginSplit("val").ok());
+  EXPECT_EQ(writer.value()->AddEncoded("garbage").code(), Status::Code::kInvalidArgument);
+  EXPECT_FALSE(writer.value()->Finish().ok());
+  SplitFiles files;
+  ASSERT_TRUE(writer.value()->EndSplit(&files).ok());
+  EXPECT_TRUE(files.shards.empty());
+  EXPECT_TRUE(writer.value()->Finish().ok());
+}
+
+}  // namespace
+}  // namespace yc
