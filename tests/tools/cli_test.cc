@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -124,6 +125,51 @@ TEST(Cli, BuildVerifyInspectOnACache) {
   EXPECT_EQ(static_cast<unsigned char>(jpeg[0]), 0xFF);
   EXPECT_EQ(static_cast<unsigned char>(jpeg[1]), 0xD8);
   EXPECT_EQ(Yolocache(tmp, {"inspect", cache, "--record", "999", "--out", (tmp / "x.jpg").string()}).exit_code, 2);
+}
+
+TEST(Cli, BenchIsDeterministicAcrossThreadCountsAndBeatsTheNaiveLoader) {
+  TempDir tmp;
+  Synth(tmp / "data", 24, 0);
+  const std::string cache = (tmp / "cache").string();
+  ASSERT_EQ(Yolocache(tmp, {"build", (tmp / "data" / "data.yaml").string(), "-o", cache, "--imgsz", "128"}).exit_code, 0);
+  std::set<std::string> checksums;
+  for (const char* threads : {"1", "2", "8"}) {
+    CliRun r = Yolocache(tmp, {"bench", cache, "--batch", "8", "--batches", "4", "--threads", threads, "--json",
+                               "--profile-samples", "4", "--compare"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    for (const char* key : {"images_per_second", "threads", "images_per_second_per_thread", "checksum", "stages_ms_per_sample"})
+      EXPECT_TRUE(j.contains(key)) << key;
+    EXPECT_EQ(j["threads"], std::stoi(threads));
+    EXPECT_EQ(j["images"], 32);
+    EXPECT_GT(j["naive_images_per_second"].get<double>(), 0.0);
+    checksums.insert(j["checksum"].get<std::string>());
+  }
+  EXPECT_EQ(checksums.size(), 1u) << "batches must not depend on the thread count";
+  CliRun val = Yolocache(tmp, {"bench", cache, "--mode", "val", "--batch", "4", "--batches", "2", "--json"});
+  ASSERT_EQ(val.exit_code, 0) << val.err;
+  EXPECT_EQ(nlohmann::json::parse(val.out)["split"], "val");
+}
+
+TEST(Cli, PreviewAndExportAugmented) {
+  TempDir tmp;
+  Synth(tmp / "data", 16, 0);
+  const std::string cache = (tmp / "cache").string();
+  ASSERT_EQ(Yolocache(tmp, {"build", (tmp / "data" / "data.yaml").string(), "-o", cache, "--imgsz", "128"}).exit_code, 0);
+  CliRun p = Yolocache(tmp, {"inspect", cache, "--preview", (tmp / "grid.jpg").string(), "--preview-count", "4"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_GT(testing::ReadFile(tmp / "grid.jpg").size(), 1000u);
+  CliRun e = Yolocache(tmp, {"inspect", cache, "--export-augmented", "20", (tmp / "aug").string()});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  int images = 0;
+  for (const auto& f : fs::directory_iterator(tmp / "aug" / "images" / "train")) {
+    ++images;
+    EXPECT_TRUE(fs::exists(tmp / "aug" / "labels" / "train" / f.path().filename().replace_extension(".txt")));
+  }
+  EXPECT_EQ(images, 20);
+  // The export is itself a valid YOLO dataset.
+  CliRun v = Yolocache(tmp, {"verify", (tmp / "aug" / "data.yaml").string(), "--json"});
+  EXPECT_EQ(v.exit_code, 0) << v.out;
 }
 
 TEST(Cli, KillNineDuringARebuildNeverBreaksTheExistingCache) {

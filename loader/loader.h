@@ -1,0 +1,55 @@
+// The public loader: turns a RecordSource into a stream of augmented, collated batches.
+//
+//   auto loader = yc::Loader::Create(source, options);      // Result<std::unique_ptr<Loader>>
+//   for (int epoch = 0; epoch < epochs; ++epoch) {
+//     (*loader)->StartEpoch(epoch);
+//     std::shared_ptr<yc::Batch> batch;
+//     while (status = (*loader)->Next(&batch), status.ok() && batch) { ... use batch ... }
+//   }
+//
+// Work runs in a TBB task_arena of `threads` threads; up to `prefetch` batches are in flight, the
+// samples of each batch in parallel, and batches come out in order. A batch's memory goes back to
+// the loader's pool when the last shared_ptr to it is released (holding many at once just grows the
+// pool). A batch depends only on (seed, epoch, batch index, rank, world_size): not on the thread
+// count, prefetch or timing, and StartEpoch(epoch, k) resumes exactly at batch k.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "libcache/record_source.h"
+#include "libcache/status.h"
+#include "loader/batch.h"
+#include "loader/options.h"
+
+namespace yc {
+
+class Loader {
+ public:
+  // Validates the options; in val mode with rect it reads every record once for its size. The
+  // source is shared: it must stay valid while batches from it are in use.
+  static Result<std::unique_ptr<Loader>> Create(std::shared_ptr<const RecordSource> source, LoaderOptions options);
+  // Cancels in-flight work and waits for it. Batches still held by the consumer stay valid.
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  const LoaderOptions& options() const;
+  size_t dataset_size() const;
+  size_t batches_per_epoch() const;
+
+  // Starts (or restarts) an epoch at batch `first_batch`, cancelling whatever is in flight.
+  Status StartEpoch(int epoch, size_t first_batch = 0);
+
+  // The next batch in order; *out is null once the epoch is done. A worker's failure comes back here,
+  // naming the record and its source path, and again on every call until the next StartEpoch.
+  Status Next(std::shared_ptr<Batch>* out);
+
+  struct Impl;
+
+ private:
+  explicit Loader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace yc

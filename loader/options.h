@@ -1,0 +1,88 @@
+// Everything that shapes what the loader produces: batch geometry, mode, the Ultralytics
+// augmentation hyperparameters (same names and defaults as ultralytics/cfg/default.yaml at 8.3.228),
+// sampling (seed, shuffle, ranks) and the pipeline's resources (threads, prefetch, memory).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "libcache/status.h"
+
+namespace yc {
+
+// Where batch image buffers come from. The trainer plugs in pinned (page-locked) CUDA host memory so
+// batches can be copied to the GPU asynchronously; the default is 4 KiB-aligned malloc.
+// Allocate is called only when the batch pool grows (start-up, or a consumer holding many batches),
+// never per batch; Free receives the size given to Allocate. Must be thread-safe.
+struct BufferAllocator {
+  virtual ~BufferAllocator() = default;
+  virtual void* Allocate(size_t bytes) = 0;  // nullptr on failure
+  virtual void Free(void* ptr, size_t bytes) = 0;
+};
+
+// 4 KiB-aligned heap memory.
+class AlignedAllocator final : public BufferAllocator {
+ public:
+  void* Allocate(size_t bytes) override;
+  void Free(void* ptr, size_t bytes) override;
+};
+
+enum class LoaderMode { kTrain, kVal };
+enum class ImageLayout { kNCHW, kNHWC };  // NCHW = Ultralytics' tensor layout
+
+// Ultralytics hyperparameters that act on the data (default.yaml names and defaults).
+struct AugmentHyp {
+  double mosaic = 1.0;       // probability of Mosaic-4
+  double mixup = 0.0;        // probability of MixUp (Beta(32,32) blend with another mosaic+affine sample)
+  double degrees = 0.0;      // rotation range, +/- degrees
+  double translate = 0.1;    // +/- fraction of the output size
+  double scale = 0.5;        // scale gain drawn from U(1 - scale, 1 + scale)
+  double shear = 0.0;        // +/- degrees
+  double perspective = 0.0;  // +/- (typically 0..0.001)
+  double hsv_h = 0.015;      // hue gain (fraction of the 180-unit OpenCV hue circle)
+  double hsv_s = 0.7;        // saturation gain
+  double hsv_v = 0.4;        // value gain
+  double flipud = 0.0;       // probability of a vertical flip
+  double fliplr = 0.5;       // probability of a horizontal flip
+  int close_mosaic = 10;     // mosaic and mixup are off for the last close_mosaic epochs
+};
+
+struct LoaderOptions {
+  LoaderMode mode = LoaderMode::kTrain;
+  int batch = 16;
+  int imgsz = 640;   // square train size; long side of val images
+  AugmentHyp hyp;    // used in train mode only
+  int epochs = 100;  // total epochs, needed by close_mosaic
+
+  uint64_t seed = 0;
+  bool shuffle = true;     // train: shuffle each epoch (val never shuffles)
+  bool drop_last = false;  // drop this rank's last, incomplete batch
+  int rank = 0;            // this process's rank among world_size (DDP)
+  int world_size = 1;
+
+  // Val batching: rectangular batches ordered by aspect ratio (Ultralytics' val default), each batch
+  // letterboxed to ceil(shape * imgsz / stride + pad) * stride. With rect = false every val image is
+  // letterboxed into imgsz x imgsz.
+  bool rect = true;
+  double pad = 0.5;
+  int stride = 32;
+
+  int threads = 0;   // TBB worker threads for this loader; 0 = all hardware threads
+  int prefetch = 4;  // batches in flight ahead of the consumer
+  ImageLayout layout = ImageLayout::kNCHW;
+
+  // Image path: kFast composes each mosaic tile's placement with the affine matrix and warps it
+  // straight into the output; kReference builds the 2s x 2s canvas like Ultralytics (tests, bench).
+  enum class Path { kFast, kReference } path = Path::kFast;
+
+  std::shared_ptr<BufferAllocator> allocator;  // null = AlignedAllocator
+};
+
+// Checks ranges and combinations; the message names the offending option.
+Status ValidateOptions(const LoaderOptions& options);
+
+// True when mosaic and mixup are switched off for this epoch (Ultralytics close_mosaic).
+bool MosaicClosed(const LoaderOptions& options, int epoch);
+
+}  // namespace yc

@@ -1,0 +1,95 @@
+#include "loader/sample_processor.h"
+
+#include <exception>
+
+#include "loader/fast_path.h"
+#include "loader/format.h"
+#include "loader/hsv.h"
+#include "loader/load_image.h"
+#include "loader/plan.h"
+#include "loader/reference_path.h"
+#include "loader/rng.h"
+#include "loader/val_path.h"
+
+namespace yc {
+
+namespace {
+
+// An h x w HWC image for the renderer: the slot itself in NHWC, else thread scratch (reused).
+cv::Mat RenderTarget(const LoaderOptions& o, cv::Size shape, uint8_t* slot, RenderScratch* scratch) {
+  if (o.layout == ImageLayout::kNHWC) return cv::Mat(shape, CV_8UC3, slot);
+  if (scratch->image.rows * scratch->image.cols < shape.area() || scratch->image.type() != CV_8UC3)
+    scratch->image.create(shape, CV_8UC3);
+  // A header over the start of the scratch: its shape changes between val batches, its memory does not.
+  return cv::Mat(shape, CV_8UC3, scratch->image.data);
+}
+
+void FillInfo(const RecordView& view, uint64_t record, SampleInfo* info) {
+  info->record = record;
+  info->orig_h = view.orig_height > 0 ? view.orig_height : view.height;
+  info->orig_w = view.orig_width > 0 ? view.orig_width : view.width;
+  info->source.assign(view.source.data(), view.source.size());
+}
+
+Status ProcessTrain(const SampleContext& ctx, const SampleSlot& s, int batch_idx, cv::Size shape, uint8_t* slot,
+                    RenderScratch* scratch, std::vector<float>* labels, SampleInfo* info) {
+  const LoaderOptions& o = *ctx.options;
+  Rng rng(o.seed, static_cast<uint64_t>(ctx.epoch), s.position);
+  const TrainPlan plan = DrawTrainPlan(rng, s.record, ctx.source->size(), o.hyp, ctx.mosaic_closed, o.imgsz);
+  cv::Mat out = RenderTarget(o, shape, slot, scratch);
+  std::vector<BoxXyxy>& boxes = scratch->boxes_out;
+  if (o.path == LoaderOptions::Path::kReference) {
+    YC_RETURN_IF_ERROR(RenderTrainReference(plan, *ctx.source, o, scratch, &scratch->warped, &boxes));
+    FinishImage(scratch->warped.data, shape.height, shape.width, scratch->warped.step, nullptr, o.layout, slot,
+                &scratch->chunk);
+  } else {
+    YC_RETURN_IF_ERROR(RenderTrainFast(plan, *ctx.source, o, scratch, &out, &boxes));
+    HsvLut lut;
+    if (plan.hsv.enabled) lut = MakeHsvLut(plan.hsv);
+    FinishImage(out.data, shape.height, shape.width, out.step, plan.hsv.enabled ? &lut : nullptr, o.layout, slot,
+                &scratch->chunk);
+  }
+  AppendLabelRows(static_cast<float>(batch_idx), boxes, shape.width, shape.height, labels);
+  const RecordView& view = scratch->views[0];
+  FillInfo(view, s.record, info);
+  const cv::Size loaded = LoadedImageSize(view.height, view.width, o.imgsz);
+  info->resized_h = loaded.height, info->resized_w = loaded.width;
+  info->ratio_h = static_cast<float>(loaded.height) / info->orig_h;
+  info->ratio_w = static_cast<float>(loaded.width) / info->orig_w;
+  info->pad_w = info->pad_h = 0;
+  return Status::OK();
+}
+
+Status ProcessVal(const SampleContext& ctx, const SampleSlot& s, int batch_idx, cv::Size shape, uint8_t* slot,
+                  RenderScratch* scratch, std::vector<float>* labels, SampleInfo* info) {
+  const LoaderOptions& o = *ctx.options;
+  cv::Mat out = RenderTarget(o, shape, slot, scratch);
+  std::vector<BoxXyxy>& boxes = scratch->boxes_out;
+  ValSample v;
+  YC_RETURN_IF_ERROR(RenderVal(*ctx.source, s.record, o.imgsz, scratch, &out, &boxes, &v));
+  if (o.layout == ImageLayout::kNCHW)
+    FinishImage(out.data, shape.height, shape.width, out.step, nullptr, o.layout, slot, &scratch->chunk);
+  AppendLabelRows(static_cast<float>(batch_idx), boxes, shape.width, shape.height, labels);
+  FillInfo(scratch->views[0], s.record, info);
+  info->resized_h = v.letterbox.new_h, info->resized_w = v.letterbox.new_w;
+  info->ratio_h = static_cast<float>(v.letterbox.new_h) / info->orig_h;
+  info->ratio_w = static_cast<float>(v.letterbox.new_w) / info->orig_w;
+  info->pad_w = static_cast<float>(v.letterbox.left), info->pad_h = static_cast<float>(v.letterbox.top);
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ProcessSample(const SampleContext& ctx, const SampleSlot& s, int batch_idx, cv::Size shape, uint8_t* slot,
+                     RenderScratch* scratch, std::vector<float>* labels, SampleInfo* info) {
+  scratch->views[0] = RecordView();  // so an early failure cannot name the previous sample's record
+  try {
+    if (ctx.options->mode == LoaderMode::kTrain)
+      return ProcessTrain(ctx, s, batch_idx, shape, slot, scratch, labels, info);
+    return ProcessVal(ctx, s, batch_idx, shape, slot, scratch, labels, info);
+  } catch (const std::exception& e) {
+    return Status::DataError("loader: " + RecordName(s.record, &scratch->views[0]) + ": " + e.what());
+  }
+}
+
+}  // namespace yc

@@ -1,0 +1,31 @@
+// One sample from plan to batch slot: draws its plan from its (seed, epoch, position) stream, renders
+// it through the fast or reference path (train) or the letterbox (val), applies HSV and the layout
+// while writing the slot, and emits its label rows and metadata.
+#pragma once
+
+#include <cstdint>
+#include <opencv2/core.hpp>
+#include <vector>
+
+#include "libcache/record_source.h"
+#include "loader/batch.h"
+#include "loader/options.h"
+#include "loader/sample_inputs.h"
+#include "loader/sampler.h"
+
+namespace yc {
+
+struct SampleContext {
+  const RecordSource* source = nullptr;
+  const LoaderOptions* options = nullptr;
+  int epoch = 0;
+  bool mosaic_closed = false;
+};
+
+// Renders sample `s` as image `batch_idx` of a batch with images of `shape` (w, h): the image goes to
+// `slot` (3*h*w bytes, in options.layout), labels are appended to *labels. Exceptions from OpenCV
+// are turned into a Status naming the record.
+Status ProcessSample(const SampleContext& ctx, const SampleSlot& s, int batch_idx, cv::Size shape, uint8_t* slot,
+                     RenderScratch* scratch, std::vector<float>* labels, SampleInfo* info);
+
+}  // namespace yc

@@ -1,0 +1,181 @@
+// `yolocache bench CACHE`: loader throughput on a built cache (img/s, per thread, per-stage times, a
+// checksum over every produced batch for determinism checks); `--compare` also runs, in the same
+// process on the same records, the naive loader — decode the source JPEG every time + canvas mosaic —
+// and prints the speed ratio.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+#include <tbb/info.h>
+#include <xxhash.h>
+
+#include "libcache/cache.h"
+#include "loader/decoding_source.h"
+#include "loader/loader.h"
+#include "loader/stage_profile.h"
+#include "tools/yolocache/cli_util.h"
+#include "tools/yolocache/command.h"
+
+namespace yc::cli {
+namespace {
+
+struct BenchArgs {
+  std::string cache, mode = "train", split, layout = "nchw";
+  int batch = 64, imgsz = 0, threads = 0, batches = 50, warmup = 2, profile_samples = 32;
+  uint64_t seed = 0;
+  bool compare = false, json = false;
+};
+
+struct RunResult {
+  double images_per_second = 0, seconds = 0, wait_fraction = 0;
+  size_t images = 0, batches = 0;
+  uint64_t checksum = 0;
+};
+
+// Runs `batches` batches (after `warmup`), crossing epochs as needed. The checksum chains the XXH3 of
+// every batch's image bytes and label table, so equal checksums mean identical output.
+Result<RunResult> Run(std::shared_ptr<const RecordSource> source, const LoaderOptions& options, const BenchArgs& a) {
+  Result<std::unique_ptr<Loader>> created = Loader::Create(std::move(source), options);
+  if (!created.ok()) return created.status();
+  Loader& loader = *created.value();
+  using Clock = std::chrono::steady_clock;
+  RunResult r;
+  XXH64_state_t* hash = XXH64_createState();
+  XXH64_reset(hash, 0);
+  int epoch = 0;
+  YC_RETURN_IF_ERROR(loader.StartEpoch(epoch));
+  double waited = 0;
+  Clock::time_point start;
+  for (int i = 0; i < a.warmup + a.batches; ++i) {
+    if (i == a.warmup) start = Clock::now();
+    std::shared_ptr<Batch> b;
+    const auto t0 = Clock::now();
+    Status st = loader.Next(&b);
+    if (st.ok() && !b) {
+      st = loader.StartEpoch(++epoch);
+      if (st.ok()) st = loader.Next(&b);
+    }
+    if (!st.ok()) {
+      XXH64_freeState(hash);
+      return st;
+    }
+    if (!b) break;
+    if (i < a.warmup) continue;
+    waited += std::chrono::duration<double>(Clock::now() - t0).count();
+    r.images += static_cast<size_t>(b->size);
+    ++r.batches;
+    const uint64_t parts[2] = {XXH3_64bits(b->images, b->bytes()),
+                               XXH3_64bits(b->labels.data(), b->labels.size() * sizeof(float))};
+    XXH64_update(hash, parts, sizeof parts);
+  }
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  r.images_per_second = r.seconds > 0 ? static_cast<double>(r.images) / r.seconds : 0;
+  r.wait_fraction = r.seconds > 0 ? waited / r.seconds : 0;
+  r.checksum = XXH64_digest(hash);
+  XXH64_freeState(hash);
+  return r;
+}
+
+int RunBench(const BenchArgs& a) {
+  Result<std::unique_ptr<Cache>> opened = Cache::Open(a.cache);
+  if (!opened.ok()) return Fail("bench", opened.status());
+  std::shared_ptr<Cache> cache(std::move(opened.value()));
+  LoaderOptions o;
+  if (a.mode != "train" && a.mode != "val") return Fail("bench", Status::InvalidArgument("--mode must be train or val"));
+  o.mode = a.mode == "train" ? LoaderMode::kTrain : LoaderMode::kVal;
+  o.batch = a.batch;
+  o.imgsz = a.imgsz > 0 ? a.imgsz : (cache->manifest().imgsz > 0 ? cache->manifest().imgsz : 640);
+  o.threads = a.threads;
+  o.seed = a.seed;
+  o.layout = a.layout == "nhwc" ? ImageLayout::kNHWC : ImageLayout::kNCHW;
+  const int threads = a.threads > 0 ? a.threads : tbb::info::default_concurrency();
+  const std::string split = !a.split.empty() ? a.split : a.mode;
+  const RecordSource* src = cache->split(split);
+  if (src == nullptr) return Fail("bench", Status::InvalidArgument("no split '" + split + "' in " + a.cache));
+  std::shared_ptr<const RecordSource> source(cache, src);
+
+  Result<RunResult> cached = Run(source, o, a);
+  if (!cached.ok()) return Fail("bench", cached.status());
+  StageProfile profile;
+  if (o.mode == LoaderMode::kTrain && a.profile_samples > 0) {
+    Result<StageProfile> p = ProfileTrainStages(*source, o, a.profile_samples);
+    if (!p.ok()) return Fail("bench", p.status());
+    profile = *p;
+  }
+  RunResult naive;
+  if (a.compare) {
+    Result<std::filesystem::path> root = DecodingSource::DatasetRoot(cache->manifest());
+    if (!root.ok()) return Fail("bench", root.status());
+    LoaderOptions n = o;
+    n.path = LoaderOptions::Path::kReference;
+    Result<RunResult> r = Run(std::make_shared<DecodingSource>(source, *root, cache->manifest().imgsz), n, a);
+    if (!r.ok()) return Fail("bench", r.status());
+    naive = *r;
+  }
+
+  const double per_thread = cached->images_per_second / threads;
+  if (a.json) {
+    nlohmann::ordered_json j;
+    j["cache"] = a.cache;
+    j["mode"] = a.mode;
+    j["split"] = split;
+    j["batch"] = o.batch;
+    j["imgsz"] = o.imgsz;
+    j["threads"] = threads;
+    j["batches"] = cached->batches;
+    j["images"] = cached->images;
+    j["seconds"] = cached->seconds;
+    j["images_per_second"] = cached->images_per_second;
+    j["images_per_second_per_thread"] = per_thread;
+    j["consumer_wait_fraction"] = cached->wait_fraction;
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(cached->checksum));
+    j["checksum"] = hex;
+    if (profile.samples > 0)
+      j["stages_ms_per_sample"] = {{"geometry_warp", profile.geometry_warp_ms},
+                                   {"hsv_layout", profile.hsv_layout_ms},
+                                   {"layout_only", profile.layout_only_ms}};
+    if (a.compare) {
+      j["naive_images_per_second"] = naive.images_per_second;
+      j["speedup_vs_naive"] = naive.images_per_second > 0 ? cached->images_per_second / naive.images_per_second : 0;
+    }
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::printf("%s mode, split %s, batch %d, imgsz %d, %d threads, %zu batches\n", a.mode.c_str(), split.c_str(),
+              o.batch, o.imgsz, threads, cached->batches);
+  std::printf("cache loader: %.0f img/s (%.0f img/s per thread), consumer waited %.0f%% of the time\n",
+              cached->images_per_second, per_thread, 100 * cached->wait_fraction);
+  if (profile.samples > 0)
+    std::printf("per sample, one thread: geometry+warp %.2f ms, HSV+layout %.2f ms (layout alone %.2f ms)\n",
+                profile.geometry_warp_ms, profile.hsv_layout_ms, profile.layout_only_ms);
+  if (a.compare)
+    std::printf("naive loader (decode source + canvas mosaic): %.0f img/s -> yolocache is %.2fx faster\n",
+                naive.images_per_second, naive.images_per_second > 0 ? cached->images_per_second / naive.images_per_second : 0);
+  std::printf("checksum %016llx\n", static_cast<unsigned long long>(cached->checksum));
+  return kExitOk;
+}
+
+Registration reg("bench", "Measure loader throughput on a cache (img/s, per thread, per stage); --compare against a naive loader",
+                 [](CLI::App& app) -> Action {
+                   auto a = std::make_shared<BenchArgs>();
+                   app.add_option("cache", a->cache, "Cache directory")->required();
+                   app.add_option("--mode", a->mode, "train | val")->capture_default_str();
+                   app.add_option("--split", a->split, "Split (default: train for train mode, val for val mode)");
+                   app.add_option("--batch", a->batch, "Batch size")->capture_default_str();
+                   app.add_option("--imgsz", a->imgsz, "Image size (default: the cache's)");
+                   app.add_option("--threads", a->threads, "Loader threads (0: all cores)")->capture_default_str();
+                   app.add_option("--batches", a->batches, "Timed batches")->capture_default_str();
+                   app.add_option("--warmup", a->warmup, "Untimed warm-up batches")->capture_default_str();
+                   app.add_option("--layout", a->layout, "nchw | nhwc")->capture_default_str();
+                   app.add_option("--seed", a->seed, "Seed")->capture_default_str();
+                   app.add_option("--profile-samples", a->profile_samples, "Samples for the per-stage profile (0: skip)")
+                       ->capture_default_str();
+                   app.add_flag("--compare", a->compare, "Also run the naive decode-every-time loader, same records");
+                   app.add_flag("--json", a->json, "Print one JSON document");
+                   return [a] { return RunBench(*a); };
+                 });
+
+}  // namespace
+}  // namespace yc::cli
