@@ -33,6 +33,34 @@ struct Work {
   int64_t mtime_ns = 0;
 };
 
+// Work objects circulate between the pipeline's first and last stage, so each token's ~1 MB record
+// buffer is allocated once, not once per image.
+class WorkPool {
+ public:
+  Work* Get() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) {
+      all_.push_back(std::make_unique<Work>());
+      return all_.back().get();
+    }
+    Work* w = free_.back();
+    free_.pop_back();
+    return w;
+  }
+  void Put(Work* w) {
+    w->scanned = ScannedImage();
+    w->record.clear();  // keeps its capacity
+    w->reused = false;
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(w);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Work>> all_;
+  std::vector<Work*> free_;
+};
+
 int64_t MtimeNs(const fs::path& path, uint64_t* size) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return 0;
@@ -182,6 +210,7 @@ Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpe
   const int threads = o.threads > 0 ? o.threads : tbb::info::default_concurrency();
   const size_t tokens = static_cast<size_t>(2 * threads + 2);
   const Codec codec = writer->options().codec;
+  WorkPool pool;
 
   tbb::parallel_pipeline(
       tokens,
@@ -192,7 +221,7 @@ Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpe
                                         fc.stop();
                                         return nullptr;
                                       }
-                                      Work* w = new Work;
+                                      Work* w = pool.Get();
                                       w->index = next++;
                                       return w;
                                     }) &
@@ -217,7 +246,6 @@ Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpe
                 return w;
               }) &
           tbb::make_filter<Work*, void>(tbb::filter_mode::serial_in_order, [&](Work* w) {
-            std::unique_ptr<Work> owned(w);
             const SourceItem& item = items[w->index];
             ScannedImage& s = w->scanned;
             SourceFingerprint& fp = sm.sources[w->index];
@@ -242,6 +270,7 @@ Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpe
               ++sm.excluded;
             }
             audit.images[w->index] = std::move(s);
+            pool.Put(w);
             ++done;
             if (o.progress) o.progress(split.name, done, items.size());
           }));

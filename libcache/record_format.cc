@@ -108,8 +108,9 @@ Status EncodeRecord(const RecordInput& in, const Codec& codec, std::string* out)
   }
   if (stored_kind == Codec::Kind::kNone) {
     // Raw storage, either asked for or because zstd did not shrink these pixels (noise-like images).
-    out->resize(pixel_offset + raw);
-    std::memcpy(out->data() + pixel_offset, in.pixels, raw);
+    // Only the header area is zero-filled; the pixels are copied once (no memset of ~1 MB first).
+    out->assign(pixel_offset, '\0');
+    out->append(reinterpret_cast<const char*>(in.pixels), raw);
   } else {
     out->resize(pixel_offset + stored);
   }

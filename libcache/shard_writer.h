@@ -50,11 +50,14 @@ class ShardWriter {
   Status Append(const void* data, size_t n);  // buffered, hashed
   Status Flush();
   Status PadTo(uint64_t alignment);
+  void StartWriteback();
+  static constexpr uint64_t kWritebackChunk = uint64_t{8} << 20;
 
   std::string path_;
   int fd_;
   bool finished_ = false;
   uint64_t offset_ = 0;
+  uint64_t writeback_from_ = 0;  // bytes before this offset were handed to the kernel's writeback
   std::vector<ShardIndexEntry> index_;
   std::vector<uint8_t> buffer_;
   size_t buffered_ = 0;

@@ -22,9 +22,9 @@ namespace {
 
 struct BenchArgs {
   std::string cache, mode = "train", split, layout = "nchw";
-  int batch = 64, imgsz = 0, threads = 0, batches = 50, warmup = 2, profile_samples = 32;
+  int batch = 64, imgsz = 0, threads = 0, batches = 50, warmup = 2, profile_samples = 32, prefetch = 4;
   uint64_t seed = 0;
-  bool compare = false, json = false;
+  bool compare = false, json = false, checksum = true;
 };
 
 struct RunResult {
@@ -33,9 +33,12 @@ struct RunResult {
   uint64_t checksum = 0;
 };
 
-// Runs `batches` batches (after `warmup`), crossing epochs as needed. The checksum chains the XXH3 of
-// every batch's image bytes and label table, so equal checksums mean identical output.
-Result<RunResult> Run(std::shared_ptr<const RecordSource> source, const LoaderOptions& options, const BenchArgs& a) {
+// Runs `batches` batches (after `warmup`), crossing epochs as needed. With `hash`, the checksum chains
+// the XXH3 of every batch's image bytes and label table, so equal checksums mean identical output.
+// Hashing ~80 MB a batch would make the consumer the bottleneck, so timed runs do not hash: the
+// checksum comes from a second, untimed run (batches depend only on seed/epoch/index, so it is the same).
+Result<RunResult> Run(std::shared_ptr<const RecordSource> source, const LoaderOptions& options, const BenchArgs& a,
+                      bool hash_batches = false) {
   Result<std::unique_ptr<Loader>> created = Loader::Create(std::move(source), options);
   if (!created.ok()) return created.status();
   Loader& loader = *created.value();
@@ -65,9 +68,11 @@ Result<RunResult> Run(std::shared_ptr<const RecordSource> source, const LoaderOp
     waited += std::chrono::duration<double>(Clock::now() - t0).count();
     r.images += static_cast<size_t>(b->size);
     ++r.batches;
-    const uint64_t parts[2] = {XXH3_64bits(b->images, b->bytes()),
-                               XXH3_64bits(b->labels.data(), b->labels.size() * sizeof(float))};
-    XXH64_update(hash, parts, sizeof parts);
+    if (hash_batches) {
+      const uint64_t parts[2] = {XXH3_64bits(b->images, b->bytes()),
+                                 XXH3_64bits(b->labels.data(), b->labels.size() * sizeof(float))};
+      XXH64_update(hash, parts, sizeof parts);
+    }
   }
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   r.images_per_second = r.seconds > 0 ? static_cast<double>(r.images) / r.seconds : 0;
@@ -87,6 +92,7 @@ int RunBench(const BenchArgs& a) {
   o.batch = a.batch;
   o.imgsz = a.imgsz > 0 ? a.imgsz : (cache->manifest().imgsz > 0 ? cache->manifest().imgsz : 640);
   o.threads = a.threads;
+  o.prefetch = a.prefetch;
   o.seed = a.seed;
   o.layout = a.layout == "nhwc" ? ImageLayout::kNHWC : ImageLayout::kNCHW;
   const int threads = a.threads > 0 ? a.threads : tbb::info::default_concurrency();
@@ -97,6 +103,11 @@ int RunBench(const BenchArgs& a) {
 
   Result<RunResult> cached = Run(source, o, a);
   if (!cached.ok()) return Fail("bench", cached.status());
+  if (a.checksum) {
+    Result<RunResult> hashed = Run(source, o, a, /*hash_batches=*/true);
+    if (!hashed.ok()) return Fail("bench", hashed.status());
+    cached->checksum = hashed->checksum;
+  }
   StageProfile profile;
   if (o.mode == LoaderMode::kTrain && a.profile_samples > 0) {
     Result<StageProfile> p = ProfileTrainStages(*source, o, a.profile_samples);
@@ -129,9 +140,11 @@ int RunBench(const BenchArgs& a) {
     j["images_per_second"] = cached->images_per_second;
     j["images_per_second_per_thread"] = per_thread;
     j["consumer_wait_fraction"] = cached->wait_fraction;
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(cached->checksum));
-    j["checksum"] = hex;
+    if (a.checksum) {
+      char hex[17];
+      std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(cached->checksum));
+      j["checksum"] = hex;
+    }
     if (profile.samples > 0)
       j["stages_ms_per_sample"] = {{"geometry_warp", profile.geometry_warp_ms},
                                    {"hsv_layout", profile.hsv_layout_ms},
@@ -153,7 +166,7 @@ int RunBench(const BenchArgs& a) {
   if (a.compare)
     std::printf("naive loader (decode source + canvas mosaic): %.0f img/s -> yolocache is %.2fx faster\n",
                 naive.images_per_second, naive.images_per_second > 0 ? cached->images_per_second / naive.images_per_second : 0);
-  std::printf("checksum %016llx\n", static_cast<unsigned long long>(cached->checksum));
+  if (a.checksum) std::printf("checksum %016llx\n", static_cast<unsigned long long>(cached->checksum));
   return kExitOk;
 }
 
@@ -167,11 +180,13 @@ Registration reg("bench", "Measure loader throughput on a cache (img/s, per thre
                    app.add_option("--imgsz", a->imgsz, "Image size (default: the cache's)");
                    app.add_option("--threads", a->threads, "Loader threads (0: all cores)")->capture_default_str();
                    app.add_option("--batches", a->batches, "Timed batches")->capture_default_str();
+                   app.add_option("--prefetch", a->prefetch, "Batches in flight")->capture_default_str();
                    app.add_option("--warmup", a->warmup, "Untimed warm-up batches")->capture_default_str();
                    app.add_option("--layout", a->layout, "nchw | nhwc")->capture_default_str();
                    app.add_option("--seed", a->seed, "Seed")->capture_default_str();
                    app.add_option("--profile-samples", a->profile_samples, "Samples for the per-stage profile (0: skip)")
                        ->capture_default_str();
+                   app.add_flag("!--no-checksum", a->checksum, "Skip the (untimed) checksum run");
                    app.add_flag("--compare", a->compare, "Also run the naive decode-every-time loader, same records");
                    app.add_flag("--json", a->json, "Print one JSON document");
                    return [a] { return RunBench(*a); };

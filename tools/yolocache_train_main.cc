@@ -1,0 +1,372 @@
+// `yolocache-train`: train, validate and run YOLOv8 models on a yolocache cache.
+//   yolocache-train train   --data CACHE --model yolov8n --epochs 100 --batch 16 --imgsz 640 --out DIR ...
+//   yolocache-train val     --weights DIR/weights/best.pt --data CACHE [--json]
+//   yolocache-train predict --weights best.pt IMAGES... --out DIR [--json]
+// Argument parsing and printing only; the work is in trainer/ (Train, ValidateCheckpoint, Predictor).
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "libcache/status.h"
+#include "tools/common/progress_bar.h"
+#include "trainer/device_feed.h"
+#include "trainer/predictor.h"
+#include "trainer/trainer.h"
+#include "trainer/validator.h"
+
+namespace {
+
+using namespace yc;
+using namespace yc::trainer;
+
+std::atomic<bool> g_interrupt{false};
+
+extern "C" void OnSignal(int) {
+  if (g_interrupt.exchange(true)) std::_Exit(kExitInterrupted);  // second Ctrl-C: leave now
+}
+
+void InstallSignals() {
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+}
+
+std::string F(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+int Fail(const char* cmd, const Status& st) {
+  std::cerr << "yolocache-train " << cmd << ": " << st.ToString() << "\n";
+  return ExitCodeFor(st);
+}
+
+// Console output of a run: log lines on stdout, a progress bar per epoch on stderr (TTY only), and one
+// summary line per epoch on stdout (always, so logs of non-interactive runs show progress).
+class ConsoleObserver final : public TrainObserver {
+ public:
+  void OnMessage(const std::string& line) override {
+    EndBar();
+    std::cout << line << std::endl;
+  }
+  void OnEpochStart(int epoch, int epochs, size_t batches) override {
+    EndBar();
+    bar_ = std::make_unique<cli::ProgressBar>("epoch " + std::to_string(epoch) + "/" + std::to_string(epochs), batches,
+                                              "batch");
+  }
+  void OnTrainProgress(const BatchProgress& p) override {
+    last_ = p;
+    if (!bar_) return;
+    std::string s = "box " + F("%.4g", p.loss[0]) + " cls " + F("%.4g", p.loss[1]) + " dfl " + F("%.4g", p.loss[2]) +
+                    " | " + F("%.1f", p.images_per_second) + " img/s";
+    if (p.gpu_mem_gb > 0) s += " | " + F("%.2f", p.gpu_mem_gb) + "G";
+    bar_->Update(p.batch, s);
+  }
+  void OnValStart(int epoch, size_t batches) override {
+    EndBar();
+    bar_ = std::make_unique<cli::ProgressBar>("  val", batches, "batch");
+  }
+  void OnValProgress(size_t done, size_t total) override {
+    if (bar_) bar_->Update(done);
+  }
+  void OnEpochEnd(const EpochRecord& r) override {
+    EndBar();
+    std::string line = "epoch " + std::to_string(r.epoch) + ": box " + F("%.4f", r.train_loss[0]) + " cls " +
+                       F("%.4f", r.train_loss[1]) + " dfl " + F("%.4f", r.train_loss[2]) + " | " +
+                       F("%.1f", last_.images_per_second) + " img/s";
+    if (r.validated) {
+      line += " | P " + F("%.3f", r.precision) + " R " + F("%.3f", r.recall) + " mAP50 " + F("%.3f", r.map50) +
+              " mAP50-95 " + F("%.3f", r.map50_95);
+    }
+    line += " | " + F("%.1f", r.time) + " s";
+    std::cout << line << std::endl;
+  }
+
+ private:
+  void EndBar() {
+    if (bar_) bar_->Finish();
+    bar_.reset();
+  }
+  std::unique_ptr<cli::ProgressBar> bar_;
+  BatchProgress last_;
+};
+
+struct TrainArgs {
+  TrainOptions o;
+  std::string resume;
+  bool amp = false, no_amp = false;
+  std::string amp_dtype = "auto";
+};
+
+void AddTrainOptions(CLI::App& app, TrainArgs& a) {
+  TrainOptions& o = a.o;
+  app.add_option("--data", o.data, "Cache directory (built by `yolocache build`)");
+  app.add_option("--model", o.model, "yolov8n | yolov8s | yolov8m | yolov8l | yolov8x")->capture_default_str();
+  app.add_option("--epochs", o.epochs, "Epochs")->capture_default_str();
+  app.add_option("--batch", o.batch, "Batch size")->capture_default_str();
+  app.add_option("--imgsz", o.imgsz, "Train/val image size (multiple of 32)")->capture_default_str();
+  app.add_option("--device", o.device, "cpu | cuda | cuda:N | N (default: cuda:0 when available, else cpu)");
+  app.add_flag("--amp", a.amp, "Mixed precision on (CUDA default: fp16 + loss scaling; CPU: bf16)");
+  app.add_flag("--no-amp", a.no_amp, "Mixed precision off (CPU default)");
+  app.add_option("--amp-dtype", a.amp_dtype, "auto | fp16 | bf16")->capture_default_str();
+  app.add_option("--threads", o.threads, "Loader threads (0: all cores)")->capture_default_str();
+  app.add_option("--torch-threads", o.torch_threads, "LibTorch CPU threads (0: LibTorch's default)")->capture_default_str();
+  app.add_option("--prefetch", o.prefetch, "Batches prepared ahead by the loader")->capture_default_str();
+  app.add_option("--optimizer", o.optimizer, "auto | SGD | Adam | AdamW | RMSProp")->capture_default_str();
+  app.add_option("--lr0", o.lr0, "Initial learning rate")->capture_default_str();
+  app.add_option("--lrf", o.lrf, "Final learning rate factor (lr0 * lrf)")->capture_default_str();
+  app.add_option("--momentum", o.momentum, "SGD momentum / Adam beta1")->capture_default_str();
+  app.add_option("--weight-decay", o.weight_decay, "Weight decay")->capture_default_str();
+  app.add_option("--warmup-epochs", o.warmup_epochs, "Warmup epochs (>= 100 iterations when > 0)")->capture_default_str();
+  app.add_option("--warmup-momentum", o.warmup_momentum, "Warmup initial momentum")->capture_default_str();
+  app.add_option("--warmup-bias-lr", o.warmup_bias_lr, "Warmup initial bias lr")->capture_default_str();
+  app.add_flag("--cos-lr", o.cos_lr, "Cosine learning-rate schedule");
+  app.add_option("--nbs", o.nbs, "Nominal batch size (gradient accumulation)")->capture_default_str();
+  app.add_option("--box", o.box, "Box loss gain")->capture_default_str();
+  app.add_option("--cls", o.cls, "Class loss gain")->capture_default_str();
+  app.add_option("--dfl", o.dfl, "DFL loss gain")->capture_default_str();
+  app.add_option("--close-mosaic", o.hyp.close_mosaic, "Disable mosaic for the last N epochs")->capture_default_str();
+  app.add_option("--mosaic", o.hyp.mosaic, "Mosaic probability")->capture_default_str();
+  app.add_option("--mixup", o.hyp.mixup, "MixUp probability")->capture_default_str();
+  app.add_option("--degrees", o.hyp.degrees, "Rotation (+/- deg)")->capture_default_str();
+  app.add_option("--translate", o.hyp.translate, "Translation (+/- fraction)")->capture_default_str();
+  app.add_option("--scale", o.hyp.scale, "Scale gain (+/-)")->capture_default_str();
+  app.add_option("--shear", o.hyp.shear, "Shear (+/- deg)")->capture_default_str();
+  app.add_option("--perspective", o.hyp.perspective, "Perspective (+/- fraction)")->capture_default_str();
+  app.add_option("--hsv-h", o.hyp.hsv_h, "Hue gain")->capture_default_str();
+  app.add_option("--hsv-s", o.hyp.hsv_s, "Saturation gain")->capture_default_str();
+  app.add_option("--hsv-v", o.hyp.hsv_v, "Value gain")->capture_default_str();
+  app.add_option("--flipud", o.hyp.flipud, "Vertical flip probability")->capture_default_str();
+  app.add_option("--fliplr", o.hyp.fliplr, "Horizontal flip probability")->capture_default_str();
+  app.add_option("--val-every", o.val_every, "Validate every N epochs (0: only after the last)")->capture_default_str();
+  app.add_flag("!--no-val", o.val, "Never validate (no best.pt, no early stopping)");
+  app.add_option("--conf", o.val_conf, "Validation NMS confidence threshold")->capture_default_str();
+  app.add_option("--iou", o.val_iou, "Validation NMS IoU threshold")->capture_default_str();
+  app.add_option("--save-every", o.save_every, "Also save weights/epochN.pt every N epochs (0: off)")->capture_default_str();
+  app.add_option("--keep", o.keep, "epochN.pt files kept (0: all)")->capture_default_str();
+  app.add_option("--patience", o.patience, "Stop after N epochs without improvement (0: never)")->capture_default_str();
+  app.add_option("--seed", o.seed, "Random seed (model init, sampling, augmentation)")->capture_default_str();
+  app.add_option("--resume", a.resume, "Continue the run saved in this checkpoint (e.g. DIR/weights/last.pt)");
+  app.add_option("--out", o.out, "Run directory (weights/, results.csv, results.png, args.json)")->capture_default_str();
+  app.add_flag("--exist-ok", o.exist_ok, "Start a new run in an --out that already holds one");
+  app.add_option("--log-every", o.log_every, "Batches between progress updates (host reads of the losses)")
+      ->capture_default_str();
+  app.add_flag("--synthetic-input", o.synthetic_input,
+               "After training, measure the model's fwd+bwd+step ceiling on device-resident random data");
+  app.add_option("--synthetic-iters", o.synthetic_iters, "Iterations of the --synthetic-input probe")->capture_default_str();
+}
+
+int RunTrain(CLI::App& app, TrainArgs& a) {
+  TrainOptions o = a.o;
+  TrainHooks hooks;
+  if (!a.resume.empty()) {
+    // A resumed run is the saved run: its options come from the checkpoint; only where it runs may change.
+    Result<TrainOptions> saved = ResumeOptions(a.resume);
+    if (!saved.ok()) return Fail("train", saved.status());
+    TrainOptions r = *saved;
+    for (const char* fixed : {"--model", "--epochs", "--batch", "--imgsz", "--optimizer", "--lr0", "--seed", "--out"}) {
+      if (app.count(fixed) > 0) {
+        std::cerr << "yolocache-train train: " << fixed << " is ignored with --resume (the checkpoint's value is used)\n";
+      }
+    }
+    if (app.count("--data") > 0) r.data = o.data;  // the cache may have moved
+    if (app.count("--device") > 0) r.device = o.device;
+    if (app.count("--threads") > 0) r.threads = o.threads;
+    if (app.count("--torch-threads") > 0) r.torch_threads = o.torch_threads;
+    if (app.count("--prefetch") > 0) r.prefetch = o.prefetch;
+    if (app.count("--log-every") > 0) r.log_every = o.log_every;
+    o = r;
+    hooks.resume = a.resume;
+  } else {
+    if (a.amp) o.amp = AmpMode::kOn;
+    if (a.no_amp) o.amp = AmpMode::kOff;
+    Result<AmpDtype> dtype = ParseAmpDtype(a.amp_dtype);
+    if (!dtype.ok()) return Fail("train", dtype.status());
+    o.amp_dtype = *dtype;
+  }
+  ConsoleObserver console;
+  hooks.observer = &console;
+  hooks.cancel = &g_interrupt;
+  InstallSignals();
+  Result<TrainSummary> r = Train(o, hooks);
+  if (!r.ok()) return Fail("train", r.status());
+  const TrainSummary& s = *r;
+  std::cout << "\n" << s.epochs_run << " epochs run (" << s.epochs_completed << "/" << o.epochs << " done) in "
+            << F("%.1f", s.wall_seconds) << " s wall (" << F("%.1f", s.train_seconds) << " s training)\n";
+  std::cout << "throughput: " << F("%.1f", s.images_per_second) << " img/s over " << s.train_images
+            << " train images; GPU busy: " << (s.gpu_busy_percent < 0 ? std::string("n/a") : F("%.1f%%", s.gpu_busy_percent))
+            << "\n";
+  if (s.synthetic_images_per_second >= 0) {
+    std::cout << "synthetic-input ceiling (model fwd+bwd+step, device-resident data): "
+              << F("%.1f", s.synthetic_images_per_second) << " img/s; real run " << F("%.1f", s.images_per_second)
+              << " img/s = "
+              << F("%.1f%%", s.synthetic_images_per_second > 0 ? 100.0 * s.images_per_second / s.synthetic_images_per_second : 0.0)
+              << " of it\n";
+  }
+  if (s.has_metrics) {
+    std::cout << "final val: P " << F("%.3f", s.final_metrics.precision) << " R " << F("%.3f", s.final_metrics.recall)
+              << " mAP50 " << F("%.3f", s.final_metrics.map50) << " mAP50-95 " << F("%.3f", s.final_metrics.map50_95)
+              << "\n";
+  }
+  if (!s.best.empty()) {
+    std::cout << "best: epoch " << s.best_epoch << " (fitness " << F("%.4f", s.best_fitness) << ") -> " << s.best.string()
+              << "\n";
+  }
+  std::cout << "last: " << s.last.string() << "\nresults: " << (s.out_dir / "results.csv").string()
+            << (s.plot.empty() ? std::string() : "; " + s.plot) << "\n";
+  if (s.early_stopped) std::cout << "stopped early (patience " << o.patience << ")\n";
+  if (s.interrupted) return kExitInterrupted;
+  return kExitOk;
+}
+
+struct ValArgs {
+  CheckpointValOptions o;
+  bool json = false;
+  bool no_rect = false;
+};
+
+int RunVal(const ValArgs& a) {
+  CheckpointValOptions o = a.o;
+  o.rect = !a.no_rect;
+  std::unique_ptr<cli::ProgressBar> bar;
+  if (!a.json) bar = std::make_unique<cli::ProgressBar>("val", 0, "batch");
+  auto progress = [&](size_t done, size_t total) {
+    if (!bar) return;
+    bar->SetTotal(total);
+    bar->Update(done);
+  };
+  Result<CheckpointValReport> r = ValidateCheckpoint(o, progress);
+  if (bar) bar->Finish();
+  if (!r.ok()) return Fail("val", r.status());
+  const ValResult& v = r->result;
+  if (a.json) {
+    nlohmann::json j = MetricsToJson(v.metrics, r->names);
+    j["weights"] = o.weights;
+    j["data"] = o.data;
+    j["split"] = o.split;
+    j["imgsz"] = r->imgsz;
+    j["seconds"] = v.seconds;
+    if (v.has_loss) j["loss"] = {{"box", v.loss[0]}, {"cls", v.loss[1]}, {"dfl", v.loss[2]}};
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::printf("%-16s %8s %10s %8s %8s %8s %9s\n", "class", "images", "instances", "P", "R", "mAP50", "mAP50-95");
+  std::printf("%-16s %8lld %10lld %8.3f %8.3f %8.3f %9.3f\n", "all", static_cast<long long>(v.metrics.images),
+              static_cast<long long>(v.metrics.instances), v.metrics.precision, v.metrics.recall, v.metrics.map50,
+              v.metrics.map50_95);
+  const auto& pc = v.metrics.per_class;
+  for (size_t i = 0; i < pc.classes.size(); ++i) {
+    double ap = 0;
+    for (double x : pc.ap[i]) ap += x;
+    ap /= std::max<size_t>(pc.ap[i].size(), 1);
+    const int64_t c = pc.classes[i];
+    const std::string name = c >= 0 && static_cast<size_t>(c) < r->names.size() ? r->names[c] : std::to_string(c);
+    std::printf("%-16s %8s %10lld %8.3f %8.3f %8.3f %9.3f\n", name.c_str(), "", static_cast<long long>(pc.num_targets[i]),
+                pc.p[i], pc.r[i], pc.ap[i][0], ap);
+  }
+  std::printf("%lld images in %.2f s on %s, imgsz %d\n", static_cast<long long>(v.images), v.seconds, r->device.c_str(),
+              r->imgsz);
+  return kExitOk;
+}
+
+struct PredictArgs {
+  std::string weights, out = "runs/predict", device;
+  std::vector<std::string> images;
+  PredictOptions o;
+  bool json = false;
+};
+
+int RunPredict(const PredictArgs& a) {
+  Result<std::vector<std::filesystem::path>> files = ExpandImagePaths(a.images);
+  if (!files.ok()) return Fail("predict", files.status());
+  if (files->empty()) return Fail("predict", Status::InvalidArgument("no images given (files or directories)"));
+  Result<at::Device> device = ParseDevice(a.device);
+  if (!device.ok()) return Fail("predict", device.status());
+  ConfigureDevice(*device);
+  Result<std::unique_ptr<Predictor>> p = Predictor::Load(a.weights, *device, a.o);
+  if (!p.ok()) return Fail("predict", p.status());
+  int failures = 0;
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& f : *files) {
+    Result<PredictResult> r = (*p)->PredictFile(f, a.out);
+    if (!r.ok()) {
+      std::cerr << "yolocache-train predict: " << r.status().ToString() << "\n";
+      ++failures;
+      continue;
+    }
+    if (a.json) {
+      all.push_back(PredictResultToJson(*r, (*p)->names()));
+    } else {
+      std::cout << f.string() << ": " << r->width << "x" << r->height << ", " << r->detections.size() << " detections ("
+                << F("%.1f", r->milliseconds) << " ms) -> " << r->output.string() << "\n";
+    }
+  }
+  if (a.json) std::cout << all.dump(2) << "\n";
+  return failures == 0 ? kExitOk : kExitProblems;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"yolocache-train: train, validate and run YOLOv8 on a yolocache cache (LibTorch)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "yolocache-train 0.1.0");
+
+  TrainArgs train;
+  CLI::App* train_cmd = app.add_subcommand("train", "Train a YOLOv8 model (Ultralytics recipe) on a cache");
+  AddTrainOptions(*train_cmd, train);
+
+  ValArgs val;
+  CLI::App* val_cmd = app.add_subcommand("val", "Validate a checkpoint on a cache split (P, R, mAP50, mAP50-95)");
+  val_cmd->add_option("--weights", val.o.weights, "Checkpoint (best.pt / last.pt)")->required();
+  val_cmd->add_option("--data", val.o.data, "Cache directory")->required();
+  val_cmd->add_option("--split", val.o.split, "Split to validate on")->capture_default_str();
+  val_cmd->add_option("--batch", val.o.batch, "Batch size")->capture_default_str();
+  val_cmd->add_option("--imgsz", val.o.imgsz, "Image size (0: the checkpoint's)")->capture_default_str();
+  val_cmd->add_option("--device", val.o.device, "cpu | cuda | cuda:N (default: cuda:0 when available)");
+  val_cmd->add_option("--conf", val.o.nms.conf, "NMS confidence threshold")->capture_default_str();
+  val_cmd->add_option("--iou", val.o.nms.iou, "NMS IoU threshold")->capture_default_str();
+  val_cmd->add_option("--max-det", val.o.nms.max_det, "Detections per image at most")->capture_default_str();
+  val_cmd->add_option("--threads", val.o.threads, "Loader threads (0: all cores)")->capture_default_str();
+  val_cmd->add_flag("--no-rect", val.no_rect, "Square imgsz batches instead of rectangular ones");
+  val_cmd->add_flag("--json", val.json, "Print the metrics as JSON");
+
+  PredictArgs predict;
+  predict.o.imgsz = 0;
+  CLI::App* predict_cmd = app.add_subcommand("predict", "Detect objects in images and write annotated JPEGs");
+  predict_cmd->add_option("--weights", predict.weights, "Checkpoint (best.pt / last.pt)")->required();
+  predict_cmd->add_option("images", predict.images, "Image files or directories")->required();
+  predict_cmd->add_option("--out", predict.out, "Output directory for the annotated images")->capture_default_str();
+  predict_cmd->add_option("--imgsz", predict.o.imgsz, "Inference size (0: the checkpoint's)")->capture_default_str();
+  predict_cmd->add_option("--conf", predict.o.conf, "Confidence threshold")->capture_default_str();
+  predict_cmd->add_option("--iou", predict.o.iou, "NMS IoU threshold")->capture_default_str();
+  predict_cmd->add_option("--max-det", predict.o.max_det, "Detections per image at most")->capture_default_str();
+  predict_cmd->add_option("--device", predict.device, "cpu | cuda | cuda:N (default: cuda:0 when available)");
+  predict_cmd->add_flag("--json", predict.json, "Print the detections as JSON");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  try {
+    if (train_cmd->parsed()) {
+      if (train.resume.empty() && train.o.data.empty()) {
+        return Fail("train", Status::InvalidArgument("--data CACHE is required (or --resume CHECKPOINT)"));
+      }
+      return RunTrain(*train_cmd, train);
+    }
+    if (val_cmd->parsed()) return RunVal(val);
+    if (predict_cmd->parsed()) return RunPredict(predict);
+  } catch (const std::exception& e) {
+    std::cerr << "yolocache-train: fatal: " << e.what() << "\n";
+    return kExitFatal;
+  }
+  return kExitUsage;
+}
