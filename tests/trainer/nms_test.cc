@@ -1,0 +1,110 @@
+#include "trainer/nms.h"
+
+#include <gtest/gtest.h>
+
+#include "trainer/box_ops.h"
+
+namespace yc::trainer {
+namespace {
+
+// (1, 4 + nc, A) prediction from per-anchor xywh boxes and class scores.
+at::Tensor Pred(const std::vector<std::vector<float>>& boxes, const std::vector<std::vector<float>>& scores) {
+  const int64_t a = static_cast<int64_t>(boxes.size()), nc = static_cast<int64_t>(scores[0].size());
+  auto p = at::zeros({1, 4 + nc, a});
+  for (int64_t i = 0; i < a; ++i) {
+    for (int64_t k = 0; k < 4; ++k) p[0][k][i] = boxes[i][k];
+    for (int64_t c = 0; c < nc; ++c) p[0][4 + c][i] = scores[i][c];
+  }
+  return p;
+}
+
+TEST(Nms, SuppressesOverlapsWithinAClassOnly) {
+  // Boxes 0 and 1 overlap (IoU 0.82); box 2 is elsewhere. Class scores decide what is suppressed.
+  auto pred = Pred({{50, 50, 20, 20}, {51, 51, 20, 20}, {150, 150, 10, 10}},
+                   {{0.9f, 0.0f}, {0.8f, 0.0f}, {0.0f, 0.7f}});
+  NmsOptions opt;
+  opt.conf = 0.25;
+  auto out = NonMaxSuppression(pred, opt);
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].size(0), 2);
+  EXPECT_TRUE(at::allclose(out[0][0], at::tensor(std::vector<float>{40, 40, 60, 60, 0.9f, 0})));
+  EXPECT_TRUE(at::allclose(out[0][1], at::tensor(std::vector<float>{145, 145, 155, 155, 0.7f, 1})));
+  // Same geometry, different classes: nothing is suppressed (class-offset trick).
+  auto pred2 = Pred({{50, 50, 20, 20}, {51, 51, 20, 20}}, {{0.9f, 0.0f}, {0.0f, 0.8f}});
+  EXPECT_EQ(NonMaxSuppression(pred2, opt)[0].size(0), 2);
+  // Class-agnostic: the lower one goes.
+  opt.agnostic = true;
+  EXPECT_EQ(NonMaxSuppression(pred2, opt)[0].size(0), 1);
+}
+
+TEST(Nms, MultiLabelKeepsEveryClassAboveConf) {
+  auto pred = Pred({{50, 50, 20, 20}}, {{0.6f, 0.3f, 0.0005f}});
+  auto out = NonMaxSuppression(pred)[0];  // conf 0.001
+  ASSERT_EQ(out.size(0), 2);
+  EXPECT_FLOAT_EQ(out[0][4].item<float>(), 0.6f);
+  EXPECT_EQ(out[1][5].item<float>(), 1.0f);
+  NmsOptions single;
+  single.multi_label = false;
+  auto best = NonMaxSuppression(pred, single)[0];
+  ASSERT_EQ(best.size(0), 1);
+  EXPECT_EQ(best[0][5].item<float>(), 0.0f);
+}
+
+TEST(Nms, IouThresholdIsStrict) {
+  // Two boxes with IoU exactly 0.5 survive iou = 0.5 (suppression needs IoU > threshold).
+  auto pred = Pred({{10, 10, 20, 20}, {10, 15, 20, 10}}, {{0.9f}, {0.8f}});
+  NmsOptions opt;
+  opt.iou = 0.5;
+  EXPECT_EQ(NonMaxSuppression(pred, opt)[0].size(0), 2);
+  opt.iou = 0.49;
+  EXPECT_EQ(NonMaxSuppression(pred, opt)[0].size(0), 1);
+}
+
+TEST(Nms, EmptyAndLimits) {
+  auto pred = Pred({{10, 10, 4, 4}, {30, 30, 4, 4}, {50, 50, 4, 4}}, {{0.0001f}, {0.5f}, {0.4f}});
+  NmsOptions opt;
+  opt.conf = 0.9;
+  auto none = NonMaxSuppression(pred, opt);
+  ASSERT_EQ(none[0].sizes(), (at::IntArrayRef{0, 6}));
+  opt.conf = 0.001;
+  opt.max_det = 1;
+  auto one = NonMaxSuppression(pred, opt)[0];
+  ASSERT_EQ(one.size(0), 1);
+  EXPECT_FLOAT_EQ(one[0][4].item<float>(), 0.5f);
+  opt.max_det = 300;
+  opt.max_nms = 1;  // only the best candidate enters NMS
+  EXPECT_EQ(NonMaxSuppression(pred, opt)[0].size(0), 1);
+  EXPECT_TRUE(NonMaxSuppression(at::zeros({2, 3})).empty());  // malformed input: no crash, no output
+  auto batch = NonMaxSuppression(at::cat({pred, at::zeros_like(pred)}, 0));
+  ASSERT_EQ(batch.size(), 2u);
+  EXPECT_EQ(batch[1].size(0), 0);
+}
+
+TEST(Nms, LoopAndBitmaskBackEndsAgree) {
+  at::manual_seed(3);
+  // Dense clutter: many overlapping boxes, n not a multiple of 64, several row blocks.
+  const int64_t n = 517;
+  auto xy = at::rand({n, 2}) * 200;
+  auto wh = at::rand({n, 2}) * 60 + 5;
+  auto boxes = XywhToXyxy(at::cat({xy, wh}, 1));
+  auto scores = at::rand({n});
+  auto order = std::get<1>(scores.sort(true, 0, true));
+  auto sorted = boxes.index_select(0, order);
+  for (double thr : {0.3, 0.5, 0.7}) {
+    auto a = NmsSortedLoop(sorted, thr, -1);
+    auto b = NmsSortedBitmask(sorted, thr, -1, /*block_rows=*/100);
+    ASSERT_TRUE(at::equal(a, b)) << "thr " << thr;
+    EXPECT_GT(a.size(0), 10);
+    EXPECT_LT(a.size(0), n);
+    auto limited = NmsSortedBitmask(sorted, thr, 7, 3);
+    EXPECT_TRUE(at::equal(limited, a.narrow(0, 0, 7)));
+  }
+  // Kept boxes never overlap above the threshold; every dropped box overlaps a kept higher-scored one.
+  auto keep = Nms(boxes, scores, 0.5);
+  auto kb = boxes.index_select(0, keep);
+  auto iou = BoxIoUMatrix(kb, kb) - at::eye(keep.size(0));
+  EXPECT_LE(iou.max().item<float>(), 0.5f);
+}
+
+}  // namespace
+}  // namespace yc::trainer

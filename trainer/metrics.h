@@ -1,0 +1,66 @@
+// Detection metrics as Ultralytics reports them during validation (engine/validator.py match_predictions,
+// utils/metrics.py ap_per_class / compute_ap / smooth): per-image matching at 10 IoU thresholds
+// 0.50:0.05:0.95, per-class AP from the precision envelope sampled at 101 recall points and integrated
+// with the trapezoid rule, P and R at the confidence that maximises the smoothed mean F1.
+// mAP50 = mean AP at 0.5, mAP50-95 = mean over thresholds; classes absent from the ground truth are not
+// averaged. Host-side arithmetic in double, like the numpy original.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+namespace yc::trainer {
+
+// torch.linspace(0.5, 0.95, 10) in float32, as Ultralytics compares against them.
+const std::vector<float>& IouThresholds();
+
+// Ultralytics match_predictions: iou (M labels x N detections), zeroed where classes differ; for each
+// threshold, greedy unique matching by IoU. Returns an (N, T) bool tensor on the CPU.
+at::Tensor MatchPredictions(const at::Tensor& pred_classes, const at::Tensor& true_classes, const at::Tensor& iou,
+                            const std::vector<float>& thresholds = IouThresholds());
+
+// AP of one recall/precision curve (recall non-decreasing): envelope, 101-point interpolation, trapezoid.
+double ComputeAP(const std::vector<double>& recall, const std::vector<double>& precision);
+
+// numpy.interp (xp non-decreasing; left/right values outside), exposed for the tests.
+double Interp(double x, const std::vector<double>& xp, const std::vector<double>& fp, double left, double right);
+
+struct ApPerClassResult {
+  std::vector<int64_t> classes;          // unique ground-truth classes, ascending
+  std::vector<int64_t> num_targets;      // ground-truth count per class
+  std::vector<double> p, r, f1;          // per class at the best-F1 confidence
+  std::vector<std::vector<double>> ap;   // per class, per IoU threshold
+};
+
+// tp: N x T row-major (1 = true positive at that threshold); conf, pred_cls: N; target_cls: all labels.
+ApPerClassResult ApPerClass(const std::vector<uint8_t>& tp, int64_t num_thresholds, const std::vector<float>& conf,
+                            const std::vector<int64_t>& pred_cls, const std::vector<int64_t>& target_cls);
+
+struct MetricsSummary {
+  double precision = 0, recall = 0, map50 = 0, map50_95 = 0;
+  double fitness = 0;  // 0.1 * mAP50 + 0.9 * mAP50-95 (Ultralytics 8.0-8.3.2xx best.pt selection)
+  ApPerClassResult per_class;
+  int64_t images = 0;
+  int64_t instances = 0;
+};
+
+// Accumulates validation statistics image by image, then computes the summary.
+class DetectionMetrics {
+ public:
+  // detections: (n, 6) [x1, y1, x2, y2, conf, cls] (NonMaxSuppression output); gt_boxes: (m, 4) xyxy in the
+  // same pixel space; gt_cls: (m). Any device; copied to the host.
+  void Update(const at::Tensor& detections, const at::Tensor& gt_boxes, const at::Tensor& gt_cls);
+  MetricsSummary Compute() const;
+  void Reset();
+
+ private:
+  std::vector<uint8_t> tp_;  // N x T
+  std::vector<float> conf_;
+  std::vector<int64_t> pred_cls_;
+  std::vector<int64_t> target_cls_;
+  int64_t images_ = 0;
+};
+
+}  // namespace yc::trainer
