@@ -117,6 +117,7 @@ void AddTrainOptions(CLI::App& app, TrainArgs& a) {
   app.add_option("--threads", o.threads, "Loader threads (0: all cores)")->capture_default_str();
   app.add_option("--torch-threads", o.torch_threads, "LibTorch CPU threads (0: LibTorch's default)")->capture_default_str();
   app.add_option("--prefetch", o.prefetch, "Batches prepared ahead by the loader")->capture_default_str();
+  app.add_flag("!--no-channels-last", o.channels_last, "CUDA: keep weights and inputs NCHW (default channels_last)");
   app.add_option("--optimizer", o.optimizer, "auto | SGD | Adam | AdamW | RMSProp")->capture_default_str();
   app.add_option("--lr0", o.lr0, "Initial learning rate")->capture_default_str();
   app.add_option("--lrf", o.lrf, "Final learning rate factor (lr0 * lrf)")->capture_default_str();

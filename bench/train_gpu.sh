@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The trainer's GPU benchmark (issues 4/5), one run, figures side by side (prints only):
+#   bench/train_gpu.sh BUILD_DIR COCO128_DIR WORKDIR [EPOCHS] [MODELS]
+# Data: coco128 train replicated x40 (5120 images, symlinks) for training, the 128 originals for val.
+# Per model: yolocache-train at 640, batch 64, AMP, with --synthetic-input (the model's own
+# fwd+bwd+step ceiling on GPU-resident data, same process) and nvidia-smi dmon SM busy % alongside.
+set -euo pipefail
+build=$1 coco=$2 work=$3 epochs=${4:-3} models=${5:-yolov8n}
+mkdir -p "$work/data/images/train" "$work/data/labels/train"
+if [ ! -f "$work/data/data.yaml" ]; then
+  for k in $(seq -w 1 40); do
+    for f in "$coco"/images/train2017/*.jpg; do
+      b=$(basename "$f" .jpg)
+      ln -sf "$(realpath "$f")" "$work/data/images/train/r${k}_$b.jpg"
+      [ -f "$coco/labels/train2017/$b.txt" ] && ln -sf "$(realpath "$coco/labels/train2017/$b.txt")" "$work/data/labels/train/r${k}_$b.txt"
+    done
+  done
+  mkdir -p "$work/data/images/val" "$work/data/labels/val"
+  for f in "$coco"/images/train2017/*.jpg; do
+    b=$(basename "$f" .jpg)
+    ln -sf "$(realpath "$f")" "$work/data/images/val/$b.jpg"
+    [ -f "$coco/labels/train2017/$b.txt" ] && ln -sf "$(realpath "$coco/labels/train2017/$b.txt")" "$work/data/labels/val/$b.txt"
+  done
+  { echo "path: ."; echo "train: images/train"; echo "val: images/val"; sed -n '/^names:/,$p' "$coco/coco128.yaml"; } > "$work/data/data.yaml"
+fi
+echo "== build cache (5120 + 128 images, 640)"
+$build/tools/yolocache build "$work/data/data.yaml" -o "$work/cache" --imgsz 640 | tail -4
+for model in $models; do
+  echo "== $model: $epochs epochs, batch 64, 640, AMP"
+  nvidia-smi dmon -s u -d 1 > "$work/dmon_$model.log" 2>&1 &
+  dmon=$!
+  $build/tools/yolocache-train train --data "$work/cache" --model "$model" --epochs "$epochs" --batch 64 --imgsz 640 \
+      --device cuda --amp --val-every 1 --close-mosaic 0 --synthetic-input --out "$work/run_$model" --exist-ok 2>&1 \
+      | grep -v '^\s*$' | tail -25
+  kill $dmon 2>/dev/null || true
+  echo "-- nvidia-smi dmon SM busy % (all samples, then samples >= 1 s into training):"
+  awk '$1 ~ /^[0-9]+$/ {print $2}' "$work/dmon_$model.log" | tr '\n' ' '; echo
+  cat "$work/run_$model/results.csv" 2>/dev/null || true
+done

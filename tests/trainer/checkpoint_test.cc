@@ -1,0 +1,229 @@
+// Checkpoint files: everything written comes back (weights, BN statistics, EMA, optimizer state,
+// pending gradients, meta), damaged or foreign files are errors with the path, never crashes.
+#include "trainer/checkpoint.h"
+
+#include <fstream>
+
+#include <c10/core/GradMode.h>
+#include <gtest/gtest.h>
+#include <torch/optim/sgd.h>
+
+#include "tests/test_support.h"
+#include "trainer/ema.h"
+#include "trainer/loss.h"
+#include "trainer/optimizer.h"
+
+namespace yc::trainer {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+// One SGD step on random data so that momentum buffers, BN statistics and grads are non-trivial.
+void TrainStep(YOLOv8& model, torch::optim::Optimizer& opt, uint64_t seed) {
+  at::manual_seed(seed);
+  model->train();
+  auto x = at::rand({2, 3, 64, 64});
+  auto labels = at::tensor({0.f, 1.f, 0.5f, 0.5f, 0.3f, 0.4f, 1.f, 2.f, 0.4f, 0.6f, 0.2f, 0.2f}).view({2, 6});
+  DetectionLoss loss(3, model->strides());
+  auto out = model->forward(x);
+  auto l = loss(out.feats, labels, 1);
+  ASSERT_TRUE(l.ok());
+  l->total.backward();
+  opt.step();
+}
+
+CheckpointMeta SampleMeta() {
+  CheckpointMeta m;
+  m.model_scale = "n";
+  m.nc = 3;
+  m.names = {"circle", "rectangle", "triangle"};
+  m.options.epochs = 42;
+  m.options.lr0 = 0.02;
+  m.options.hyp.mosaic = 0.25;
+  m.options.amp = AmpMode::kOff;
+  m.state.epoch = 3;
+  m.state.next_batch = 5;
+  m.state.last_opt_step = 77;
+  m.state.best_fitness = 0.125;
+  m.state.epoch_loss_sum = {1.5, 2.5, 3.5};
+  m.created = "2024-05-01T12:00:00Z";
+  m.metrics = {{"mAP50", 0.5}};
+  return m;
+}
+
+std::unique_ptr<torch::optim::Optimizer> MakeSgd(YOLOv8& model) {
+  OptimizerSpec spec;
+  spec.lr = 0.01;
+  spec.momentum = 0.9;
+  return BuildOptimizer(*model, spec, 5e-4);
+}
+
+bool SameState(const torch::nn::Module& a, const torch::nn::Module& b) {
+  auto pa = a.named_parameters(true), pb = b.named_parameters(true);
+  for (const auto& p : pa) {
+    if (!at::equal(p.value(), pb[p.key()])) return false;
+  }
+  auto ba = a.named_buffers(true), bb = b.named_buffers(true);
+  for (const auto& x : ba) {
+    if (!at::equal(x.value(), bb[x.key()])) return false;
+  }
+  return true;
+}
+
+TEST(Checkpoint, RoundTripsEverything) {
+  TempDir tmp;
+  at::manual_seed(1);
+  YOLOv8 model(YOLOv8Options(ModelScale::kN, 3));
+  auto opt = MakeSgd(model);
+  TrainStep(model, *opt, 11);
+  ModelEMA ema(*model);
+  TrainStep(model, *opt, 12);
+  ASSERT_TRUE(ema.Update(*model).ok());
+  // Pending gradients of a third batch (accumulation not yet stepped).
+  opt->zero_grad();
+  {
+    at::manual_seed(13);
+    DetectionLoss loss(3, model->strides());
+    auto out = model->forward(at::rand({2, 3, 64, 64}));
+    auto l = loss(out.feats, at::zeros({0, 6}), 0);
+    ASSERT_TRUE(l.ok());
+    l->total.backward();
+  }
+
+  CheckpointContents c;
+  c.meta = SampleMeta();
+  c.model = model.get();
+  c.ema = ema.module().get();
+  c.optimizer = opt.get();
+  c.grads = true;
+  const fs::path path = tmp / "weights" / "last.pt";
+  ASSERT_TRUE(WriteCheckpoint(path, c).ok());
+  for (const auto& e : fs::directory_iterator(tmp / "weights")) {
+    EXPECT_EQ(e.path().filename(), "last.pt") << "temporary file left behind: " << e.path();
+  }
+
+  auto reader = CheckpointReader::Open(path, at::Device(at::kCPU));
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  const CheckpointMeta& m = (*reader)->meta();
+  EXPECT_EQ(m.names, c.meta.names);
+  EXPECT_EQ(m.nc, 3);
+  EXPECT_EQ(m.options.epochs, 42);
+  EXPECT_DOUBLE_EQ(m.options.lr0, 0.02);
+  EXPECT_DOUBLE_EQ(m.options.hyp.mosaic, 0.25);
+  EXPECT_EQ(m.options.amp, AmpMode::kOff);
+  EXPECT_EQ(m.state.epoch, 3);
+  EXPECT_EQ(m.state.next_batch, 5);
+  EXPECT_EQ(m.state.last_opt_step, 77);
+  EXPECT_DOUBLE_EQ(m.state.best_fitness, 0.125);
+  EXPECT_DOUBLE_EQ(m.state.epoch_loss_sum[2], 3.5);
+  EXPECT_EQ(m.metrics["mAP50"], 0.5);
+  EXPECT_TRUE((*reader)->has_ema());
+  EXPECT_TRUE((*reader)->has_optimizer());
+  EXPECT_TRUE((*reader)->has_grads());
+
+  // Into fresh objects with different random init.
+  at::manual_seed(99);
+  YOLOv8 model2(YOLOv8Options(ModelScale::kN, 3));
+  EXPECT_FALSE(SameState(*model, *model2));
+  ASSERT_TRUE((*reader)->LoadModule("model", *model2).ok());
+  EXPECT_TRUE(SameState(*model, *model2));  // BatchNorm running stats and num_batches_tracked included
+  YOLOv8 ema2(YOLOv8Options(ModelScale::kN, 3));
+  ASSERT_TRUE((*reader)->LoadModule("ema", *ema2).ok());
+  EXPECT_TRUE(SameState(*ema.module(), *ema2));
+  auto opt2 = MakeSgd(model2);
+  ASSERT_TRUE((*reader)->LoadOptimizer(*opt2).ok());
+  ASSERT_TRUE((*reader)->LoadGrads(*model2).ok());
+  auto p1 = model->named_parameters(true), p2 = model2->named_parameters(true);
+  for (const auto& p : p1) {
+    if (!p.value().grad().defined()) continue;
+    ASSERT_TRUE(p2[p.key()].grad().defined()) << p.key();
+    EXPECT_TRUE(at::equal(p.value().grad(), p2[p.key()].grad())) << p.key();
+  }
+  // Same momentum buffers and grads: the next step gives the same weights.
+  opt->step();
+  opt2->step();
+  EXPECT_TRUE(SameState(*model, *model2));
+
+  // The inference model uses the EMA weights, in eval mode.
+  auto inference = (*reader)->BuildInferenceModel(at::Device(at::kCPU));
+  ASSERT_TRUE(inference.ok()) << inference.status().ToString();
+  EXPECT_FALSE((*inference)->is_training());
+  EXPECT_TRUE(SameState(*ema.module(), **inference));
+}
+
+TEST(Checkpoint, ModelOnlyFileIsEnoughForInferenceButNotForResume) {
+  TempDir tmp;
+  YOLOv8 model(YOLOv8Options(ModelScale::kN, 3));
+  CheckpointContents c;
+  c.meta = SampleMeta();
+  c.model = model.get();
+  ASSERT_TRUE(WriteCheckpoint(tmp / "m.pt", c).ok());
+  auto reader = CheckpointReader::Open(tmp / "m.pt", at::Device(at::kCPU));
+  ASSERT_TRUE(reader.ok());
+  EXPECT_FALSE((*reader)->has_ema());
+  EXPECT_FALSE((*reader)->has_optimizer());
+  EXPECT_FALSE((*reader)->has_grads());
+  auto inference = (*reader)->BuildInferenceModel(at::Device(at::kCPU));
+  ASSERT_TRUE(inference.ok());
+  EXPECT_TRUE(SameState(*model, **inference));
+  auto opt = MakeSgd(model);
+  EXPECT_EQ((*reader)->LoadOptimizer(*opt).code(), Status::Code::kCorruption);
+  // A model of another shape does not take the weights.
+  YOLOv8 other(YOLOv8Options(ModelScale::kN, 5));
+  Status st = (*reader)->LoadModule("model", *other);
+  EXPECT_EQ(st.code(), Status::Code::kCorruption);
+  EXPECT_NE(st.message().find("m.pt"), std::string::npos) << st.message();
+}
+
+TEST(Checkpoint, BadFilesAreErrorsNamingThePath) {
+  TempDir tmp;
+  auto missing = CheckpointReader::Open(tmp / "nope.pt", at::Device(at::kCPU));
+  EXPECT_EQ(missing.status().code(), Status::Code::kNotFound);
+
+  testing::WriteFile(tmp / "junk.pt", "this is not a checkpoint at all");
+  auto junk = CheckpointReader::Open(tmp / "junk.pt", at::Device(at::kCPU));
+  EXPECT_EQ(junk.status().code(), Status::Code::kCorruption);
+  EXPECT_NE(junk.status().message().find("junk.pt"), std::string::npos);
+
+  // A truncated real checkpoint.
+  YOLOv8 model(YOLOv8Options(ModelScale::kN, 3));
+  CheckpointContents c;
+  c.meta = SampleMeta();
+  c.model = model.get();
+  ASSERT_TRUE(WriteCheckpoint(tmp / "ok.pt", c).ok());
+  std::string bytes = testing::ReadFile(tmp / "ok.pt");
+  testing::WriteFile(tmp / "cut.pt", bytes.substr(0, bytes.size() / 2));
+  auto cut = CheckpointReader::Open(tmp / "cut.pt", at::Device(at::kCPU));
+  EXPECT_EQ(cut.status().code(), Status::Code::kCorruption);
+
+  // A LibTorch archive that is not ours (no meta record).
+  torch::serialize::OutputArchive foreign;
+  foreign.write("weights", at::ones({3}));
+  foreign.save_to((tmp / "foreign.pt").string());
+  auto f = CheckpointReader::Open(tmp / "foreign.pt", at::Device(at::kCPU));
+  EXPECT_EQ(f.status().code(), Status::Code::kCorruption);
+  EXPECT_NE(f.status().message().find("not a yolocache checkpoint"), std::string::npos) << f.status().message();
+}
+
+TEST(Checkpoint, MetaJsonValidation) {
+  auto j = MetaToJson(SampleMeta());
+  auto back = MetaFromJson(j);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->options.epochs, 42);
+  j["format"] = kCheckpointFormat + 1;
+  EXPECT_EQ(MetaFromJson(j).status().code(), Status::Code::kUnsupported);
+  j = MetaToJson(SampleMeta());
+  j["model_scale"] = "q";
+  EXPECT_EQ(MetaFromJson(j).status().code(), Status::Code::kCorruption);
+  j = MetaToJson(SampleMeta());
+  j["state"]["epoch"] = "three";
+  EXPECT_EQ(MetaFromJson(j).status().code(), Status::Code::kCorruption);
+  j = MetaToJson(SampleMeta());
+  j["options"]["batch"] = "sixteen";
+  EXPECT_EQ(MetaFromJson(j).status().code(), Status::Code::kCorruption);
+  EXPECT_FALSE(MetaFromJson(nlohmann::json::array()).ok());
+}
+
+}  // namespace
+}  // namespace yc::trainer

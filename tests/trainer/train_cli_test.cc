@@ -1,0 +1,151 @@
+// `yolocache-train` as a user runs it: --help everywhere, a short training run, `val --json`, `predict`
+// writing JPEGs, exit codes for usage errors and missing files.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/test_support.h"
+#include "tests/trainer/train_test_util.h"
+
+extern char** environ;
+
+namespace yc::trainer {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+CliRun YolocacheTrain(const TempDir& tmp, const std::vector<std::string>& args) {
+  const std::string exe = (testing::BinaryDir() / "yolocache-train").string();
+  std::vector<char*> argv{const_cast<char*>(exe.c_str())};
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const fs::path out = tmp / "stdout", err = tmp / "stderr";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  CliRun r;
+  if (posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ) != 0) {
+    ADD_FAILURE() << "cannot run " << exe;
+    posix_spawn_file_actions_destroy(&actions);
+    return r;
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = testing::ReadFile(out);
+  r.err = testing::ReadFile(err);
+  return r;
+}
+
+TEST(TrainCli, HelpForEverySubcommand) {
+  TempDir tmp;
+  const std::vector<std::pair<std::string, std::vector<std::string>>> expected = {
+      {"train",
+       {"--data", "--model", "--epochs", "--batch", "--imgsz", "--device", "--amp", "--no-amp", "--threads", "--optimizer",
+        "--lr0", "--lrf", "--momentum", "--weight-decay", "--warmup-epochs", "--cos-lr", "--close-mosaic", "--val-every",
+        "--save-every", "--keep", "--patience", "--seed", "--resume", "--out", "--mosaic", "--degrees", "--translate",
+        "--scale", "--shear", "--perspective", "--hsv-h", "--hsv-s", "--hsv-v", "--flipud", "--fliplr", "--mixup",
+        "--synthetic-input"}},
+      {"val", {"--weights", "--data", "--json", "--conf", "--iou"}},
+      {"predict", {"--weights", "--out", "--conf", "--json"}}};
+  for (const auto& [cmd, flags] : expected) {
+    CliRun r = YolocacheTrain(tmp, {cmd, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << cmd;
+    for (const std::string& f : flags) EXPECT_NE(r.out.find(f), std::string::npos) << cmd << " lacks " << f;
+  }
+  EXPECT_EQ(YolocacheTrain(tmp, {"--help"}).exit_code, 0);
+}
+
+TEST(TrainCli, UsageErrorsAndMissingFiles) {
+  TempDir tmp;
+  EXPECT_EQ(YolocacheTrain(tmp, {}).exit_code, 2);
+  EXPECT_EQ(YolocacheTrain(tmp, {"train"}).exit_code, 2);  // no --data
+  EXPECT_EQ(YolocacheTrain(tmp, {"train", "--data", "x", "--epochs", "zero"}).exit_code, 2);
+  CliRun r = YolocacheTrain(tmp, {"train", "--data", (tmp / "missing").string(), "--out", (tmp / "run").string()});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("missing"), std::string::npos) << r.err;
+  r = YolocacheTrain(tmp, {"val", "--weights", (tmp / "none.pt").string(), "--data", (tmp / "c").string(), "--device", "cpu"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("none.pt"), std::string::npos) << r.err;
+}
+
+TEST(TrainCli, TrainThenValJsonThenPredict) {
+  TempDir tmp;
+  testutil::SynthCacheSpec spec;
+  spec.train = 12;
+  spec.val = 6;
+  const fs::path cache = testutil::MakeSynthCache(tmp.path(), spec);
+  const fs::path run = tmp / "run";
+  CliRun t = YolocacheTrain(tmp, {"train", "--data", cache.string(), "--model", "yolov8n", "--imgsz", "64", "--epochs",
+                                  "1", "--batch", "4", "--device", "cpu", "--threads", "1", "--torch-threads", "1",
+                                  "--out", run.string()});
+  ASSERT_EQ(t.exit_code, 0) << t.out << t.err;
+  EXPECT_NE(t.out.find("epoch 1:"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("img/s"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("GPU busy: n/a"), std::string::npos) << t.out;
+  ASSERT_TRUE(fs::exists(run / "weights" / "best.pt"));
+  EXPECT_TRUE(fs::exists(run / "results.csv"));
+
+  // A second run into the same directory is refused (exit 2) unless resumed or --exist-ok.
+  CliRun again = YolocacheTrain(tmp, {"train", "--data", cache.string(), "--imgsz", "64", "--epochs", "1", "--device",
+                                      "cpu", "--out", run.string()});
+  EXPECT_EQ(again.exit_code, 2) << again.err;
+
+  CliRun v = YolocacheTrain(tmp, {"val", "--weights", (run / "weights" / "best.pt").string(), "--data", cache.string(),
+                                  "--device", "cpu", "--threads", "1", "--json"});
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  nlohmann::json j = nlohmann::json::parse(v.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << v.out;
+  for (const char* key : {"precision", "recall", "mAP50", "mAP50-95", "fitness", "per_class", "loss", "imgsz"}) {
+    EXPECT_TRUE(j.contains(key)) << key << " in " << v.out;
+  }
+  EXPECT_EQ(j["images"], 6);
+  EXPECT_EQ(j["imgsz"], 64);
+  EXPECT_GE(j["mAP50"].get<double>(), 0.0);
+  EXPECT_LE(j["mAP50"].get<double>(), 1.0);
+
+  // Predict on a directory of source images: one annotated JPEG each, detections as JSON.
+  const fs::path images = tmp / "data" / "images" / "val";
+  CliRun p = YolocacheTrain(tmp, {"predict", "--weights", (run / "weights" / "last.pt").string(), images.string(),
+                                  "--out", (tmp / "pred").string(), "--device", "cpu", "--conf", "0.001", "--json"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  nlohmann::json pj = nlohmann::json::parse(p.out, nullptr, false);
+  ASSERT_TRUE(pj.is_array()) << p.out;
+  ASSERT_EQ(pj.size(), 6u);
+  for (const auto& item : pj) {
+    const fs::path out = item["output"].get<std::string>();
+    ASSERT_TRUE(fs::exists(out)) << out;
+    const std::string bytes = testing::ReadFile(out);
+    ASSERT_GT(bytes.size(), 100u);
+    EXPECT_EQ(static_cast<unsigned char>(bytes[0]), 0xFF);  // JPEG SOI
+    EXPECT_EQ(static_cast<unsigned char>(bytes[1]), 0xD8);
+    EXPECT_GT(item["width"].get<int>(), 0);
+    for (const auto& d : item["detections"]) {
+      EXPECT_GE(d["confidence"].get<double>(), 0.001);
+      const auto box = d["box"];
+      EXPECT_LE(box[0].get<double>(), box[2].get<double>());
+      EXPECT_LE(box[2].get<double>(), item["width"].get<double>());
+    }
+  }
+  // A file that is not an image: reported, exit 1, the others still done.
+  testing::WriteFile(tmp / "notimg" / "x.jpg", "not a jpeg");
+  CliRun bad = YolocacheTrain(tmp, {"predict", "--weights", (run / "weights" / "last.pt").string(),
+                                    (tmp / "notimg" / "x.jpg").string(), "--out", (tmp / "pred2").string(), "--device", "cpu"});
+  EXPECT_EQ(bad.exit_code, 1) << bad.err;
+  EXPECT_NE(bad.err.find("x.jpg"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace yc::trainer

@@ -1,0 +1,59 @@
+// Per-epoch results of a run, as Ultralytics writes them: <out>/results.csv (one row per epoch, same
+// column names) and <out>/results.png (losses and metrics over epochs, one panel per column).
+//
+// The plot is drawn with OpenCV imgproc and encoded as PNG by OpenCV imgcodecs when the build has it
+// (YOLOCACHE_WITH_IMGCODECS), else by libpng when CMake found it (YOLOCACHE_WITH_LIBPNG; the GPU host's
+// case), else not at all: WriteResultsPlot says so and the run goes on.
+#pragma once
+
+#include <array>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "libcache/status.h"
+
+namespace yc::trainer {
+
+struct EpochRecord {
+  int epoch = 0;      // 1-based
+  double time = 0;    // seconds of training so far (cumulative, as Ultralytics' "time")
+  std::array<double, 3> train_loss{};  // mean box, cls, dfl over the epoch's batches
+  bool validated = false;              // false: the metric cells are empty
+  double precision = 0, recall = 0, map50 = 0, map50_95 = 0;
+  bool has_val_loss = false;
+  std::array<double, 3> val_loss{};
+  std::array<double, 3> lr{};          // lr/pg0..2 at the end of the epoch
+};
+
+// "epoch,time,train/box_loss,...,lr/pg2" (no newline).
+std::string ResultsCsvHeader();
+std::string FormatResultsRow(const EpochRecord& record);
+// Parses a results.csv written by this tool. DataError naming the file and line on malformed rows.
+Result<std::vector<EpochRecord>> ReadResultsCsv(const std::filesystem::path& path);
+
+class ResultsLog {
+ public:
+  // Creates <csv> with its header. keep_epochs >= 0 (resume): an existing file keeps its rows for
+  // epochs <= keep_epochs and loses later ones (the checkpoint is older than the CSV); < 0: a new file.
+  static Result<std::unique_ptr<ResultsLog>> Open(const std::filesystem::path& csv, int keep_epochs);
+
+  // Appends one row and flushes it to the file.
+  Status Append(const EpochRecord& record);
+  const std::vector<EpochRecord>& records() const { return records_; }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  ResultsLog() = default;
+  std::filesystem::path path_;
+  std::vector<EpochRecord> records_;
+};
+
+// Draws the 2 x 5 panel figure (train box/cls/dfl loss, precision, recall; val box/cls/dfl loss, mAP50,
+// mAP50-95) and writes it as PNG. Unsupported when this build has no PNG encoder.
+Status WriteResultsPlot(const std::vector<EpochRecord>& records, const std::filesystem::path& png);
+// "opencv-imgcodecs", "libpng" or "none".
+const char* ResultsPlotEncoder();
+
+}  // namespace yc::trainer

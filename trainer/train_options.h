@@ -1,0 +1,92 @@
+// Everything that shapes a training run, with Ultralytics' names and defaults (cfg/default.yaml):
+// the model and data, the optimisation recipe (engine/trainer.py), the augmentation hyperparameters
+// handed to the loader, validation/checkpoint cadence and the run's resources. Serialised as JSON
+// into every checkpoint and into <out>/args.json, so that `--resume` and `val` rebuild the same run.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "libcache/status.h"
+#include "loader/options.h"
+
+namespace yc::trainer {
+
+// AMP: auto = fp16 autocast + GradScaler on CUDA, off on CPU (Ultralytics' amp=True, which it turns off
+// on CPU). on = auto's CUDA behaviour on CUDA and bf16 autocast on CPU; off = fp32.
+enum class AmpMode { kAuto, kOn, kOff };
+// Autocast dtype when AMP is on: auto = fp16 (+ loss scaling) on CUDA, bf16 on CPU; bf16 never scales.
+enum class AmpDtype { kAuto, kFloat16, kBFloat16 };
+
+struct TrainOptions {
+  // Data and model.
+  std::string data;              // cache directory (`yolocache build` output)
+  std::string model = "yolov8n";  // yolov8n|s|m|l|x
+  std::string train_split = "train";
+  std::string val_split = "val";
+  int epochs = 100;
+  int batch = 16;
+  int imgsz = 640;
+
+  // Device and resources.
+  std::string device;            // "" or "auto": cuda:0 when available, else cpu; "cpu", "cuda", "cuda:1", "1"
+  AmpMode amp = AmpMode::kAuto;
+  AmpDtype amp_dtype = AmpDtype::kAuto;
+  int threads = 0;               // loader (TBB) threads; 0 = all hardware threads
+  int torch_threads = 0;         // LibTorch intra-op threads (CPU math); 0 = LibTorch's default
+  int prefetch = 4;              // batches the loader prepares ahead
+  bool channels_last = true;     // CUDA only: channels_last weights and inputs
+
+  // Optimisation (engine/trainer.py).
+  std::string optimizer = "auto";  // auto|SGD|Adam|AdamW|RMSProp
+  double lr0 = 0.01;
+  double lrf = 0.01;
+  double momentum = 0.937;
+  double weight_decay = 0.0005;
+  double warmup_epochs = 3.0;
+  double warmup_momentum = 0.8;
+  double warmup_bias_lr = 0.1;
+  bool cos_lr = false;
+  int nbs = 64;                  // nominal batch size (gradient accumulation target)
+  double box = 7.5, cls = 0.5, dfl = 1.5;  // loss gains
+  double clip_grad = 10.0;       // max total gradient norm
+
+  // Augmentation (loader/options.h AugmentHyp, including close_mosaic).
+  AugmentHyp hyp;
+
+  // Validation, checkpoints, stopping.
+  int val_every = 1;             // validate every N epochs (and always after the last); 0 = final only
+  bool val = true;               // false: never validate (no best.pt, no early stopping)
+  bool val_loss = true;          // also compute val/box_loss etc.
+  double val_conf = 0.001, val_iou = 0.7;
+  int max_det = 300;
+  int save_every = 0;            // also write epochN.pt every N epochs; 0 = off (Ultralytics save_period)
+  int keep = 3;                  // epochN.pt files kept (newest); 0 = keep all
+  int patience = 100;            // epochs without fitness improvement before stopping; 0 = never
+  uint64_t seed = 0;             // torch init + loader sampling/augmentation
+
+  // Output.
+  std::string out = "runs/train";
+  bool exist_ok = false;         // allow a fresh run into an --out that already holds weights
+  int log_every = 10;            // batches between host reads of the running losses (progress)
+
+  // Throughput probe (--synthetic-input): fwd+bwd+step iterations on device-resident random data.
+  bool synthetic_input = false;
+  int synthetic_iters = 30;
+};
+
+nlohmann::ordered_json ToJson(const TrainOptions& options);
+// Missing keys keep their defaults; unknown keys are ignored (newer writers); a wrong type or value is
+// InvalidArgument naming the key.
+Result<TrainOptions> TrainOptionsFromJson(const nlohmann::json& json);
+
+// Ranges and combinations; the message names the option as the CLI spells it (--lr0, --batch, ...).
+Status ValidateTrainOptions(const TrainOptions& options);
+
+const char* AmpModeName(AmpMode mode);
+const char* AmpDtypeName(AmpDtype dtype);
+Result<AmpDtype> ParseAmpDtype(const std::string& text);  // auto|fp16|bf16
+
+}  // namespace yc::trainer

@@ -1,0 +1,742 @@
+#include "trainer/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <regex>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+#include <c10/core/GradMode.h>
+#include <torch/utils.h>
+#include <torch/version.h>
+
+#include "libcache/cache.h"
+#include "libcache/manifest.h"
+#include "libcache/mapped_file.h"
+#include "loader/loader.h"
+#include "trainer/autocast.h"
+#include "trainer/checkpoint.h"
+#include "trainer/device_feed.h"
+#include "trainer/ema.h"
+#include "trainer/gpu_monitor.h"
+#include "trainer/grad_scaler.h"
+#include "trainer/loss.h"
+#include "trainer/lr_schedule.h"
+#include "trainer/optimizer.h"
+#include "trainer/validator.h"
+#include "trainer/yolov8.h"
+
+// _foreach_mul_ with a tensor scale (one launch for all gradients) exists from PyTorch 2.1.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#define YC_FOREACH_MUL_TENSOR 1
+#else
+#define YC_FOREACH_MUL_TENSOR 0
+#endif
+
+namespace yc::trainer {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+bool EarlyStopping::Update(int epoch, double fitness) {
+  improved_ = false;
+  if (fitness > best_fitness_ || best_fitness_ <= 0) {
+    best_fitness_ = fitness;
+    best_epoch_ = epoch;
+    improved_ = true;
+  }
+  return patience_ > 0 && epoch - best_epoch_ >= patience_;
+}
+
+namespace {
+
+double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+struct AmpConfig {
+  bool enabled = false;
+  at::ScalarType dtype = at::kBFloat16;
+  bool scaler = false;  // fp16 needs dynamic loss scaling; bf16 does not
+};
+
+Result<AmpConfig> ResolveAmp(const TrainOptions& o, const at::Device& device) {
+  AmpConfig a;
+  a.enabled = o.amp == AmpMode::kOn || (o.amp == AmpMode::kAuto && device.is_cuda());
+  if (!a.enabled) return a;
+  if (o.amp_dtype == AmpDtype::kBFloat16 || (o.amp_dtype == AmpDtype::kAuto && !device.is_cuda())) {
+    a.dtype = at::kBFloat16;
+  } else {
+    a.dtype = at::kHalf;
+  }
+  if (a.dtype == at::kHalf && !device.is_cuda()) {
+    return Status::InvalidArgument("--amp-dtype fp16 needs a CUDA device; on the CPU autocast runs in bf16");
+  }
+  a.scaler = a.dtype == at::kHalf;
+  return a;
+}
+
+std::string DescribeAmp(const AmpConfig& a) {
+  if (!a.enabled) return "off (fp32)";
+  return a.scaler ? "fp16 autocast + dynamic loss scaling" : "bf16 autocast (no loss scaling)";
+}
+
+// clip_grad_norm_(params, max_norm) without reading the norm on the host: the clip coefficient stays a
+// device tensor (PyTorch's own foreach implementation does the same since 2.0).
+void ClipGradNorm(torch::optim::Optimizer& optimizer, double max_norm, std::vector<at::Tensor>* grads) {
+  grads->clear();
+  for (auto& group : optimizer.param_groups()) {
+    for (auto& p : group.params()) {
+      if (p.grad().defined()) grads->push_back(p.grad());
+    }
+  }
+  if (grads->empty()) return;
+  std::vector<at::Tensor> norms = at::_foreach_norm(*grads, 2);
+  auto total = at::stack(norms).norm();
+  auto coef = total.add(1e-6).reciprocal().mul(max_norm).clamp_max(1.0);
+#if YC_FOREACH_MUL_TENSOR
+  at::_foreach_mul_(*grads, coef);
+#else
+  for (auto& g : *grads) g.mul_(coef);
+#endif
+}
+
+// One forward/backward and, when due, one optimizer step: shared by training and the synthetic probe.
+class Stepper {
+ public:
+  Stepper(YOLOv8& model, torch::optim::Optimizer& optimizer, ModelEMA& ema, GradScaler& scaler,
+          const DetectionLoss& loss, AmpConfig amp, double clip, at::DeviceType device_type)
+      : model_(model), optimizer_(optimizer), ema_(ema), scaler_(scaler), loss_(loss), amp_(amp), clip_(clip),
+        device_type_(device_type) {}
+
+  // Returns the detached loss items (box, cls, dfl) on the device.
+  Result<at::Tensor> ForwardBackward(const at::Tensor& images, const at::Tensor& labels, int64_t max_boxes) {
+    DetectOutput out;
+    {
+      AutocastGuard autocast(device_type_, amp_.enabled, amp_.dtype);
+      out = model_->forward(images);
+    }
+    Result<LossOutput> loss = loss_(out.feats, labels, max_boxes);
+    if (!loss.ok()) return loss.status();
+    scaler_.Scale(loss->total).backward();
+    return loss->items;
+  }
+
+  // Ultralytics optimizer_step: unscale, clip, step (skipped on inf/nan), update scale, zero, EMA.
+  Status OptimizerStep() {
+    YC_RETURN_IF_ERROR(scaler_.Unscale(optimizer_));
+    ClipGradNorm(optimizer_, clip_, &grads_);
+    Result<bool> stepped = scaler_.Step(optimizer_);
+    if (!stepped.ok()) return stepped.status();
+    scaler_.Update();
+    optimizer_.zero_grad();
+    return ema_.Update(*model_);
+  }
+
+ private:
+  YOLOv8& model_;
+  torch::optim::Optimizer& optimizer_;
+  ModelEMA& ema_;
+  GradScaler& scaler_;
+  const DetectionLoss& loss_;
+  AmpConfig amp_;
+  double clip_;
+  at::DeviceType device_type_;
+  std::vector<at::Tensor> grads_;
+};
+
+Status CopyFileAtomic(const fs::path& src, const fs::path& dst) {
+  const fs::path tmp = dst.parent_path() / ("." + dst.filename().string() + ".tmp");
+  std::error_code ec;
+  fs::copy_file(src, tmp, fs::copy_options::overwrite_existing, ec);
+  if (ec) return Status::IOError(Status::At(dst.string(), "copy failed: " + ec.message()));
+  YC_RETURN_IF_ERROR(SyncPath(tmp));
+  fs::rename(tmp, dst, ec);
+  if (ec) return Status::IOError(Status::At(dst.string(), "rename failed: " + ec.message()));
+  return SyncPath(dst.parent_path());
+}
+
+// Keeps the newest `keep` epochN.pt files in `dir` (keep 0: all).
+void RotateEpochCheckpoints(const fs::path& dir, int keep) {
+  if (keep <= 0) return;
+  static const std::regex kName(R"(epoch(\d+)\.pt)");
+  std::vector<std::pair<long, fs::path>> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = e.path().filename().string();
+    if (std::regex_match(name, m, kName)) files.emplace_back(std::stol(m[1].str()), e.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (size_t i = 0; i + static_cast<size_t>(keep) < files.size(); ++i) fs::remove(files[i].second, ec);
+}
+
+nlohmann::json SummaryJson(const MetricsSummary& m) {
+  return {{"precision", m.precision}, {"recall", m.recall}, {"mAP50", m.map50}, {"mAP50-95", m.map50_95},
+          {"fitness", m.fitness}};
+}
+
+std::string Fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+std::string ParamGroupLine(const torch::nn::Module& model, const OptimizerSpec& spec, double wd, int64_t accumulate) {
+  ParamGroups g = SplitParameters(model);
+  return std::string("optimizer: ") + OptimizerName(spec.kind) + "(lr=" + Fmt("%g", spec.lr) +
+         ", momentum=" + Fmt("%g", spec.momentum) + ") with parameter groups " + std::to_string(g.norm_weights.size()) +
+         " weight(decay=0.0), " + std::to_string(g.decay.size()) + " weight(decay=" + Fmt("%g", wd) + "), " +
+         std::to_string(g.biases.size()) + " bias(decay=0.0); accumulate " + std::to_string(accumulate) +
+         " batches per step";
+}
+
+// Fixed random labels for the synthetic probe: `per_image` boxes in every image.
+at::Tensor SyntheticLabels(int64_t batch, int64_t nc, int64_t per_image, const at::Device& device) {
+  auto gen = at::detail::createCPUGenerator(12345);
+  const int64_t n = batch * per_image;
+  auto bi = at::arange(batch, at::kFloat).repeat_interleave(per_image);
+  auto cls = at::randint(nc, {n}, gen, at::TensorOptions().dtype(at::kFloat));
+  auto cxy = at::rand({n, 2}, gen, at::TensorOptions().dtype(at::kFloat)).mul(0.6).add(0.2);
+  auto wh = at::rand({n, 2}, gen, at::TensorOptions().dtype(at::kFloat)).mul(0.25).add(0.05);
+  return at::cat({bi.unsqueeze(1), cls.unsqueeze(1), cxy, wh}, 1).to(device);
+}
+
+}  // namespace
+
+Result<TrainOptions> ResumeOptions(const fs::path& checkpoint) {
+  Result<std::unique_ptr<CheckpointReader>> r = CheckpointReader::Open(checkpoint, at::Device(at::kCPU));
+  if (!r.ok()) return r.status();
+  TrainOptions o = (*r)->meta().options;
+  const fs::path parent = checkpoint.parent_path();
+  if (parent.filename() == "weights" && parent.has_parent_path()) o.out = parent.parent_path().string();
+  return o;
+}
+
+Result<double> MeasureSyntheticThroughput(const TrainOptions& o, int64_t nc, int iterations) {
+  try {
+    Result<at::Device> device = ParseDevice(o.device);
+    if (!device.ok()) return device.status();
+    Result<AmpConfig> amp = ResolveAmp(o, *device);
+    if (!amp.ok()) return amp.status();
+    Result<ModelScale> scale = ParseModelScale(o.model);
+    if (!scale.ok()) return scale.status();
+    ConfigureDevice(*device);
+    const bool channels_last = device->is_cuda() && o.channels_last;
+    YOLOv8 model(YOLOv8Options(*scale, nc));
+    model->to(*device);
+    if (channels_last) ToChannelsLast(*model);
+    model->train();
+    const int64_t accumulate = AccumulateSteps(o.nbs, o.batch);
+    Result<OptimizerSpec> spec = ResolveOptimizer(o.optimizer, o.lr0, o.momentum, o.warmup_bias_lr, nc, 100000);
+    if (!spec.ok()) return spec.status();
+    auto optimizer = BuildOptimizer(*model, *spec, ScaledWeightDecay(o.weight_decay, o.batch, accumulate, o.nbs));
+    ModelEMA ema(*model);
+    GradScalerOptions so;
+    so.enabled = amp->scaler;
+    GradScaler scaler(so);
+    DetectionLoss loss(nc, model->strides(), LossOptions{o.box, o.cls, o.dfl});
+    Stepper stepper(model, *optimizer, ema, scaler, loss, *amp, o.clip_grad, device->type());
+    auto images = at::rand({o.batch, 3, o.imgsz, o.imgsz}, at::TensorOptions().device(*device));
+    if (channels_last) images = images.contiguous(at::MemoryFormat::ChannelsLast);
+    const int64_t per_image = 4;
+    auto labels = SyntheticLabels(o.batch, nc, per_image, *device);
+    auto run = [&](int n, int64_t* it) -> Status {
+      for (int k = 0; k < n; ++k, ++*it) {
+        Result<at::Tensor> items = stepper.ForwardBackward(images, labels, per_image);
+        if (!items.ok()) return items.status();
+        if ((*it + 1) % accumulate == 0) YC_RETURN_IF_ERROR(stepper.OptimizerStep());
+      }
+      return Status::OK();
+    };
+    int64_t it = 0;
+    YC_RETURN_IF_ERROR(run(std::min(5, iterations), &it));  // cuDNN autotuning, allocator warm-up
+    SynchronizeDevice(*device);
+    const auto t0 = Clock::now();
+    YC_RETURN_IF_ERROR(run(iterations, &it));
+    SynchronizeDevice(*device);
+    const double s = Seconds(t0);
+    return s > 0 ? static_cast<double>(o.batch) * iterations / s : 0.0;
+  } catch (const std::exception& e) {
+    return Status::IOError(std::string("synthetic-input probe failed: ") + e.what());
+  }
+}
+
+namespace {
+
+// Everything one run holds; Train() below is its driver.
+class Run {
+ public:
+  Run(const TrainOptions& options, const TrainHooks& hooks) : o_(options), hooks_(hooks) {}
+  Result<TrainSummary> Execute();
+
+ private:
+  void Say(const std::string& line) {
+    if (hooks_.observer != nullptr) hooks_.observer->OnMessage(line);
+  }
+  bool Cancelled() const { return hooks_.cancel != nullptr && hooks_.cancel->load(); }
+  Status Setup();
+  Status TrainEpoch(int epoch, size_t first_batch, bool* interrupted);
+  Status EndEpoch(int epoch, bool* stop);
+  Status SaveLast(bool pending_grads);
+
+  TrainOptions o_;
+  TrainHooks hooks_;
+  Clock::time_point wall0_ = Clock::now();
+
+  at::Device device_{at::kCPU};
+  AmpConfig amp_;
+  bool channels_last_ = false;
+  std::shared_ptr<Cache> cache_;
+  std::vector<std::string> names_;
+  int64_t nc_ = 0;
+  ModelScale scale_ = ModelScale::kN;
+  std::unique_ptr<CheckpointReader> resume_;
+  TrainState state_;
+  fs::path out_, weights_, last_, best_;
+
+  YOLOv8 model_{nullptr};
+  std::unique_ptr<DeviceFeed> feed_;
+  std::unique_ptr<Loader> loader_;
+  size_t nb_ = 0;
+  OptimizerSpec spec_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<ModelEMA> ema_;
+  std::unique_ptr<GradScaler> scaler_;
+  std::unique_ptr<LrSchedule> schedule_;
+  std::unique_ptr<DetectionLoss> loss_;
+  std::unique_ptr<Stepper> stepper_;
+  std::unique_ptr<Validator> validator_;
+  std::unique_ptr<ResultsLog> results_;
+  std::unique_ptr<GpuMonitor> gpu_;
+  std::unique_ptr<EarlyStopping> stopper_;
+
+  // Epoch accumulators (device) and bookkeeping.
+  at::Tensor epoch_loss_;
+  int64_t epoch_batches_ = 0;
+  int64_t last_ni_ = -1;
+  Clock::time_point epoch_t0_;
+  double epoch_train_s_ = 0;
+  nlohmann::json last_metrics_ = nlohmann::json::object();
+  bool plot_disabled_ = false;
+
+  TrainSummary summary_;
+};
+
+Status Run::Setup() {
+  YC_RETURN_IF_ERROR(ValidateTrainOptions(o_));
+  Result<ModelScale> scale = ParseModelScale(o_.model);
+  if (!scale.ok()) return Status::InvalidArgument("--model: " + scale.status().message());
+  scale_ = *scale;
+  Result<at::Device> device = ParseDevice(o_.device);
+  if (!device.ok()) return device.status();
+  device_ = *device;
+  Result<AmpConfig> amp = ResolveAmp(o_, device_);
+  if (!amp.ok()) return amp.status();
+  amp_ = *amp;
+  if (o_.torch_threads > 0) at::set_num_threads(o_.torch_threads);
+  const std::string tuning = ConfigureDevice(device_);
+  channels_last_ = device_.is_cuda() && o_.channels_last;
+  Say("device: " + DeviceDescription(device_) + (device_.is_cuda() ? "; " + tuning : std::string()) +
+      (channels_last_ ? "; channels_last" : ""));
+  Say("amp: " + DescribeAmp(amp_));
+
+  // Data.
+  Result<std::unique_ptr<Cache>> cache = Cache::Open(o_.data);
+  if (!cache.ok()) return cache.status();
+  cache_ = std::shared_ptr<Cache>(std::move(*cache));
+  names_ = cache_->manifest().names;
+  nc_ = static_cast<int64_t>(names_.size());
+  if (nc_ < 1) return Status::DataError(Status::At(o_.data, "the cache's manifest names no classes"));
+  const RecordSource* train = cache_->split(o_.train_split);
+  if (train == nullptr) return Status::NotFound(Status::At(o_.data, "no '" + o_.train_split + "' split"));
+  if (train->size() == 0) return Status::DataError(Status::At(o_.data, "the '" + o_.train_split + "' split is empty"));
+  const RecordSource* val = o_.val ? cache_->split(o_.val_split) : nullptr;
+  if (o_.val && (val == nullptr || val->size() == 0)) {
+    Say("warning: no '" + o_.val_split + "' split with images: training without validation (no best.pt)");
+    o_.val = false;
+  }
+  if (cache_->manifest().imgsz > 0 && cache_->manifest().imgsz < o_.imgsz) {
+    Say("warning: the cache holds images at " + std::to_string(cache_->manifest().imgsz) + " px, training at " +
+        std::to_string(o_.imgsz) + " upsamples them");
+  }
+
+  // Resume state.
+  if (!hooks_.resume.empty()) {
+    Result<std::unique_ptr<CheckpointReader>> r = CheckpointReader::Open(hooks_.resume, device_);
+    if (!r.ok()) return r.status();
+    resume_ = std::move(*r);
+    const CheckpointMeta& meta = resume_->meta();
+    if (meta.state.finished) {
+      return Status::InvalidArgument(Status::At(hooks_.resume.string(), "this run already finished; nothing to resume"));
+    }
+    if (meta.nc != nc_ || meta.names != names_ || meta.model_scale != ModelScaleName(scale_)) {
+      return Status::InvalidArgument(Status::At(hooks_.resume.string(), "checkpoint is a yolov8" + meta.model_scale +
+                                                                            " for " + std::to_string(meta.nc) +
+                                                                            " classes; it does not fit this model/data"));
+    }
+    if (!resume_->has_optimizer()) {
+      return Status::InvalidArgument(Status::At(hooks_.resume.string(), "has no optimizer state; cannot resume"));
+    }
+    state_ = meta.state;
+    last_metrics_ = meta.metrics;
+  }
+
+  // Output directory.
+  out_ = o_.out;
+  weights_ = out_ / "weights";
+  last_ = weights_ / "last.pt";
+  best_ = weights_ / "best.pt";
+  std::error_code ec;
+  if (resume_ == nullptr && !o_.exist_ok && fs::exists(last_, ec)) {
+    return Status::InvalidArgument(Status::At(out_.string(), "already holds a run (weights/last.pt); use --resume "
+                                                             "to continue it, --exist-ok to overwrite, or another --out"));
+  }
+  fs::create_directories(weights_, ec);
+  if (ec) return Status::IOError(Status::At(weights_.string(), ec.message()));
+  {
+    std::ofstream args(out_ / "args.json", std::ios::trunc);
+    args << ToJson(o_).dump(2) << "\n";
+    if (!args) return Status::IOError(Status::At((out_ / "args.json").string(), "cannot write"));
+  }
+
+  // Model: same init as Ultralytics' DetectionModel, from the seeded default generator.
+  torch::manual_seed(o_.seed);
+  model_ = YOLOv8(YOLOv8Options(scale_, nc_));
+  model_->to(device_);
+  if (channels_last_) ToChannelsLast(*model_);
+  if (resume_) YC_RETURN_IF_ERROR(resume_->LoadModule("model", *model_));
+  model_->train();
+  Say("model: yolov8" + std::string(ModelScaleName(scale_)) + ", " + std::to_string(nc_) + " classes, " +
+      std::to_string(CountParameters(*model_)) + " parameters");
+
+  // Loader and device feed.
+  feed_ = std::make_unique<DeviceFeed>(device_, channels_last_, nc_);
+  LoaderOptions lo;
+  lo.mode = LoaderMode::kTrain;
+  lo.batch = o_.batch;
+  lo.imgsz = o_.imgsz;
+  lo.hyp = o_.hyp;
+  lo.epochs = o_.epochs;
+  lo.seed = o_.seed;
+  lo.threads = o_.threads;
+  lo.prefetch = o_.prefetch;
+  lo.layout = feed_->layout();
+  lo.allocator = MakeBatchAllocator(device_);
+  std::shared_ptr<const RecordSource> train_source(cache_, train);  // aliasing: keeps the cache alive
+  Result<std::unique_ptr<Loader>> loader = Loader::Create(train_source, lo);
+  if (!loader.ok()) return Status(loader.status()).WithContext("train loader");
+  loader_ = std::move(*loader);
+  nb_ = loader_->batches_per_epoch();
+  Say("data: " + o_.data + ": " + std::to_string(loader_->dataset_size()) + " train images, " +
+      (o_.val ? std::to_string(val->size()) + " val images" : std::string("no validation")) + "; imgsz " +
+      std::to_string(o_.imgsz) + ", batch " + std::to_string(o_.batch) + ", " + std::to_string(nb_) + " batches/epoch");
+
+  // Optimizer (Ultralytics build_optimizer), EMA, scaler, schedule, loss.
+  const int64_t accumulate = AccumulateSteps(o_.nbs, o_.batch);
+  const double wd = ScaledWeightDecay(o_.weight_decay, o_.batch, accumulate, o_.nbs);
+  const int64_t iterations =
+      OptimizerIterations(static_cast<int64_t>(loader_->dataset_size()), o_.batch, o_.nbs, o_.epochs);
+  Result<OptimizerSpec> spec = ResolveOptimizer(o_.optimizer, o_.lr0, o_.momentum, o_.warmup_bias_lr, nc_, iterations);
+  if (!spec.ok()) return spec.status();
+  spec_ = *spec;
+  optimizer_ = BuildOptimizer(*model_, spec_, wd);
+  Say(ParamGroupLine(*model_, spec_, wd, accumulate));
+  if (resume_) {
+    YC_RETURN_IF_ERROR(resume_->LoadOptimizer(*optimizer_));
+    YC_RETURN_IF_ERROR(resume_->LoadGrads(*model_));
+  }
+  ema_ = std::make_unique<ModelEMA>(*model_, 0.9999, 2000.0, state_.ema_updates);
+  if (resume_ && resume_->has_ema()) YC_RETURN_IF_ERROR(resume_->LoadModule("ema", *ema_->module()));
+  GradScalerOptions so;
+  so.enabled = amp_.scaler;
+  scaler_ = std::make_unique<GradScaler>(so);
+  if (resume_ && amp_.scaler) scaler_->LoadState(state_.scaler_scale, state_.scaler_growth, device_);
+  LrScheduleOptions lso;
+  lso.epochs = o_.epochs;
+  lso.lrf = o_.lrf;
+  lso.cos_lr = o_.cos_lr;
+  lso.warmup_epochs = o_.warmup_epochs;
+  lso.warmup_momentum = o_.warmup_momentum;
+  lso.warmup_bias_lr = spec_.warmup_bias_lr;
+  lso.momentum = o_.momentum;  // Ultralytics warms up to args.momentum even after the auto rule
+  lso.nbs = o_.nbs;
+  lso.batch = o_.batch;
+  schedule_ = std::make_unique<LrSchedule>(lso);
+  loss_ = std::make_unique<DetectionLoss>(nc_, model_->strides(), LossOptions{o_.box, o_.cls, o_.dfl});
+  stepper_ = std::make_unique<Stepper>(model_, *optimizer_, *ema_, *scaler_, *loss_, amp_, o_.clip_grad, device_.type());
+  stopper_ = std::make_unique<EarlyStopping>(o_.patience, state_.best_fitness, state_.best_epoch);
+
+  if (o_.val) {
+    ValOptions vo;
+    vo.batch = 2 * o_.batch;
+    vo.imgsz = o_.imgsz;
+    vo.nms.conf = o_.val_conf;
+    vo.nms.iou = o_.val_iou;
+    vo.nms.max_det = o_.max_det;
+    vo.compute_loss = o_.val_loss;
+    vo.loss = LossOptions{o_.box, o_.cls, o_.dfl};
+    vo.amp = amp_.enabled;
+    vo.amp_dtype = amp_.dtype;
+    vo.channels_last = channels_last_;
+    vo.threads = o_.threads;
+    vo.prefetch = o_.prefetch;
+    std::shared_ptr<const RecordSource> val_source(cache_, val);
+    Result<std::unique_ptr<Validator>> v = Validator::Create(val_source, vo, device_, nc_);
+    if (!v.ok()) return v.status();
+    validator_ = std::move(*v);
+  }
+  Result<std::unique_ptr<ResultsLog>> log = ResultsLog::Open(out_ / "results.csv", resume_ ? state_.epoch : -1);
+  if (!log.ok()) return log.status();
+  results_ = std::move(*log);
+  if (device_.is_cuda()) {
+    gpu_ = std::make_unique<GpuMonitor>(device_.index());
+    if (!gpu_->available()) Say("gpu busy %: n/a (" + gpu_->unavailable_reason() + ")");
+  }
+  if (resume_) {
+    Say("resumed from " + hooks_.resume.string() + " at epoch " + std::to_string(state_.epoch + 1) +
+        (state_.next_batch > 0 ? ", batch " + std::to_string(state_.next_batch) : std::string()));
+  }
+  return Status::OK();
+}
+
+Status Run::SaveLast(bool pending_grads) {
+  state_.ema_updates = ema_->updates();
+  if (amp_.scaler) {
+    state_.scaler_scale = scaler_->scale_value();
+    state_.scaler_growth = scaler_->growth_value();
+  }
+  CheckpointContents c;
+  c.meta.model_scale = ModelScaleName(scale_);
+  c.meta.nc = nc_;
+  c.meta.names = names_;
+  c.meta.options = o_;
+  c.meta.state = state_;
+  c.meta.created = ManifestTimestampNow();
+  c.meta.metrics = last_metrics_;
+  c.model = model_.get();
+  c.ema = ema_->module().get();
+  c.optimizer = optimizer_.get();
+  c.grads = pending_grads;
+  return WriteCheckpoint(last_, c);
+}
+
+Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
+  *interrupted = false;
+  model_->train();
+  if (hooks_.observer) hooks_.observer->OnEpochStart(epoch + 1, o_.epochs, nb_);
+  epoch_t0_ = Clock::now();
+  epoch_loss_ = at::zeros({3}, at::TensorOptions().dtype(at::kFloat).device(device_));
+  epoch_batches_ = 0;
+  if (first_batch > 0) {  // resumed inside this epoch: continue its running means
+    epoch_loss_.copy_(at::tensor(std::vector<float>(state_.epoch_loss_sum.begin(), state_.epoch_loss_sum.end())));
+    epoch_batches_ = state_.epoch_loss_batches;
+  }
+  if (gpu_) gpu_->Start();
+  YC_RETURN_IF_ERROR(loader_->StartEpoch(epoch, first_batch));
+  std::shared_ptr<Batch> next;
+  YC_RETURN_IF_ERROR(loader_->Next(&next));
+  if (next) YC_RETURN_IF_ERROR(feed_->Stage(std::move(next)));
+  const auto t_train = Clock::now();
+  int64_t images = 0;
+  size_t i = first_batch;
+  while (feed_->staged() > 0) {
+    // Stage batch i + 1 before computing batch i: on CUDA its copy overlaps this batch's compute.
+    YC_RETURN_IF_ERROR(loader_->Next(&next));
+    if (next) YC_RETURN_IF_ERROR(feed_->Stage(std::move(next)));
+    Result<DeviceBatch> db = feed_->Take();
+    if (!db.ok()) return db.status();
+    const int64_t ni = static_cast<int64_t>(i) + static_cast<int64_t>(nb_) * epoch;
+    const StepSettings s = schedule_->At(epoch, ni, static_cast<int64_t>(nb_), spec_.lr);
+    ApplyStepSettings(*optimizer_, s);
+    Result<at::Tensor> items = stepper_->ForwardBackward(db->images, db->labels, db->max_boxes);
+    if (!items.ok()) return items.status();
+    epoch_loss_.add_(*items);
+    ++epoch_batches_;
+    last_ni_ = ni;
+    if (ni - state_.last_opt_step >= s.accumulate) {
+      YC_RETURN_IF_ERROR(stepper_->OptimizerStep());
+      state_.last_opt_step = ni;
+      ++state_.optimizer_steps;
+    }
+    images += db->size;
+    ++i;
+    const bool last = feed_->staged() == 0;
+    if (hooks_.observer && ((i - first_batch) % static_cast<size_t>(o_.log_every) == 0 || last)) {
+      // The one host read of the losses per log interval.
+      auto mean = (epoch_loss_ / static_cast<double>(std::max<int64_t>(epoch_batches_, 1))).to(at::kCPU).to(at::kDouble);
+      BatchProgress p;
+      p.epoch = epoch + 1;
+      p.epochs = o_.epochs;
+      p.batch = i;
+      p.batches = nb_;
+      for (int k = 0; k < 3; ++k) p.loss[k] = mean[k].item<double>();
+      p.instances = static_cast<int64_t>(db->host->label_count());
+      p.imgsz = o_.imgsz;
+      p.images_per_second = static_cast<double>(images) / std::max(Seconds(t_train), 1e-9);
+      p.gpu_mem_gb = DeviceMemoryReservedBytes(device_) / 1e9;
+      hooks_.observer->OnTrainProgress(p);
+    }
+    if (Cancelled() && i < nb_) {
+      if (gpu_) gpu_->Stop();
+      auto sums = epoch_loss_.to(at::kCPU).to(at::kDouble);
+      for (int k = 0; k < 3; ++k) state_.epoch_loss_sum[k] = sums[k].item<double>();
+      state_.epoch_loss_batches = epoch_batches_;
+      state_.epoch = epoch;
+      state_.next_batch = static_cast<int64_t>(i);
+      state_.train_seconds += Seconds(epoch_t0_);
+      state_.images_seen += images;
+      summary_.train_images += images;
+      summary_.train_seconds += Seconds(t_train);
+      YC_RETURN_IF_ERROR(SaveLast(/*pending_grads=*/last_ni_ > state_.last_opt_step));
+      *interrupted = true;
+      return Status::OK();
+    }
+  }
+  SynchronizeDevice(device_);
+  if (gpu_) gpu_->Stop();
+  epoch_train_s_ = Seconds(t_train);
+  summary_.train_seconds += epoch_train_s_;
+  summary_.train_images += images;
+  state_.images_seen += images;
+  return Status::OK();
+}
+
+Status Run::EndEpoch(int epoch, bool* stop) {
+  EpochRecord rec;
+  rec.epoch = epoch + 1;
+  auto mean = (epoch_loss_ / static_cast<double>(std::max<int64_t>(epoch_batches_, 1))).to(at::kCPU).to(at::kDouble);
+  for (int k = 0; k < 3; ++k) {
+    rec.train_loss[k] = mean[k].item<double>();
+    rec.lr[k] = GetLearningRate(*optimizer_, static_cast<size_t>(k));
+  }
+  const bool final_epoch = epoch + 1 >= o_.epochs;
+  const bool validate = validator_ && (final_epoch || (o_.val_every > 0 && (epoch + 1) % o_.val_every == 0));
+  *stop = false;
+  bool improved = false;
+  if (validate) {
+    if (hooks_.observer) hooks_.observer->OnValStart(epoch + 1, validator_->batches());
+    auto ema_model = ema_->as<YOLOv8Impl>();
+    std::function<void(size_t, size_t)> progress;
+    if (hooks_.observer) progress = [this](size_t d, size_t t) { hooks_.observer->OnValProgress(d, t); };
+    Result<ValResult> v = validator_->Run(*ema_model, progress);
+    if (!v.ok()) return v.status();
+    rec.validated = true;
+    rec.precision = v->metrics.precision;
+    rec.recall = v->metrics.recall;
+    rec.map50 = v->metrics.map50;
+    rec.map50_95 = v->metrics.map50_95;
+    rec.has_val_loss = v->has_loss;
+    rec.val_loss = v->loss;
+    summary_.final_metrics = v->metrics;
+    summary_.has_metrics = true;
+    last_metrics_ = SummaryJson(v->metrics);
+    last_metrics_["epoch"] = epoch + 1;
+    *stop = stopper_->Update(epoch + 1, v->metrics.fitness);
+    improved = stopper_->improved();
+    state_.best_fitness = stopper_->best_fitness();
+    state_.best_epoch = stopper_->best_epoch();
+  }
+  state_.epoch = epoch + 1;
+  state_.next_batch = 0;
+  state_.epoch_loss_sum = {};
+  state_.epoch_loss_batches = 0;
+  state_.train_seconds += Seconds(epoch_t0_);
+  state_.finished = final_epoch || *stop;
+  rec.time = state_.train_seconds;
+  // Gradients still waiting for an optimizer step carry over into the next epoch; a finished run has
+  // no next epoch, so they are not worth storing.
+  YC_RETURN_IF_ERROR(SaveLast(/*pending_grads=*/!state_.finished && last_ni_ > state_.last_opt_step));
+  if (improved) YC_RETURN_IF_ERROR(CopyFileAtomic(last_, best_));
+  if (o_.save_every > 0 && (epoch + 1) % o_.save_every == 0) {
+    YC_RETURN_IF_ERROR(CopyFileAtomic(last_, weights_ / ("epoch" + std::to_string(epoch + 1) + ".pt")));
+    RotateEpochCheckpoints(weights_, o_.keep);
+  }
+  YC_RETURN_IF_ERROR(results_->Append(rec));
+  if (!plot_disabled_) {
+    Status st = WriteResultsPlot(results_->records(), out_ / "results.png");
+    if (st.code() == Status::Code::kUnsupported) {
+      plot_disabled_ = true;
+      summary_.plot = "results.png skipped: " + st.message();
+      Say(summary_.plot);
+    } else if (!st.ok()) {
+      Say("warning: " + st.ToString());
+    } else {
+      summary_.plot = "results.png written (" + std::string(ResultsPlotEncoder()) + ")";
+    }
+  }
+  if (hooks_.observer) hooks_.observer->OnEpochEnd(rec);
+  if (*stop) {
+    Say("early stopping: no improvement in the last " + std::to_string(o_.patience) + " epochs; best was epoch " +
+        std::to_string(state_.best_epoch));
+  }
+  return Status::OK();
+}
+
+Result<TrainSummary> Run::Execute() {
+  YC_RETURN_IF_ERROR(Setup());
+  summary_.out_dir = out_;
+  summary_.last = last_;
+  const int start = state_.epoch;
+  for (int epoch = start; epoch < o_.epochs; ++epoch) {
+    if (Cancelled()) {
+      summary_.interrupted = true;
+      break;
+    }
+    const size_t first = epoch == start ? static_cast<size_t>(state_.next_batch) : 0;
+    if (first > nb_) {
+      return Status::InvalidArgument(Status::At(hooks_.resume.string(), "resume position is past the epoch's end"));
+    }
+    bool interrupted = false;
+    YC_RETURN_IF_ERROR(TrainEpoch(epoch, first, &interrupted));
+    if (interrupted) {
+      summary_.interrupted = true;
+      break;
+    }
+    bool stop = false;
+    YC_RETURN_IF_ERROR(EndEpoch(epoch, &stop));
+    ++summary_.epochs_run;
+    if (stop) {
+      summary_.early_stopped = true;
+      break;
+    }
+  }
+  summary_.epochs_completed = state_.epoch;
+  summary_.best_epoch = state_.best_epoch;
+  summary_.best_fitness = state_.best_fitness;
+  std::error_code ec;
+  if (fs::exists(best_, ec)) summary_.best = best_;
+  summary_.images_per_second =
+      summary_.train_seconds > 0 ? static_cast<double>(summary_.train_images) / summary_.train_seconds : 0.0;
+  if (gpu_) summary_.gpu_busy_percent = gpu_->MeanBusyPercent();
+  if (o_.synthetic_input && !summary_.interrupted) {
+    Say("synthetic-input: measuring the model's fwd+bwd+step ceiling on device-resident data (" +
+        std::to_string(o_.synthetic_iters) + " iterations)");
+    TrainOptions probe = o_;  // the optimizer the run resolved ("auto" depends on the dataset size)
+    probe.optimizer = OptimizerName(spec_.kind);
+    probe.lr0 = spec_.lr;
+    probe.momentum = spec_.momentum;
+    Result<double> ips = MeasureSyntheticThroughput(probe, nc_, o_.synthetic_iters);
+    if (!ips.ok()) return ips.status();
+    summary_.synthetic_images_per_second = *ips;
+  }
+  if (summary_.interrupted) {
+    Say("interrupted: " + last_.string() + " holds epoch " + std::to_string(state_.epoch + 1) + " batch " +
+        std::to_string(state_.next_batch) + "; continue with --resume " + last_.string());
+  }
+  summary_.wall_seconds = Seconds(wall0_);
+  return summary_;
+}
+
+}  // namespace
+
+Result<TrainSummary> Train(const TrainOptions& options, const TrainHooks& hooks) {
+  try {
+    Run run(options, hooks);
+    return run.Execute();
+  } catch (const std::exception& e) {
+    return Status::IOError(std::string("training failed: ") + e.what());
+  }
+}
+
+}  // namespace yc::trainer
