@@ -2,6 +2,8 @@
 //   yolocache-train train   --data CACHE --model yolov8n --epochs 100 --batch 16 --imgsz 640 --out DIR ...
 //   yolocache-train val     --weights DIR/weights/best.pt --data CACHE [--json]
 //   yolocache-train predict --weights best.pt IMAGES... --out DIR [--json]
+// Distributed training: start one `train` per rank with RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT
+// set (torchrun --no-python does it; docs/DISTRIBUTED.md); --batch is the global batch.
 // Argument parsing and printing only; the work is in trainer/ (Train, ValidateCheckpoint, Predictor).
 #include <csignal>
 #include <cstdio>
@@ -101,6 +103,7 @@ struct TrainArgs {
   std::string resume;
   bool amp = false, no_amp = false;
   std::string amp_dtype = "auto";
+  std::string rank_weights;  // hidden --save-rank-weights DIR (DDP tests)
 };
 
 void AddTrainOptions(CLI::App& app, TrainArgs& a) {
@@ -159,6 +162,8 @@ void AddTrainOptions(CLI::App& app, TrainArgs& a) {
       ->capture_default_str();
   app.add_flag("--synthetic-input", o.synthetic_input,
                "After training, measure the model's fwd+bwd+step ceiling on device-resident random data");
+  app.add_option("--save-rank-weights", a.rank_weights, "Every rank writes its final parameters to DIR/rank<R>.pt")
+      ->group("");  // hidden: for the distributed tests
   app.add_option("--synthetic-iters", o.synthetic_iters, "Iterations of the --synthetic-input probe")->capture_default_str();
 }
 
@@ -193,10 +198,12 @@ int RunTrain(CLI::App& app, TrainArgs& a) {
   ConsoleObserver console;
   hooks.observer = &console;
   hooks.cancel = &g_interrupt;
+  hooks.rank_weights = a.rank_weights;
   InstallSignals();
   Result<TrainSummary> r = Train(o, hooks);
   if (!r.ok()) return Fail("train", r.status());
   const TrainSummary& s = *r;
+  if (s.rank != 0) return s.interrupted ? kExitInterrupted : kExitOk;  // DDP: rank 0 reports the run
   std::cout << "\n" << s.epochs_run << " epochs run (" << s.epochs_completed << "/" << o.epochs << " done) in "
             << F("%.1f", s.wall_seconds) << " s wall (" << F("%.1f", s.train_seconds) << " s training)\n";
   std::cout << "throughput: " << F("%.1f", s.images_per_second) << " img/s over " << s.train_images

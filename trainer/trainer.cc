@@ -9,6 +9,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 #include <c10/core/GradMode.h>
+#include <torch/serialize.h>
 #include <torch/utils.h>
 #include <torch/version.h>
 
@@ -19,8 +20,10 @@
 #include "trainer/autocast.h"
 #include "trainer/checkpoint.h"
 #include "trainer/device_feed.h"
+#include "trainer/distributed.h"
 #include "trainer/ema.h"
 #include "trainer/gpu_monitor.h"
+#include "trainer/grad_reducer.h"
 #include "trainer/grad_scaler.h"
 #include "trainer/loss.h"
 #include "trainer/lr_schedule.h"
@@ -104,13 +107,19 @@ void ClipGradNorm(torch::optim::Optimizer& optimizer, double max_norm, std::vect
 // One forward/backward and, when due, one optimizer step: shared by training and the synthetic probe.
 class Stepper {
  public:
+  // `reducer` (null for one process) all-reduces the gradients across `world_size` ranks.
   Stepper(YOLOv8& model, torch::optim::Optimizer& optimizer, ModelEMA& ema, GradScaler& scaler,
-          const DetectionLoss& loss, AmpConfig amp, double clip, at::DeviceType device_type)
+          const DetectionLoss& loss, AmpConfig amp, double clip, at::DeviceType device_type,
+          GradReducer* reducer = nullptr, int world_size = 1)
       : model_(model), optimizer_(optimizer), ema_(ema), scaler_(scaler), loss_(loss), amp_(amp), clip_(clip),
-        device_type_(device_type) {}
+        device_type_(device_type), reducer_(reducer), world_size_(world_size) {}
 
-  // Returns the detached loss items (box, cls, dfl) on the device.
-  Result<at::Tensor> ForwardBackward(const at::Tensor& images, const at::Tensor& labels, int64_t max_boxes) {
+  // Returns the detached loss items (box, cls, dfl) on the device. `step_now`: an optimizer step follows
+  // this backward, so under DDP its gradients are all-reduced (otherwise they only accumulate locally,
+  // DDP's no_sync()); it must be known before backward because the reducer starts inside backward.
+  Result<at::Tensor> ForwardBackward(const at::Tensor& images, const at::Tensor& labels, int64_t max_boxes,
+                                     bool step_now) {
+    if (reducer_ != nullptr) reducer_->set_require_sync(step_now);
     DetectOutput out;
     {
       AutocastGuard autocast(device_type_, amp_.enabled, amp_.dtype);
@@ -118,12 +127,18 @@ class Stepper {
     }
     Result<LossOutput> loss = loss_(out.feats, labels, max_boxes);
     if (!loss.ok()) return loss.status();
-    scaler_.Scale(loss->total).backward();
+    // Ultralytics multiplies the loss by world_size under DDP: the reducer averages like DDP, so the result
+    // is the gradient of the summed global-batch loss.
+    at::Tensor total = world_size_ > 1 ? loss->total * static_cast<double>(world_size_) : loss->total;
+    scaler_.Scale(total).backward();
     return loss->items;
   }
 
   // Ultralytics optimizer_step: unscale, clip, step (skipped on inf/nan), update scale, zero, EMA.
   Status OptimizerStep() {
+    // First: after Finish() every rank holds the same gradients, so found_inf, the clip norm and the
+    // step agree without further collectives.
+    if (reducer_ != nullptr) YC_RETURN_IF_ERROR(reducer_->Finish());
     YC_RETURN_IF_ERROR(scaler_.Unscale(optimizer_));
     ClipGradNorm(optimizer_, clip_, &grads_);
     Result<bool> stepped = scaler_.Step(optimizer_);
@@ -142,6 +157,8 @@ class Stepper {
   AmpConfig amp_;
   double clip_;
   at::DeviceType device_type_;
+  GradReducer* reducer_;
+  int world_size_;
   std::vector<at::Tensor> grads_;
 };
 
@@ -243,9 +260,10 @@ Result<double> MeasureSyntheticThroughput(const TrainOptions& o, int64_t nc, int
     auto labels = SyntheticLabels(o.batch, nc, per_image, *device);
     auto run = [&](int n, int64_t* it) -> Status {
       for (int k = 0; k < n; ++k, ++*it) {
-        Result<at::Tensor> items = stepper.ForwardBackward(images, labels, per_image);
+        const bool step_now = (*it + 1) % accumulate == 0;
+        Result<at::Tensor> items = stepper.ForwardBackward(images, labels, per_image, step_now);
         if (!items.ok()) return items.status();
-        if ((*it + 1) % accumulate == 0) YC_RETURN_IF_ERROR(stepper.OptimizerStep());
+        if (step_now) YC_RETURN_IF_ERROR(stepper.OptimizerStep());
       }
       return Status::OK();
     };
@@ -275,9 +293,19 @@ class Run {
     if (hooks_.observer != nullptr) hooks_.observer->OnMessage(line);
   }
   bool Cancelled() const { return hooks_.cancel != nullptr && hooks_.cancel->load(); }
+  bool IsMain() const { return dist_ == nullptr || dist_->is_main(); }
+  bool Distributed() const { return dist_ != nullptr && dist_->distributed(); }
+  // Whether any rank was asked to stop. Under DDP a collective, so every rank must call it at the same
+  // point; all ranks then leave at the same batch (the resume position is one for all of them).
+  Result<bool> AgreeCancel();
+  // Under DDP: averages every defined .grad across ranks (pending accumulated gradients before an
+  // interrupt's checkpoint; see TrainEpoch).
+  Status AverageGrads();
+  Status SaveRankWeights();
   Status Setup();
   Status TrainEpoch(int epoch, size_t first_batch, bool* interrupted);
   Status EndEpoch(int epoch, bool* stop);
+  Status EndEpochMain(int epoch, bool* stop);  // rank 0: validation, checkpoints, results
   Status SaveLast(bool pending_grads);
 
   TrainOptions o_;
@@ -294,6 +322,8 @@ class Run {
   std::unique_ptr<CheckpointReader> resume_;
   TrainState state_;
   fs::path out_, weights_, last_, best_;
+  std::unique_ptr<DistContext> dist_;       // world 1: a local no-op context
+  std::unique_ptr<GradReducer> reducer_;   // only when distributed
 
   YOLOv8 model_{nullptr};
   std::unique_ptr<DeviceFeed> feed_;
@@ -331,6 +361,19 @@ Status Run::Setup() {
   Result<at::Device> device = ParseDevice(o_.device);
   if (!device.ok()) return device.status();
   device_ = *device;
+  // Data-parallel ranks (torchrun or a shell loop setting RANK/WORLD_SIZE/...); none set: one process.
+  Result<DistEnv> env = DistEnvFromEnvironment();
+  if (!env.ok()) return env.status();
+  if (env->world_size > 1 && o_.batch % env->world_size != 0) {
+    return Status::InvalidArgument("--batch " + std::to_string(o_.batch) + " is the global batch; it must be a multiple of "
+                                   "WORLD_SIZE " + std::to_string(env->world_size));
+  }
+  Result<std::unique_ptr<DistContext>> dist =
+      InitDistributed(*env, device_.is_cuda() ? DistBackend::kNccl : DistBackend::kGloo);
+  if (!dist.ok()) return dist.status();
+  dist_ = std::move(*dist);
+  if (device_.is_cuda() && dist_->distributed()) device_ = dist_->device();  // cuda:LOCAL_RANK
+  if (!dist_->is_main()) hooks_.observer = nullptr;  // rank 0 alone logs (and validates and saves)
   Result<AmpConfig> amp = ResolveAmp(o_, device_);
   if (!amp.ok()) return amp.status();
   amp_ = *amp;
@@ -339,6 +382,11 @@ Status Run::Setup() {
   channels_last_ = device_.is_cuda() && o_.channels_last;
   Say("device: " + DeviceDescription(device_) + (device_.is_cuda() ? "; " + tuning : std::string()) +
       (channels_last_ ? "; channels_last" : ""));
+  if (dist_->distributed()) {
+    Say(std::string("distributed: ") + std::to_string(dist_->world_size()) + " ranks (" +
+        DistBackendName(dist_->backend()) + "), global batch " + std::to_string(o_.batch) + " = " +
+        std::to_string(o_.batch / dist_->world_size()) + " per rank");
+  }
   Say("amp: " + DescribeAmp(amp_));
 
   // Data.
@@ -388,13 +436,14 @@ Status Run::Setup() {
   last_ = weights_ / "last.pt";
   best_ = weights_ / "best.pt";
   std::error_code ec;
+  // Every rank checks (the same answer on one host); only rank 0 writes into the run directory.
   if (resume_ == nullptr && !o_.exist_ok && fs::exists(last_, ec)) {
     return Status::InvalidArgument(Status::At(out_.string(), "already holds a run (weights/last.pt); use --resume "
                                                              "to continue it, --exist-ok to overwrite, or another --out"));
   }
-  fs::create_directories(weights_, ec);
-  if (ec) return Status::IOError(Status::At(weights_.string(), ec.message()));
-  {
+  if (IsMain()) {
+    fs::create_directories(weights_, ec);
+    if (ec) return Status::IOError(Status::At(weights_.string(), ec.message()));
     std::ofstream args(out_ / "args.json", std::ios::trunc);
     args << ToJson(o_).dump(2) << "\n";
     if (!args) return Status::IOError(Status::At((out_ / "args.json").string(), "cannot write"));
@@ -406,6 +455,12 @@ Status Run::Setup() {
   model_->to(device_);
   if (channels_last_) ToChannelsLast(*model_);
   if (resume_) YC_RETURN_IF_ERROR(resume_->LoadModule("model", *model_));
+  if (Distributed()) {
+    // Identical start on every rank (seeded init or the same checkpoint already give it; this makes it
+    // a guarantee), then the gradient all-reduce hooked onto the parameters on their final device.
+    YC_RETURN_IF_ERROR(dist_->BroadcastModule(*model_));
+    reducer_ = std::make_unique<GradReducer>(*model_, dist_->group());
+  }
   model_->train();
   Say("model: yolov8" + std::string(ModelScaleName(scale_)) + ", " + std::to_string(nc_) + " classes, " +
       std::to_string(CountParameters(*model_)) + " parameters");
@@ -414,7 +469,9 @@ Status Run::Setup() {
   feed_ = std::make_unique<DeviceFeed>(device_, channels_last_, nc_);
   LoaderOptions lo;
   lo.mode = LoaderMode::kTrain;
-  lo.batch = o_.batch;
+  lo.batch = o_.batch / dist_->world_size();  // Ultralytics: batch // world_size per rank
+  lo.rank = dist_->rank();
+  lo.world_size = dist_->world_size();  // EpochSampler pads the epoch so every rank gets nb_ batches
   lo.imgsz = o_.imgsz;
   lo.hyp = o_.hyp;
   lo.epochs = o_.epochs;
@@ -430,7 +487,8 @@ Status Run::Setup() {
   nb_ = loader_->batches_per_epoch();
   Say("data: " + o_.data + ": " + std::to_string(loader_->dataset_size()) + " train images, " +
       (o_.val ? std::to_string(val->size()) + " val images" : std::string("no validation")) + "; imgsz " +
-      std::to_string(o_.imgsz) + ", batch " + std::to_string(o_.batch) + ", " + std::to_string(nb_) + " batches/epoch");
+      std::to_string(o_.imgsz) + ", batch " + std::to_string(o_.batch) + ", " + std::to_string(nb_) + " batches/epoch" +
+      (Distributed() ? " per rank" : ""));
 
   // Optimizer (Ultralytics build_optimizer), EMA, scaler, schedule, loss.
   const int64_t accumulate = AccumulateSteps(o_.nbs, o_.batch);
@@ -464,10 +522,11 @@ Status Run::Setup() {
   lso.batch = o_.batch;
   schedule_ = std::make_unique<LrSchedule>(lso);
   loss_ = std::make_unique<DetectionLoss>(nc_, model_->strides(), LossOptions{o_.box, o_.cls, o_.dfl});
-  stepper_ = std::make_unique<Stepper>(model_, *optimizer_, *ema_, *scaler_, *loss_, amp_, o_.clip_grad, device_.type());
+  stepper_ = std::make_unique<Stepper>(model_, *optimizer_, *ema_, *scaler_, *loss_, amp_, o_.clip_grad, device_.type(),
+                                       reducer_.get(), dist_->world_size());
   stopper_ = std::make_unique<EarlyStopping>(o_.patience, state_.best_fitness, state_.best_epoch);
 
-  if (o_.val) {
+  if (o_.val && IsMain()) {  // rank 0 validates (the EMA is identical on every rank)
     ValOptions vo;
     vo.batch = 2 * o_.batch;
     vo.imgsz = o_.imgsz;
@@ -486,9 +545,11 @@ Status Run::Setup() {
     if (!v.ok()) return v.status();
     validator_ = std::move(*v);
   }
-  Result<std::unique_ptr<ResultsLog>> log = ResultsLog::Open(out_ / "results.csv", resume_ ? state_.epoch : -1);
-  if (!log.ok()) return log.status();
-  results_ = std::move(*log);
+  if (IsMain()) {
+    Result<std::unique_ptr<ResultsLog>> log = ResultsLog::Open(out_ / "results.csv", resume_ ? state_.epoch : -1);
+    if (!log.ok()) return log.status();
+    results_ = std::move(*log);
+  }
   if (device_.is_cuda()) {
     gpu_ = std::make_unique<GpuMonitor>(device_.index());
     if (!gpu_->available()) Say("gpu busy %: n/a (" + gpu_->unavailable_reason() + ")");
@@ -549,12 +610,13 @@ Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
     const int64_t ni = static_cast<int64_t>(i) + static_cast<int64_t>(nb_) * epoch;
     const StepSettings s = schedule_->At(epoch, ni, static_cast<int64_t>(nb_), spec_.lr);
     ApplyStepSettings(*optimizer_, s);
-    Result<at::Tensor> items = stepper_->ForwardBackward(db->images, db->labels, db->max_boxes);
+    const bool step_now = ni - state_.last_opt_step >= s.accumulate;  // before backward: DDP sync or no_sync
+    Result<at::Tensor> items = stepper_->ForwardBackward(db->images, db->labels, db->max_boxes, step_now);
     if (!items.ok()) return items.status();
-    epoch_loss_.add_(*items);
+    epoch_loss_.add_(*items);  // this rank's losses (Ultralytics logs rank 0's too)
     ++epoch_batches_;
     last_ni_ = ni;
-    if (ni - state_.last_opt_step >= s.accumulate) {
+    if (step_now) {
       YC_RETURN_IF_ERROR(stepper_->OptimizerStep());
       state_.last_opt_step = ni;
       ++state_.optimizer_steps;
@@ -562,7 +624,8 @@ Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
     images += db->size;
     ++i;
     const bool last = feed_->staged() == 0;
-    if (hooks_.observer && ((i - first_batch) % static_cast<size_t>(o_.log_every) == 0 || last)) {
+    const bool log_point = (i - first_batch) % static_cast<size_t>(o_.log_every) == 0 || last;
+    if (hooks_.observer && log_point) {
       // The one host read of the losses per log interval.
       auto mean = (epoch_loss_ / static_cast<double>(std::max<int64_t>(epoch_batches_, 1))).to(at::kCPU).to(at::kDouble);
       BatchProgress p;
@@ -577,7 +640,17 @@ Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
       p.gpu_mem_gb = DeviceMemoryReservedBytes(device_) / 1e9;
       hooks_.observer->OnTrainProgress(p);
     }
-    if (Cancelled() && i < nb_) {
+    // One process: checked every batch. DDP: agreed at the log points (a collective, and on CUDA a host
+    // sync the log point pays anyway), so a stop takes effect within --log-every batches on all ranks.
+    bool cancel = false;
+    if (!Distributed()) {
+      cancel = Cancelled();
+    } else if (log_point) {
+      Result<bool> agreed = AgreeCancel();
+      if (!agreed.ok()) return agreed.status();
+      cancel = *agreed;
+    }
+    if (cancel && i < nb_) {
       if (gpu_) gpu_->Stop();
       auto sums = epoch_loss_.to(at::kCPU).to(at::kDouble);
       for (int k = 0; k < 3; ++k) state_.epoch_loss_sum[k] = sums[k].item<double>();
@@ -588,7 +661,11 @@ Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
       state_.images_seen += images;
       summary_.train_images += images;
       summary_.train_seconds += Seconds(t_train);
-      YC_RETURN_IF_ERROR(SaveLast(/*pending_grads=*/last_ni_ > state_.last_opt_step));
+      const bool pending = last_ni_ > state_.last_opt_step;
+      // Pending no-sync gradients differ per rank; their average is what the next synced step would
+      // have reduced (it is linear), so every rank resuming from the averaged .grad continues exactly.
+      if (pending && Distributed()) YC_RETURN_IF_ERROR(AverageGrads());
+      if (IsMain()) YC_RETURN_IF_ERROR(SaveLast(pending));
       *interrupted = true;
       return Status::OK();
     }
@@ -603,6 +680,29 @@ Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
 }
 
 Status Run::EndEpoch(int epoch, bool* stop) {
+  *stop = false;
+  // Gradients pending for the next epoch's step go into last.pt; under DDP they are this rank's own
+  // (no_sync) sums, so average them first (exact: the next synced step averages linearly anyway).
+  if (Distributed() && epoch + 1 < o_.epochs && last_ni_ > state_.last_opt_step) YC_RETURN_IF_ERROR(AverageGrads());
+  if (IsMain()) {
+    YC_RETURN_IF_ERROR(EndEpochMain(epoch, stop));
+  } else {  // the bookkeeping the loop needs; rank 0 keeps the run's record
+    state_.epoch = epoch + 1;
+    state_.next_batch = 0;
+    state_.epoch_loss_sum = {};
+    state_.epoch_loss_batches = 0;
+    state_.train_seconds += Seconds(epoch_t0_);
+  }
+  if (Distributed()) {  // rank 0's early-stop decision, so every rank leaves the loop together
+    std::vector<at::Tensor> flag{at::full({1}, *stop ? 1 : 0, at::TensorOptions().dtype(at::kInt))};
+    YC_RETURN_IF_ERROR(dist_->Broadcast(flag, 0));
+    *stop = flag[0].item<int>() != 0;
+    if (!IsMain()) state_.finished = *stop || epoch + 1 >= o_.epochs;
+  }
+  return Status::OK();
+}
+
+Status Run::EndEpochMain(int epoch, bool* stop) {
   EpochRecord rec;
   rec.epoch = epoch + 1;
   auto mean = (epoch_loss_ / static_cast<double>(std::max<int64_t>(epoch_batches_, 1))).to(at::kCPU).to(at::kDouble);
@@ -673,13 +773,58 @@ Status Run::EndEpoch(int epoch, bool* stop) {
   return Status::OK();
 }
 
+Result<bool> Run::AgreeCancel() {
+  at::Tensor flag = at::full({1}, Cancelled() ? 1 : 0, at::TensorOptions().dtype(at::kInt));
+  YC_RETURN_IF_ERROR(dist_->AllReduce(flag, ReduceKind::kMax));
+  return flag.item<int>() != 0;
+}
+
+Status Run::AverageGrads() {
+  std::vector<at::Tensor> grads;
+  for (const auto& p : model_->parameters()) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  if (grads.empty()) return Status::OK();
+  std::vector<at::Tensor> flat;
+  flat.reserve(grads.size());
+  for (const auto& g : grads) flat.push_back(g.reshape({-1}).to(at::kFloat));
+  at::Tensor all = at::cat(flat);  // one collective for all of them
+  YC_RETURN_IF_ERROR(dist_->AllReduce(all, ReduceKind::kAvg));
+  int64_t offset = 0;
+  for (auto& g : grads) {
+    const int64_t n = g.numel();
+    g.copy_(all.narrow(0, offset, n).view(g.sizes()));
+    offset += n;
+  }
+  return Status::OK();
+}
+
+// Every rank's final trainable parameters (registration order) as a tensor list (torch::load-able):
+// what the DDP tests compare across ranks and against one process.
+Status Run::SaveRankWeights() {
+  std::error_code ec;
+  fs::create_directories(hooks_.rank_weights, ec);
+  if (ec) return Status::IOError(Status::At(hooks_.rank_weights.string(), ec.message()));
+  std::vector<at::Tensor> params;
+  for (const auto& p : model_->parameters()) params.push_back(p.detach().to(at::kCPU).contiguous());
+  const fs::path path = hooks_.rank_weights / ("rank" + std::to_string(dist_->rank()) + ".pt");
+  try {
+    torch::save(params, path.string());
+  } catch (const std::exception& e) {
+    return Status::IOError(Status::At(path.string(), e.what()));
+  }
+  return Status::OK();
+}
+
 Result<TrainSummary> Run::Execute() {
   YC_RETURN_IF_ERROR(Setup());
   summary_.out_dir = out_;
   summary_.last = last_;
   const int start = state_.epoch;
   for (int epoch = start; epoch < o_.epochs; ++epoch) {
-    if (Cancelled()) {
+    Result<bool> cancel = Distributed() ? AgreeCancel() : Result<bool>(Cancelled());
+    if (!cancel.ok()) return cancel.status();
+    if (*cancel) {
       summary_.interrupted = true;
       break;
     }
@@ -709,13 +854,20 @@ Result<TrainSummary> Run::Execute() {
   summary_.images_per_second =
       summary_.train_seconds > 0 ? static_cast<double>(summary_.train_images) / summary_.train_seconds : 0.0;
   if (gpu_) summary_.gpu_busy_percent = gpu_->MeanBusyPercent();
-  if (o_.synthetic_input && !summary_.interrupted) {
+  if (!hooks_.rank_weights.empty()) YC_RETURN_IF_ERROR(SaveRankWeights());
+  summary_.rank = dist_->rank();
+  summary_.world_size = dist_->world_size();
+  // Under DDP the probe runs on rank 0 alone, without the reducer, at the per-rank batch: the ceiling of
+  // one device (the other ranks have left; no collective follows).
+  if (o_.synthetic_input && !summary_.interrupted && IsMain()) {
     Say("synthetic-input: measuring the model's fwd+bwd+step ceiling on device-resident data (" +
         std::to_string(o_.synthetic_iters) + " iterations)");
     TrainOptions probe = o_;  // the optimizer the run resolved ("auto" depends on the dataset size)
     probe.optimizer = OptimizerName(spec_.kind);
     probe.lr0 = spec_.lr;
     probe.momentum = spec_.momentum;
+    probe.batch = o_.batch / dist_->world_size();
+    probe.nbs = std::max(1, o_.nbs / dist_->world_size());  // same accumulation count as the run
     Result<double> ips = MeasureSyntheticThroughput(probe, nc_, o_.synthetic_iters);
     if (!ips.ok()) return ips.status();
     summary_.synthetic_images_per_second = *ips;

@@ -8,6 +8,11 @@
 //   per epoch: lr factor stepped, validation of the EMA model (every --val-every epochs and at the
 //   end), fitness 0.1 mAP50 + 0.9 mAP50-95, results.csv/png, last.pt / best.pt / epochN.pt, early stop
 //
+// Distributed (docs/DISTRIBUTED.md): with RANK/WORLD_SIZE/... set (torchrun), every process trains on
+// its shard of each global batch (--batch / WORLD_SIZE), gradients are averaged by a GradReducer before
+// each optimizer step, and rank 0 alone logs, validates and writes the run directory; its early-stop and
+// interrupt decisions reach every rank, so all leave the loop together.
+//
 // The data comes from the cache through the loader (close_mosaic handled there) and DeviceFeed
 // (pinned buffers + asynchronous copies on CUDA). Losses are summed on the device and read on the host
 // once per log interval, not per step. A set `cancel` flag stops at the next batch boundary after
@@ -54,6 +59,9 @@ struct TrainHooks {
   TrainObserver* observer = nullptr;
   const std::atomic<bool>* cancel = nullptr;  // set -> save last.pt at the next batch and return
   std::filesystem::path resume;               // checkpoint to continue from (options must come from it)
+  // Tests/debugging: every rank writes its final parameters to <dir>/rank<R>.pt (a torch::save'd tensor
+  // list, registration order), so DDP ranks can be compared with each other and with one process.
+  std::filesystem::path rank_weights;
 };
 
 struct TrainSummary {
@@ -73,6 +81,7 @@ struct TrainSummary {
   int best_epoch = 0;
   double best_fitness = -1;
   std::string plot;                           // what happened to results.png
+  int rank = 0, world_size = 1;               // DDP: this process's rank (only rank 0 logs and saves)
 };
 
 Result<TrainSummary> Train(const TrainOptions& options, const TrainHooks& hooks = {});
