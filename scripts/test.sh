@@ -35,7 +35,7 @@ cmake --build build-fuzz -j"$jobs" --target fuzzers
 for f in build-fuzz/fuzz/*_fuzz; do
   echo "-- $(basename "$f")"
   mkdir -p "build-fuzz/corpus/$(basename "$f")"
-  "$f" -max_total_time="${FUZZ_SECONDS:-20}" -rss_limit_mb=2048 "build-fuzz/corpus/$(basename "$f")" 2>&1 | tail -2
+  "$f" -max_total_time="${FUZZ_SECONDS:-10}" -rss_limit_mb=2048 "build-fuzz/corpus/$(basename "$f")" 2>&1 | tail -2
 done
 echo "scripts/test.sh: all steps passed (release suites, sanitizer suites, fuzzers)"
 echo "tests: $passed passed, 0 failed"
