@@ -28,6 +28,9 @@ std::filesystem::path SharedData(const std::string& name);
 // Directory holding the built binaries (yolocache, yolocache-train).
 std::filesystem::path BinaryDir();
 
+// A TCP port on 127.0.0.1 that was free a moment ago (for rendezvous in multi-process tests).
+int FreeLoopbackPort();
+
 void WriteFile(const std::filesystem::path& path, const std::string& bytes);
 std::string ReadFile(const std::filesystem::path& path);
 

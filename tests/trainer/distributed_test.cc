@@ -331,23 +331,6 @@ const char* kDriver = YOLOCACHE_DDP_DRIVER;
 const char* kDriver = nullptr;
 #endif
 
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  int port = -1;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
 struct RankRun {
   int exit_code = -1;  // -1: killed after the deadline or did not start
   std::string log;
@@ -427,7 +410,7 @@ std::vector<RankRun> RunOnce(int world, const std::vector<std::string>& args, co
 std::vector<RankRun> RunWorld(int world, const std::vector<std::string>& args, const fs::path& dir) {
   std::vector<RankRun> runs;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    runs = RunOnce(world, args, dir, FreePort(), std::chrono::seconds(180));
+    runs = RunOnce(world, args, dir, yc::testing::FreeLoopbackPort(), std::chrono::seconds(180));
     bool port_clash = false;
     for (const RankRun& r : runs) port_clash |= r.log.find("ddress already in use") != std::string::npos;
     if (!port_clash) break;

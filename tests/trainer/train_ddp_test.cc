@@ -36,22 +36,6 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = -1;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
 struct Proc {
   int exit_code = -1;  // -1: killed at the deadline or not started
   std::string out;
@@ -129,7 +113,7 @@ std::vector<Proc> Launch(int world, const std::vector<std::string>& args, const 
 std::vector<Proc> LaunchWorld2(const std::vector<std::string>& args, const fs::path& dir) {
   std::vector<Proc> procs;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    procs = Launch(2, args, dir, FreePort());
+    procs = Launch(2, args, dir, yc::testing::FreeLoopbackPort());
     bool clash = false;
     for (const Proc& p : procs) clash |= p.out.find("ddress already in use") != std::string::npos;
     if (!clash) break;

@@ -111,7 +111,7 @@ TEST(TrainLoop, LearnsSyntheticShapes) {
   auto best = CheckpointReader::Open(tmp / "run" / "weights" / "best.pt", at::Device(at::kCPU));
   ASSERT_TRUE(best.ok());
   EXPECT_EQ((*best)->meta().state.best_epoch, s->best_epoch);
-  auto again = Train(o, TrainHooks{nullptr, nullptr, tmp / "run" / "weights" / "last.pt"});
+  auto again = Train(o, TrainHooks{nullptr, nullptr, tmp / "run" / "weights" / "last.pt", {}});
   EXPECT_EQ(again.status().code(), Status::Code::kInvalidArgument);
 }
 
@@ -142,7 +142,7 @@ TEST_P(ResumeTest, MatchesUninterruptedRun) {
   o2.out = (tmp / "resumed").string();
   std::atomic<bool> cancel{false};
   StopAt stopper(&cancel, 1, stop_batch);
-  Result<TrainSummary> first = Train(o2, TrainHooks{&stopper, &cancel, {}});
+  Result<TrainSummary> first = Train(o2, TrainHooks{&stopper, &cancel, {}, {}});
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_TRUE(first->interrupted);
   const fs::path last = tmp / "resumed" / "weights" / "last.pt";
@@ -161,7 +161,7 @@ TEST_P(ResumeTest, MatchesUninterruptedRun) {
   ASSERT_TRUE(ro.ok()) << ro.status().ToString();
   EXPECT_EQ(ro->out, (tmp / "resumed").string());
   cancel = false;
-  Result<TrainSummary> second = Train(*ro, TrainHooks{nullptr, &cancel, last});
+  Result<TrainSummary> second = Train(*ro, TrainHooks{nullptr, &cancel, last, {}});
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   EXPECT_FALSE(second->interrupted);
   EXPECT_EQ(second->epochs_completed, 2);
