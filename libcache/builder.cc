@@ -123,6 +123,21 @@ Result<PreviousBuild> OpenPrevious(const BuildOptions& o) {
   return prev;
 }
 
+// A record of `s`'s labels and original size with the given pixels (freshly decoded, or reused).
+RecordInput ScannedRecord(const ScannedImage& s, const SourceItem& item, const uint8_t* pixels, int h, int w, int c) {
+  RecordInput in;
+  in.pixels = pixels;
+  in.h = h;
+  in.w = w;
+  in.c = c;
+  in.orig_h = s.orig_h;
+  in.orig_w = s.orig_w;
+  in.boxes = s.boxes.data();
+  in.n = s.boxes.size();
+  in.source = item.rel;
+  return in;
+}
+
 // The --update fast path: the image's bytes are those of the previous build, so its decoded pixels are
 // taken from the old record and only the label is parsed again.
 bool TryReuse(const PreviousBuild& prev, const std::string& split, const SourceItem& item, const ScanOptions& opt,
@@ -150,16 +165,7 @@ bool TryReuse(const PreviousBuild& prev, const std::string& split, const SourceI
   ScanLabel(item, opt, &s);
   FinishScan(&s);
   if (!s.excluded) {
-    RecordInput in;
-    in.pixels = view.pixels;
-    in.h = view.height;
-    in.w = view.width;
-    in.c = view.channels;
-    in.orig_h = view.orig_height;
-    in.orig_w = view.orig_width;
-    in.boxes = s.boxes.data();
-    in.n = s.boxes.size();
-    in.source = item.rel;
+    const RecordInput in = ScannedRecord(s, item, view.pixels, view.height, view.width, view.channels);
     if (!EncodeRecord(in, codec, &w->record).ok()) return false;
   }
   w->reused = true;
@@ -168,17 +174,7 @@ bool TryReuse(const PreviousBuild& prev, const std::string& split, const SourceI
 
 Status EncodeScanned(const Work& w, const SourceItem& item, const Codec& codec, std::string* out) {
   const ScannedImage& s = w.scanned;
-  RecordInput in;
-  in.pixels = s.rgb.data;
-  in.h = s.rgb.rows;
-  in.w = s.rgb.cols;
-  in.c = s.rgb.channels();
-  in.orig_h = s.orig_h;
-  in.orig_w = s.orig_w;
-  in.boxes = s.boxes.data();
-  in.n = s.boxes.size();
-  in.source = item.rel;
-  return EncodeRecord(in, codec, out);
+  return EncodeRecord(ScannedRecord(s, item, s.rgb.data, s.rgb.rows, s.rgb.cols, s.rgb.channels()), codec, out);
 }
 
 struct SplitResult {
