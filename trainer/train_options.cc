@@ -226,14 +226,22 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.out.empty()) return bad("--out must not be empty");
   if (o.data.empty()) return bad("--data (a cache directory) is required");
   // The loader checks the augmentation ranges itself; fail early with its message.
+  return ValidateOptions(TrainLoaderOptions(o));
+}
+
+LoaderOptions TrainLoaderOptions(const TrainOptions& o, int rank, int world_size) {
   LoaderOptions lo;
-  lo.batch = o.batch;
+  lo.mode = LoaderMode::kTrain;
+  lo.batch = o.batch / world_size;  // Ultralytics: batch // world_size per rank
+  lo.rank = rank;
+  lo.world_size = world_size;  // EpochSampler pads the epoch so every rank gets the same batch count
   lo.imgsz = o.imgsz;
   lo.hyp = o.hyp;
   lo.epochs = o.epochs;
-  lo.prefetch = o.prefetch;
+  lo.seed = o.seed;
   lo.threads = o.threads;
-  return ValidateOptions(lo);
+  lo.prefetch = o.prefetch;
+  return lo;
 }
 
 }  // namespace yc::trainer

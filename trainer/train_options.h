@@ -85,6 +85,10 @@ Result<TrainOptions> TrainOptionsFromJson(const nlohmann::json& json);
 // Ranges and combinations; the message names the option as the CLI spells it (--lr0, --batch, ...).
 Status ValidateTrainOptions(const TrainOptions& options);
 
+// The train loader's options for rank `rank` of `world_size` (batch per rank = batch / world_size,
+// as Ultralytics); the caller adds the device-specific layout and allocator.
+LoaderOptions TrainLoaderOptions(const TrainOptions& options, int rank = 0, int world_size = 1);
+
 const char* AmpModeName(AmpMode mode);
 const char* AmpDtypeName(AmpDtype dtype);
 Result<AmpDtype> ParseAmpDtype(const std::string& text);  // auto|fp16|bf16

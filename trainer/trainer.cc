@@ -467,17 +467,7 @@ Status Run::Setup() {
 
   // Loader and device feed.
   feed_ = std::make_unique<DeviceFeed>(device_, channels_last_, nc_);
-  LoaderOptions lo;
-  lo.mode = LoaderMode::kTrain;
-  lo.batch = o_.batch / dist_->world_size();  // Ultralytics: batch // world_size per rank
-  lo.rank = dist_->rank();
-  lo.world_size = dist_->world_size();  // EpochSampler pads the epoch so every rank gets nb_ batches
-  lo.imgsz = o_.imgsz;
-  lo.hyp = o_.hyp;
-  lo.epochs = o_.epochs;
-  lo.seed = o_.seed;
-  lo.threads = o_.threads;
-  lo.prefetch = o_.prefetch;
+  LoaderOptions lo = TrainLoaderOptions(o_, dist_->rank(), dist_->world_size());
   lo.layout = feed_->layout();
   lo.allocator = MakeBatchAllocator(device_);
   std::shared_ptr<const RecordSource> train_source(cache_, train);  // aliasing: keeps the cache alive
