@@ -2,6 +2,7 @@
 //   yolocache-train train   --data CACHE --model yolov8n --epochs 100 --batch 16 --imgsz 640 --out DIR ...
 //   yolocache-train val     --weights DIR/weights/best.pt --data CACHE [--json]
 //   yolocache-train predict --weights best.pt IMAGES... --out DIR [--json]
+//   yolocache-train ceiling --model yolov8n --batch 64 --imgsz 640 --amp [--data CACHE | --nc 80] [--json]
 // Distributed training: start one `train` per rank with RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT
 // set (torchrun --no-python does it; docs/DISTRIBUTED.md); --batch is the global batch.
 // Argument parsing and printing only; the work is in trainer/ (Train, ValidateCheckpoint, Predictor).
@@ -14,6 +15,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "libcache/cache.h"
 #include "libcache/status.h"
 #include "tools/common/progress_bar.h"
 #include "trainer/device_feed.h"
@@ -85,7 +87,8 @@ class ConsoleObserver final : public TrainObserver {
       line += " | P " + F("%.3f", r.precision) + " R " + F("%.3f", r.recall) + " mAP50 " + F("%.3f", r.map50) +
               " mAP50-95 " + F("%.3f", r.map50_95);
     }
-    line += " | " + F("%.1f", r.time) + " s";
+    line += " | " + F("%.1f", r.time) + " s (epoch " + F("%.2f", r.epoch_train_seconds) + " s, val " +
+            F("%.2f", r.val_seconds) + " s, save " + F("%.2f", r.save_seconds) + " s)";
     std::cout << line << std::endl;
   }
 
@@ -121,6 +124,11 @@ void AddTrainOptions(CLI::App& app, TrainArgs& a) {
   app.add_option("--torch-threads", o.torch_threads, "LibTorch CPU threads (0: LibTorch's default)")->capture_default_str();
   app.add_option("--prefetch", o.prefetch, "Batches prepared ahead by the loader")->capture_default_str();
   app.add_flag("!--no-channels-last", o.channels_last, "CUDA: keep weights and inputs NCHW (default channels_last)");
+  app.add_flag("!--no-fused-optimizer", o.fused_optimizer,
+               "Step with torch::optim's per-tensor loop instead of the fused multi-tensor kernels (LibTorch >= 2.4)");
+  app.add_flag("--sync-bn", o.sync_bn,
+               "Data-parallel: BatchNorm statistics and the loss normaliser over the global batch (N ranks compute "
+               "what one process does; default: per rank, as Ultralytics)");
   app.add_option("--optimizer", o.optimizer, "auto | SGD | Adam | AdamW | RMSProp")->capture_default_str();
   app.add_option("--lr0", o.lr0, "Initial learning rate")->capture_default_str();
   app.add_option("--lrf", o.lrf, "Final learning rate factor (lr0 * lrf)")->capture_default_str();
@@ -209,6 +217,10 @@ int RunTrain(CLI::App& app, TrainArgs& a) {
   std::cout << "throughput: " << F("%.1f", s.images_per_second) << " img/s over " << s.train_images
             << " train images; GPU busy: " << (s.gpu_busy_percent < 0 ? std::string("n/a") : F("%.1f%%", s.gpu_busy_percent))
             << "\n";
+  if (s.epochs_run > 0 && s.train_seconds > 0) {
+    std::cout << "between epochs: " << F("%.2f", s.epoch_gap_seconds) << " s of validation + checkpoints = "
+              << F("%.1f%%", 100.0 * s.epoch_gap_seconds / s.train_seconds) << " of training time\n";
+  }
   if (s.synthetic_images_per_second >= 0) {
     std::cout << "synthetic-input ceiling (model fwd+bwd+step, device-resident data): "
               << F("%.1f", s.synthetic_images_per_second) << " img/s; real run " << F("%.1f", s.images_per_second)
@@ -229,6 +241,62 @@ int RunTrain(CLI::App& app, TrainArgs& a) {
             << (s.plot.empty() ? std::string() : "; " + s.plot) << "\n";
   if (s.early_stopped) std::cout << "stopped early (patience " << o.patience << ")\n";
   if (s.interrupted) return kExitInterrupted;
+  return kExitOk;
+}
+
+// `ceiling`: the model's own fwd + bwd + optimizer step throughput on device-resident random data, with
+// the train options (the same probe --synthetic-input runs after training, without a run).
+struct CeilingArgs {
+  TrainArgs train;
+  int64_t nc = 80;
+  bool json = false;
+};
+
+int RunCeiling(CLI::App& app, CeilingArgs& a) {
+  TrainOptions o = a.train.o;
+  if (a.train.amp) o.amp = AmpMode::kOn;
+  if (a.train.no_amp) o.amp = AmpMode::kOff;
+  Result<AmpDtype> dtype = ParseAmpDtype(a.train.amp_dtype);
+  if (!dtype.ok()) return Fail("ceiling", dtype.status());
+  o.amp_dtype = *dtype;
+  int64_t nc = a.nc;
+  std::vector<ProbeLabels> labels;  // empty: 4 random boxes per image
+  if (!o.data.empty()) {  // the classes and the label tables of real batches
+    Result<std::unique_ptr<Cache>> cache = Cache::Open(o.data);
+    if (!cache.ok()) return Fail("ceiling", cache.status());
+    nc = static_cast<int64_t>((*cache)->manifest().names.size());
+    if (app.count("--nc") > 0) std::cerr << "yolocache-train ceiling: --nc is ignored with --data\n";
+    Result<std::vector<ProbeLabels>> sampled = SampleTrainLabels(o, 8);
+    if (!sampled.ok()) return Fail("ceiling", sampled.status());
+    labels = std::move(*sampled);
+  }
+  if (nc < 1) return Fail("ceiling", Status::InvalidArgument("--nc must be >= 1"));
+  TrainOptions check = o;
+  if (check.data.empty()) check.data = "(none: random data)";  // the probe reads no cache
+  Status valid = ValidateTrainOptions(check);
+  if (!valid.ok()) return Fail("ceiling", valid);
+  Result<SyntheticThroughput> r = MeasureSyntheticThroughput(o, nc, o.synthetic_iters, labels);
+  if (!r.ok()) return Fail("ceiling", r.status());
+  if (a.json) {
+    nlohmann::json j = {{"model", o.model},
+                        {"batch", o.batch},
+                        {"imgsz", o.imgsz},
+                        {"nc", nc},
+                        {"iterations", o.synthetic_iters},
+                        {"fused_optimizer", r->fused_optimizer},
+                        {"channels_last", o.channels_last},
+                        {"label_tables", labels.size()},
+                        {"warmup_seconds", r->warmup_seconds},
+                        {"images_per_second", r->images_per_second}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "ceiling: " << F("%.1f", r->images_per_second) << " img/s (" << o.model << ", batch " << o.batch
+              << ", imgsz " << o.imgsz << ", nc " << nc << ", " << o.synthetic_iters << " iterations, "
+              << (labels.empty() ? std::string("4 random boxes per image, ")
+                                 : std::to_string(labels.size()) + " real label tables, ")
+              << (r->fused_optimizer ? "fused" : "torch::optim") << " optimizer step; warm-up "
+              << F("%.1f", r->warmup_seconds) << " s)\n";
+  }
   return kExitOk;
 }
 
@@ -329,6 +397,13 @@ int main(int argc, char** argv) {
   CLI::App* train_cmd = app.add_subcommand("train", "Train a YOLOv8 model (Ultralytics recipe) on a cache");
   AddTrainOptions(*train_cmd, train);
 
+  CeilingArgs ceiling;
+  CLI::App* ceiling_cmd = app.add_subcommand(
+      "ceiling", "Measure the model's fwd+bwd+step throughput on device-resident random data (no loader)");
+  AddTrainOptions(*ceiling_cmd, ceiling.train);
+  ceiling_cmd->add_option("--nc", ceiling.nc, "Classes (without --data)")->capture_default_str();
+  ceiling_cmd->add_flag("--json", ceiling.json, "Print the result as JSON");
+
   ValArgs val;
   CLI::App* val_cmd = app.add_subcommand("val", "Validate a checkpoint on a cache split (P, R, mAP50, mAP50-95)");
   val_cmd->add_option("--weights", val.o.weights, "Checkpoint (best.pt / last.pt)")->required();
@@ -370,6 +445,7 @@ int main(int argc, char** argv) {
       }
       return RunTrain(*train_cmd, train);
     }
+    if (ceiling_cmd->parsed()) return RunCeiling(*ceiling_cmd, ceiling);
     if (val_cmd->parsed()) return RunVal(val);
     if (predict_cmd->parsed()) return RunPredict(predict);
   } catch (const std::exception& e) {

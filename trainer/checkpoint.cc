@@ -6,9 +6,14 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include <c10/core/GradMode.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/rmsprop.h>
+#include <torch/optim/sgd.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
@@ -74,13 +79,19 @@ std::vector<std::pair<std::string, at::Tensor>> NamedState(const torch::nn::Modu
   return out;
 }
 
+// A host copy of `t`, taken now (also when it already lives on the host): a snapshot holds host tensors, so
+// serialising it later on another thread touches no device and sees no later training step.
+at::Tensor HostCopy(const at::Tensor& t) {
+  return t.detach().to(t.options().device(at::kCPU), /*non_blocking=*/false, /*copy=*/true);
+}
+
 void WriteSection(torch::serialize::OutputArchive& archive, const std::string& key, const torch::nn::Module& m,
                   Json* names) {
   std::vector<at::Tensor> tensors;
   Json list = Json::array();
   for (auto& [name, t] : NamedState(m)) {
     list.push_back(name);
-    tensors.push_back(t.detach());
+    tensors.push_back(HostCopy(t));  // training goes on while the snapshot is written
   }
   (*names)[key] = list;
   archive.write(key, c10::IValue(tensors));
@@ -136,15 +147,59 @@ Result<CheckpointMeta> MetaFromJson(const Json& j) {
   return m;
 }
 
-Status WriteCheckpoint(const fs::path& path, const CheckpointContents& c) {
-  if (c.model == nullptr) return Status::InvalidArgument(Status::At(path.string(), "checkpoint without a model"));
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return Status::IOError(Status::At(dir.string(), ec.message()));
-  const fs::path tmp = dir / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()));
+namespace {
+
+// Writes the optimizer into `archive` holding copies of its state tensors (the optimizer keeps stepping
+// its own): each state tensor is swapped for a copy during save() and put back after. False for an
+// optimizer kind whose state this does not know (then the archive holds the live tensors).
+bool SaveOptimizerCopy(torch::optim::Optimizer& optimizer, torch::serialize::OutputArchive& archive) {
+  std::vector<std::pair<at::Tensor*, at::Tensor>> originals;
+  bool known = true;
+  auto swap_in_copy = [&originals](at::Tensor& t) {
+    if (!t.defined()) return;
+    originals.emplace_back(&t, t);
+    t = HostCopy(t);
+  };
+  for (auto& entry : optimizer.state()) {
+    auto* state = entry.second.get();
+    if (auto* a = dynamic_cast<torch::optim::AdamParamState*>(state)) {
+      swap_in_copy(a->exp_avg());
+      swap_in_copy(a->exp_avg_sq());
+      swap_in_copy(a->max_exp_avg_sq());
+    } else if (auto* w = dynamic_cast<torch::optim::AdamWParamState*>(state)) {
+      swap_in_copy(w->exp_avg());
+      swap_in_copy(w->exp_avg_sq());
+      swap_in_copy(w->max_exp_avg_sq());
+    } else if (auto* g = dynamic_cast<torch::optim::SGDParamState*>(state)) {
+      swap_in_copy(g->momentum_buffer());
+    } else if (auto* r = dynamic_cast<torch::optim::RMSpropParamState*>(state)) {
+      swap_in_copy(r->square_avg());
+      swap_in_copy(r->momentum_buffer());
+      swap_in_copy(r->grad_avg());
+    } else {
+      known = false;
+    }
+  }
   try {
-    torch::serialize::OutputArchive archive;
+    optimizer.save(archive);
+  } catch (...) {
+    for (auto& [slot, original] : originals) *slot = original;
+    throw;
+  }
+  for (auto& [slot, original] : originals) *slot = original;
+  return known;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const CheckpointContents& c) {
+  if (c.model == nullptr) return Status::InvalidArgument("checkpoint without a model");
+  std::shared_ptr<CheckpointSnapshot> snap(new CheckpointSnapshot());
+  snap->archive_ = std::make_shared<torch::serialize::OutputArchive>();
+  torch::serialize::OutputArchive& archive = *snap->archive_;
+  bool frozen = true;
+  try {
+    c10::NoGradGuard no_grad;
     Json meta = MetaToJson(c.meta);
     Json names = Json::object();
     WriteSection(archive, "model", *c.model, &names);
@@ -155,36 +210,59 @@ Status WriteCheckpoint(const fs::path& path, const CheckpointContents& c) {
       for (const auto& p : c.model->named_parameters(true)) {
         if (!p.value().grad().defined()) continue;
         list.push_back(p.key());
-        grads.push_back(p.value().grad().detach());
+        grads.push_back(HostCopy(p.value().grad()));
       }
       names["grads"] = list;
       archive.write("grads", c10::IValue(grads));
     }
     if (c.optimizer != nullptr) {
       torch::serialize::OutputArchive opt;
-      c.optimizer->save(opt);
+      frozen = SaveOptimizerCopy(*c.optimizer, opt);
       archive.write("optimizer", opt);
     }
     meta["tensors"] = names;
     archive.write("meta", c10::IValue(meta.dump()));
-
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return Status::IOError(Status::At(tmp.string(), std::strerror(errno)));
-    Status st;
-    archive.save_to([&](const void* data, size_t size) -> size_t {
-      if (!st.ok()) return 0;
-      st = WriteAll(fd, data, size);
-      return st.ok() ? size : 0;
-    });
-    if (st.ok() && ::fsync(fd) != 0) st = Status::IOError(std::strerror(errno));
-    if (::close(fd) != 0 && st.ok()) st = Status::IOError(std::strerror(errno));
-    if (!st.ok()) {
-      fs::remove(tmp, ec);
-      return Status::IOError(Status::At(path.string(), st.message()));
-    }
   } catch (const std::exception& e) {
+    return Status::IOError(std::string("cannot snapshot checkpoint: ") + e.what());
+  }
+  if (!frozen) {  // live optimizer tensors: produce the bytes now, before training changes them
+    Result<std::shared_ptr<const std::string>> bytes = snap->Serialize();
+    if (!bytes.ok()) return bytes.status();
+  }
+  return snap;
+}
+
+Result<std::shared_ptr<const std::string>> CheckpointSnapshot::Serialize() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (bytes_) return bytes_;
+  auto bytes = std::make_shared<std::string>();
+  try {
+    archive_->save_to([&](const void* data, size_t size) -> size_t {
+      bytes->append(static_cast<const char*>(data), size);
+      return size;
+    });
+  } catch (const std::exception& e) {
+    return Status::IOError(std::string("cannot serialise checkpoint: ") + e.what());
+  }
+  bytes_ = std::move(bytes);
+  archive_.reset();  // the tensor copies are no longer needed
+  return bytes_;
+}
+
+Status WriteFileAtomic(const fs::path& path, const std::string& bytes) {
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Status::IOError(Status::At(dir.string(), ec.message()));
+  const fs::path tmp = dir / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IOError(Status::At(tmp.string(), std::strerror(errno)));
+  Status st = WriteAll(fd, bytes.data(), bytes.size());
+  if (st.ok() && ::fsync(fd) != 0) st = Status::IOError(std::strerror(errno));
+  if (::close(fd) != 0 && st.ok()) st = Status::IOError(std::strerror(errno));
+  if (!st.ok()) {
     fs::remove(tmp, ec);
-    return Status::IOError(Status::At(path.string(), std::string("cannot write checkpoint: ") + e.what()));
+    return Status::IOError(Status::At(path.string(), st.message()));
   }
   fs::rename(tmp, path, ec);
   if (ec) {
@@ -192,6 +270,14 @@ Status WriteCheckpoint(const fs::path& path, const CheckpointContents& c) {
     return Status::IOError(Status::At(path.string(), "rename failed: " + ec.message()));
   }
   return SyncPath(dir);
+}
+
+Status WriteCheckpoint(const fs::path& path, const CheckpointContents& c) {
+  Result<std::shared_ptr<CheckpointSnapshot>> snap = CheckpointSnapshot::Take(c);
+  if (!snap.ok()) return Status(snap.status()).WithContext(path.string());
+  Result<std::shared_ptr<const std::string>> bytes = (*snap)->Serialize();
+  if (!bytes.ok()) return Status(bytes.status()).WithContext(path.string());
+  return WriteFileAtomic(path, **bytes);
 }
 
 struct CheckpointReader::Impl {

@@ -406,6 +406,20 @@ Status DistContext::AllReduce(at::Tensor& tensor, ReduceKind kind) {
   });
 }
 
+Status DistContext::AllReduceSumStreamOrdered(at::Tensor& tensor) {
+  if (!distributed() || !tensor.defined()) return Status::OK();
+  if (backend_ != DistBackend::kNccl || tensor.device() != device_ || !tensor.is_contiguous()) {
+    return AllReduce(tensor, ReduceKind::kSum);
+  }
+  return Wrap("all-reduce", [&] {
+    at::NoGradGuard no_grad;
+    std::vector<at::Tensor> io{tensor};
+    c10d::AllreduceOptions options;
+    options.reduceOp = ToReduceOp(ReduceKind::kSum);
+    group_->allreduce(io, options)->synchronize();
+  });
+}
+
 Status DistContext::Barrier() {
   if (!distributed()) return Status::OK();
   return Wrap("barrier", [&] {

@@ -105,6 +105,11 @@ class DistContext {
   // In place, blocking. Meant for small tensors (found_inf MAX, loss items SUM/AVG, metric counters):
   // a tensor not on device() or not contiguous is staged through a temporary. kAvg needs a floating type.
   Status AllReduce(at::Tensor& tensor, ReduceKind kind);
+  // Sum in place, ordered on the CUDA stream instead of blocking the host where the backend allows it: on
+  // NCCL the current stream waits for the collective (Work::synchronize(), whatever TORCH_NCCL_BLOCKING_WAIT
+  // says), so the host keeps queueing kernels (SyncBatchNorm: two collectives per BatchNorm layer and
+  // step). Gloo, or a tensor that is not on device() and contiguous: as AllReduce.
+  Status AllReduceSumStreamOrdered(at::Tensor& tensor);
   Status Barrier();
 
  private:

@@ -5,6 +5,7 @@
 
 #include "trainer/autocast.h"
 #include "trainer/box_ops.h"
+#include "trainer/sync_batch_norm.h"
 
 namespace yc::trainer {
 
@@ -134,7 +135,9 @@ Result<LossOutput> DetectionLoss::operator()(const std::vector<at::Tensor>& feat
   Assignment asg = assigner_(pred_scores.detach().sigmoid(), pred_bboxes.detach() * stride_tensor,
                              anchor_points * stride_tensor, gt_labels, gt_bboxes, mask_gt);
 
-  auto target_scores_sum = asg.target_scores.sum().clamp_min(1.0);
+  auto target_scores_sum = asg.target_scores.sum();
+  if (global_) global_->SumInPlace(target_scores_sum);  // no gradient flows through the targets
+  target_scores_sum = target_scores_sum.clamp_min(1.0);
   auto loss_cls =
       at::binary_cross_entropy_with_logits(pred_scores, asg.target_scores, {}, {}, at::Reduction::None).sum() /
       target_scores_sum;
@@ -150,6 +153,7 @@ Result<LossOutput> DetectionLoss::operator()(const std::vector<at::Tensor>& feat
   auto loss_dfl = (dfl * weight).sum() / target_scores_sum;
 
   auto items = at::stack({loss_box * options_.box_gain, loss_cls * options_.cls_gain, loss_dfl * options_.dfl_gain});
+  if (global_) items = items * static_cast<double>(global_->world_size());
   LossOutput out;
   out.total = items.sum() * static_cast<double>(bs);
   out.items = items.detach();

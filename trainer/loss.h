@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -18,6 +19,8 @@
 #include "trainer/assigner.h"
 
 namespace yc::trainer {
+
+class StatsReducer;
 
 struct LossOptions {
   double box_gain = 7.5;
@@ -63,11 +66,18 @@ class DetectionLoss {
 
   const LossOptions& options() const { return options_; }
 
+  // Data-parallel (--sync-bn): normalise by the target-score sum of the global batch (summed across ranks)
+  // instead of this rank's, and scale this rank's items by the world size, so that the ranks' average
+  // (what the gradient all-reduce computes, with the trainer's x world_size) is the one-process loss of
+  // the global batch. Ultralytics normalises per rank (the default, null).
+  void set_global_normaliser(std::shared_ptr<StatsReducer> reducer) { global_ = std::move(reducer); }
+
  private:
   int64_t nc_;
   std::vector<double> strides_;
   LossOptions options_;
   TaskAlignedAssigner assigner_;
+  std::shared_ptr<StatsReducer> global_;
 };
 
 }  // namespace yc::trainer

@@ -5,6 +5,7 @@
 #include <c10/core/GradMode.h>
 
 #include "trainer/box_ops.h"
+#include "trainer/sync_batch_norm.h"
 
 namespace yc::trainer {
 
@@ -24,7 +25,7 @@ void ConvImpl::reset() {
 }
 
 at::Tensor ConvImpl::forward(const at::Tensor& x) {
-  auto y = bn->forward(conv->forward(x));
+  auto y = sync_bn_ && is_training() ? SyncBatchNorm2d(conv->forward(x), *bn, *sync_bn_) : bn->forward(conv->forward(x));
   return act_ ? at::silu(y) : y;
 }
 

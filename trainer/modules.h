@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -22,6 +23,8 @@
 #include <torch/nn/pimpl.h>
 
 namespace yc::trainer {
+
+class StatsReducer;
 
 // Ultralytics overrides every BatchNorm2d after building: eps 1e-3, momentum 0.03 (initialize_weights).
 inline constexpr double kBnEps = 1e-3;
@@ -37,9 +40,14 @@ class ConvImpl : public torch::nn::Cloneable<ConvImpl> {
   torch::nn::Conv2d conv{nullptr};
   torch::nn::BatchNorm2d bn{nullptr};
 
+  // Training-mode BatchNorm over the global batch of all data-parallel ranks (sync_batch_norm.h); null:
+  // this rank's batch.
+  void set_sync_bn(std::shared_ptr<StatsReducer> reducer) { sync_bn_ = std::move(reducer); }
+
  private:
   int64_t c1_, c2_, k_, s_, g_;
   bool act_;
+  std::shared_ptr<StatsReducer> sync_bn_;
 };
 TORCH_MODULE(Conv);
 

@@ -25,6 +25,10 @@ struct EpochRecord {
   bool has_val_loss = false;
   std::array<double, 3> val_loss{};
   std::array<double, 3> lr{};          // lr/pg0..2 at the end of the epoch
+  // Not in results.csv (Ultralytics has no such columns); for the console and the run summary.
+  double epoch_train_seconds = 0;      // this epoch's training loop
+  double val_seconds = 0;              // this epoch's validation
+  double save_seconds = 0;             // checkpoints, results.csv and results.png after it
 };
 
 // "epoch,time,train/box_loss,...,lr/pg2" (no newline).

@@ -97,6 +97,8 @@ const std::vector<Field>& Fields() {
       Num("torch_threads", &TrainOptions::torch_threads),
       Num("prefetch", &TrainOptions::prefetch),
       Bool("channels_last", &TrainOptions::channels_last),
+      Bool("fused_optimizer", &TrainOptions::fused_optimizer),
+      Bool("sync_bn", &TrainOptions::sync_bn),
       Str("optimizer", &TrainOptions::optimizer),
       Num("lr0", &TrainOptions::lr0),
       Num("lrf", &TrainOptions::lrf),

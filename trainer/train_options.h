@@ -38,6 +38,8 @@ struct TrainOptions {
   int torch_threads = 0;         // LibTorch intra-op threads (CPU math); 0 = LibTorch's default
   int prefetch = 4;              // batches the loader prepares ahead
   bool channels_last = true;     // CUDA only: channels_last weights and inputs
+  bool fused_optimizer = true;   // PyTorch's fused optimizer kernels where the LibTorch has them (fused_step.h)
+  bool sync_bn = false;          // data-parallel: BatchNorm and loss normaliser over the global batch
 
   // Optimisation (engine/trainer.py).
   std::string optimizer = "auto";  // auto|SGD|Adam|AdamW|RMSProp

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <regex>
 
@@ -18,16 +19,19 @@
 #include "libcache/mapped_file.h"
 #include "loader/loader.h"
 #include "trainer/autocast.h"
+#include "trainer/background_writer.h"
 #include "trainer/checkpoint.h"
 #include "trainer/device_feed.h"
 #include "trainer/distributed.h"
 #include "trainer/ema.h"
+#include "trainer/fused_step.h"
 #include "trainer/gpu_monitor.h"
 #include "trainer/grad_reducer.h"
 #include "trainer/grad_scaler.h"
 #include "trainer/loss.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/optimizer.h"
+#include "trainer/sync_batch_norm.h"
 #include "trainer/validator.h"
 #include "trainer/yolov8.h"
 
@@ -42,6 +46,9 @@ namespace yc::trainer {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+
+// Label tables the synthetic-input probe cycles through (from the run's last epoch).
+constexpr size_t kProbeBatches = 8;
 
 bool EarlyStopping::Update(int epoch, double fitness) {
   improved_ = false;
@@ -110,9 +117,9 @@ class Stepper {
   // `reducer` (null for one process) all-reduces the gradients across `world_size` ranks.
   Stepper(YOLOv8& model, torch::optim::Optimizer& optimizer, ModelEMA& ema, GradScaler& scaler,
           const DetectionLoss& loss, AmpConfig amp, double clip, at::DeviceType device_type,
-          GradReducer* reducer = nullptr, int world_size = 1)
+          FusedStep* fused = nullptr, GradReducer* reducer = nullptr, int world_size = 1)
       : model_(model), optimizer_(optimizer), ema_(ema), scaler_(scaler), loss_(loss), amp_(amp), clip_(clip),
-        device_type_(device_type), reducer_(reducer), world_size_(world_size) {}
+        device_type_(device_type), fused_(fused), reducer_(reducer), world_size_(world_size) {}
 
   // Returns the detached loss items (box, cls, dfl) on the device. `step_now`: an optimizer step follows
   // this backward, so under DDP its gradients are all-reduced (otherwise they only accumulate locally,
@@ -141,8 +148,13 @@ class Stepper {
     if (reducer_ != nullptr) YC_RETURN_IF_ERROR(reducer_->Finish());
     YC_RETURN_IF_ERROR(scaler_.Unscale(optimizer_));
     ClipGradNorm(optimizer_, clip_, &grads_);
-    Result<bool> stepped = scaler_.Step(optimizer_);
-    if (!stepped.ok()) return stepped.status();
+    if (fused_ != nullptr) {
+      // Skips an overflowed step on the device: no host read of found_inf, no pipeline drain.
+      fused_->Step(scaler_.found_inf());
+    } else {
+      Result<bool> stepped = scaler_.Step(optimizer_);
+      if (!stepped.ok()) return stepped.status();
+    }
     scaler_.Update();
     optimizer_.zero_grad();
     return ema_.Update(*model_);
@@ -157,21 +169,11 @@ class Stepper {
   AmpConfig amp_;
   double clip_;
   at::DeviceType device_type_;
+  FusedStep* fused_;
   GradReducer* reducer_;
   int world_size_;
   std::vector<at::Tensor> grads_;
 };
-
-Status CopyFileAtomic(const fs::path& src, const fs::path& dst) {
-  const fs::path tmp = dst.parent_path() / ("." + dst.filename().string() + ".tmp");
-  std::error_code ec;
-  fs::copy_file(src, tmp, fs::copy_options::overwrite_existing, ec);
-  if (ec) return Status::IOError(Status::At(dst.string(), "copy failed: " + ec.message()));
-  YC_RETURN_IF_ERROR(SyncPath(tmp));
-  fs::rename(tmp, dst, ec);
-  if (ec) return Status::IOError(Status::At(dst.string(), "rename failed: " + ec.message()));
-  return SyncPath(dst.parent_path());
-}
 
 // Keeps the newest `keep` epochN.pt files in `dir` (keep 0: all).
 void RotateEpochCheckpoints(const fs::path& dir, int keep) {
@@ -230,7 +232,8 @@ Result<TrainOptions> ResumeOptions(const fs::path& checkpoint) {
   return o;
 }
 
-Result<double> MeasureSyntheticThroughput(const TrainOptions& o, int64_t nc, int iterations) {
+Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& o, int64_t nc, int iterations,
+                                                       const std::vector<ProbeLabels>& real_labels) {
   try {
     Result<at::Device> device = ParseDevice(o.device);
     if (!device.ok()) return device.status();
@@ -253,31 +256,71 @@ Result<double> MeasureSyntheticThroughput(const TrainOptions& o, int64_t nc, int
     so.enabled = amp->scaler;
     GradScaler scaler(so);
     DetectionLoss loss(nc, model->strides(), LossOptions{o.box, o.cls, o.dfl});
-    Stepper stepper(model, *optimizer, ema, scaler, loss, *amp, o.clip_grad, device->type());
+    std::unique_ptr<FusedStep> fused;
+    if (o.fused_optimizer && FusedStep::Supported(*optimizer)) fused = std::make_unique<FusedStep>(*optimizer);
+    Stepper stepper(model, *optimizer, ema, scaler, loss, *amp, o.clip_grad, device->type(), fused.get());
     auto images = at::rand({o.batch, 3, o.imgsz, o.imgsz}, at::TensorOptions().device(*device));
     if (channels_last) images = images.contiguous(at::MemoryFormat::ChannelsLast);
-    const int64_t per_image = 4;
-    auto labels = SyntheticLabels(o.batch, nc, per_image, *device);
+    std::vector<ProbeLabels> labels;
+    for (const auto& l : real_labels) labels.push_back({l.table.to(*device), l.max_boxes});
+    if (labels.empty()) {
+      const int64_t per_image = 4;
+      labels.push_back({SyntheticLabels(o.batch, nc, per_image, *device), per_image});
+    }
     auto run = [&](int n, int64_t* it) -> Status {
       for (int k = 0; k < n; ++k, ++*it) {
         const bool step_now = (*it + 1) % accumulate == 0;
-        Result<at::Tensor> items = stepper.ForwardBackward(images, labels, per_image, step_now);
+        const ProbeLabels& l = labels[static_cast<size_t>(*it) % labels.size()];
+        Result<at::Tensor> items = stepper.ForwardBackward(images, l.table, l.max_boxes, step_now);
         if (!items.ok()) return items.status();
         if (step_now) YC_RETURN_IF_ERROR(stepper.OptimizerStep());
       }
       return Status::OK();
     };
     int64_t it = 0;
+    SyntheticThroughput result;
+    result.fused_optimizer = fused != nullptr;
+    const auto t_warm = Clock::now();
     YC_RETURN_IF_ERROR(run(std::min(5, iterations), &it));  // cuDNN autotuning, allocator warm-up
     SynchronizeDevice(*device);
+    result.warmup_seconds = Seconds(t_warm);
     const auto t0 = Clock::now();
     YC_RETURN_IF_ERROR(run(iterations, &it));
     SynchronizeDevice(*device);
     const double s = Seconds(t0);
-    return s > 0 ? static_cast<double>(o.batch) * iterations / s : 0.0;
+    result.images_per_second = s > 0 ? static_cast<double>(o.batch) * iterations / s : 0.0;
+    return result;
   } catch (const std::exception& e) {
     return Status::IOError(std::string("synthetic-input probe failed: ") + e.what());
   }
+}
+
+Result<std::vector<ProbeLabels>> SampleTrainLabels(const TrainOptions& o, int batches) {
+  Result<std::unique_ptr<Cache>> cache = Cache::Open(o.data);
+  if (!cache.ok()) return cache.status();
+  std::shared_ptr<Cache> shared(std::move(*cache));
+  const RecordSource* train = shared->split(o.train_split);
+  if (train == nullptr || train->size() == 0) {
+    return Status::NotFound(Status::At(o.data, "no '" + o.train_split + "' split with images"));
+  }
+  const auto nc = static_cast<int64_t>(shared->manifest().names.size());
+  Result<std::unique_ptr<Loader>> loader =
+      Loader::Create(std::shared_ptr<const RecordSource>(shared, train), TrainLoaderOptions(o));
+  if (!loader.ok()) return Status(loader.status()).WithContext("train loader");
+  YC_RETURN_IF_ERROR((*loader)->StartEpoch(0, 0));
+  std::vector<ProbeLabels> out;
+  std::shared_ptr<Batch> b;
+  while (static_cast<int>(out.size()) < batches) {
+    YC_RETURN_IF_ERROR((*loader)->Next(&b));
+    if (!b) break;
+    Result<int64_t> max_boxes = DeviceFeed::CheckLabels(*b, nc);
+    if (!max_boxes.ok()) return max_boxes.status();
+    const auto n = static_cast<int64_t>(b->label_count());
+    at::Tensor table = at::empty({n, 6}, at::kFloat);
+    if (n > 0) std::memcpy(table.data_ptr<float>(), b->labels.data(), sizeof(float) * 6 * static_cast<size_t>(n));
+    out.push_back({table, *max_boxes});
+  }
+  return out;
 }
 
 namespace {
@@ -306,7 +349,9 @@ class Run {
   Status TrainEpoch(int epoch, size_t first_batch, bool* interrupted);
   Status EndEpoch(int epoch, bool* stop);
   Status EndEpochMain(int epoch, bool* stop);  // rank 0: validation, checkpoints, results
-  Status SaveLast(bool pending_grads);
+  // last.pt's contents now (a snapshot: it is serialised and written during the next epoch).
+  Result<std::shared_ptr<CheckpointSnapshot>> SnapshotLast(bool pending_grads);
+  Status SaveLast(bool pending_grads);  // written before returning (interrupts)
 
   TrainOptions o_;
   TrainHooks hooks_;
@@ -331,6 +376,7 @@ class Run {
   size_t nb_ = 0;
   OptimizerSpec spec_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<FusedStep> fused_;  // null: torch::optim's own step
   std::unique_ptr<ModelEMA> ema_;
   std::unique_ptr<GradScaler> scaler_;
   std::unique_ptr<LrSchedule> schedule_;
@@ -340,6 +386,8 @@ class Run {
   std::unique_ptr<ResultsLog> results_;
   std::unique_ptr<GpuMonitor> gpu_;
   std::unique_ptr<EarlyStopping> stopper_;
+  BackgroundWriter writer_;  // checkpoints and results.png after each epoch
+  std::vector<ProbeLabels> probe_labels_;  // --synthetic-input: the last epoch's first label tables
 
   // Epoch accumulators (device) and bookkeeping.
   at::Tensor epoch_loss_;
@@ -512,8 +560,18 @@ Status Run::Setup() {
   lso.batch = o_.batch;
   schedule_ = std::make_unique<LrSchedule>(lso);
   loss_ = std::make_unique<DetectionLoss>(nc_, model_->strides(), LossOptions{o_.box, o_.cls, o_.dfl});
+  if (o_.sync_bn && Distributed()) {
+    auto reducer = std::make_shared<StatsReducer>(*dist_);
+    EnableSyncBatchNorm(*model_, reducer);
+    loss_->set_global_normaliser(reducer);
+    Say("distributed: SyncBatchNorm and the loss normaliser over the global batch (--sync-bn)");
+  }
+  if (o_.fused_optimizer && FusedStep::Supported(*optimizer_)) {
+    fused_ = std::make_unique<FusedStep>(*optimizer_);  // after LoadOptimizer: it reads the loaded state
+    Say("optimizer step: fused multi-tensor kernels, inf/nan steps skipped on the device");
+  }
   stepper_ = std::make_unique<Stepper>(model_, *optimizer_, *ema_, *scaler_, *loss_, amp_, o_.clip_grad, device_.type(),
-                                       reducer_.get(), dist_->world_size());
+                                       fused_.get(), reducer_.get(), dist_->world_size());
   stopper_ = std::make_unique<EarlyStopping>(o_.patience, state_.best_fitness, state_.best_epoch);
 
   if (o_.val && IsMain()) {  // rank 0 validates (the EMA is identical on every rank)
@@ -551,7 +609,7 @@ Status Run::Setup() {
   return Status::OK();
 }
 
-Status Run::SaveLast(bool pending_grads) {
+Result<std::shared_ptr<CheckpointSnapshot>> Run::SnapshotLast(bool pending_grads) {
   state_.ema_updates = ema_->updates();
   if (amp_.scaler) {
     state_.scaler_scale = scaler_->scale_value();
@@ -567,9 +625,21 @@ Status Run::SaveLast(bool pending_grads) {
   c.meta.metrics = last_metrics_;
   c.model = model_.get();
   c.ema = ema_->module().get();
+  if (fused_) fused_->SyncState();  // Adam step counts live on the device while training
   c.optimizer = optimizer_.get();
   c.grads = pending_grads;
-  return WriteCheckpoint(last_, c);
+  Result<std::shared_ptr<CheckpointSnapshot>> snap = CheckpointSnapshot::Take(c);
+  if (!snap.ok()) return Status(snap.status()).WithContext(last_.string());
+  return snap;
+}
+
+Status Run::SaveLast(bool pending_grads) {
+  YC_RETURN_IF_ERROR(writer_.Wait());  // an earlier background write must not land after this one
+  Result<std::shared_ptr<CheckpointSnapshot>> snap = SnapshotLast(pending_grads);
+  if (!snap.ok()) return snap.status();
+  Result<std::shared_ptr<const std::string>> bytes = (*snap)->Serialize();
+  if (!bytes.ok()) return Status(bytes.status()).WithContext(last_.string());
+  return WriteFileAtomic(last_, **bytes);
 }
 
 Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
@@ -601,6 +671,10 @@ Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
     const StepSettings s = schedule_->At(epoch, ni, static_cast<int64_t>(nb_), spec_.lr);
     ApplyStepSettings(*optimizer_, s);
     const bool step_now = ni - state_.last_opt_step >= s.accumulate;  // before backward: DDP sync or no_sync
+    if (o_.synthetic_input && i - first_batch < kProbeBatches) {
+      if (i == first_batch) probe_labels_.clear();
+      probe_labels_.push_back({db->labels, db->max_boxes});
+    }
     Result<at::Tensor> items = stepper_->ForwardBackward(db->images, db->labels, db->max_boxes, step_now);
     if (!items.ok()) return items.status();
     epoch_loss_.add_(*items);  // this rank's losses (Ultralytics logs rank 0's too)
@@ -704,6 +778,8 @@ Status Run::EndEpochMain(int epoch, bool* stop) {
   const bool validate = validator_ && (final_epoch || (o_.val_every > 0 && (epoch + 1) % o_.val_every == 0));
   *stop = false;
   bool improved = false;
+  rec.epoch_train_seconds = epoch_train_s_;
+  const auto t_val = Clock::now();
   if (validate) {
     if (hooks_.observer) hooks_.observer->OnValStart(epoch + 1, validator_->batches());
     auto ema_model = ema_->as<YOLOv8Impl>();
@@ -727,6 +803,8 @@ Status Run::EndEpochMain(int epoch, bool* stop) {
     state_.best_fitness = stopper_->best_fitness();
     state_.best_epoch = stopper_->best_epoch();
   }
+  rec.val_seconds = validate ? Seconds(t_val) : 0.0;
+  const auto t_save = Clock::now();
   state_.epoch = epoch + 1;
   state_.next_batch = 0;
   state_.epoch_loss_sum = {};
@@ -736,25 +814,45 @@ Status Run::EndEpochMain(int epoch, bool* stop) {
   rec.time = state_.train_seconds;
   // Gradients still waiting for an optimizer step carry over into the next epoch; a finished run has
   // no next epoch, so they are not worth storing.
-  YC_RETURN_IF_ERROR(SaveLast(/*pending_grads=*/!state_.finished && last_ni_ > state_.last_opt_step));
-  if (improved) YC_RETURN_IF_ERROR(CopyFileAtomic(last_, best_));
-  if (o_.save_every > 0 && (epoch + 1) % o_.save_every == 0) {
-    YC_RETURN_IF_ERROR(CopyFileAtomic(last_, weights_ / ("epoch" + std::to_string(epoch + 1) + ".pt")));
-    RotateEpochCheckpoints(weights_, o_.keep);
-  }
+  Result<std::shared_ptr<CheckpointSnapshot>> snap =
+      SnapshotLast(/*pending_grads=*/!state_.finished && last_ni_ > state_.last_opt_step);
+  if (!snap.ok()) return snap.status();
   YC_RETURN_IF_ERROR(results_->Append(rec));
+  // The files are written while the next epoch trains; the previous epoch's must be complete first
+  // (and its error, if any, stops the run here).
+  YC_RETURN_IF_ERROR(writer_.Wait());
+  const fs::path epoch_file = o_.save_every > 0 && (epoch + 1) % o_.save_every == 0
+                                  ? weights_ / ("epoch" + std::to_string(epoch + 1) + ".pt")
+                                  : fs::path();
+  writer_.Submit([this, snapshot = *snap, improved, epoch_file]() -> Status {
+    Result<std::shared_ptr<const std::string>> bytes = snapshot->Serialize();
+    if (!bytes.ok()) return Status(bytes.status()).WithContext(last_.string());
+    const std::shared_ptr<const std::string>& data = *bytes;
+    YC_RETURN_IF_ERROR(WriteFileAtomic(last_, *data));
+    if (improved) YC_RETURN_IF_ERROR(WriteFileAtomic(best_, *data));
+    if (!epoch_file.empty()) {
+      YC_RETURN_IF_ERROR(WriteFileAtomic(epoch_file, *data));
+      RotateEpochCheckpoints(weights_, o_.keep);
+    }
+    return Status::OK();
+  });
   if (!plot_disabled_) {
-    Status st = WriteResultsPlot(results_->records(), out_ / "results.png");
-    if (st.code() == Status::Code::kUnsupported) {
+    if (std::string(ResultsPlotEncoder()) == "none") {
       plot_disabled_ = true;
-      summary_.plot = "results.png skipped: " + st.message();
+      summary_.plot = "results.png skipped: this build has no PNG encoder";
       Say(summary_.plot);
-    } else if (!st.ok()) {
-      Say("warning: " + st.ToString());
     } else {
       summary_.plot = "results.png written (" + std::string(ResultsPlotEncoder()) + ")";
+      writer_.Submit([records = results_->records(), png = out_ / "results.png"]() -> Status {
+        Status st = WriteResultsPlot(records, png);
+        // A plot that cannot be drawn is not worth stopping a run for.
+        if (!st.ok()) std::fprintf(stderr, "warning: %s\n", st.ToString().c_str());
+        return Status::OK();
+      });
     }
   }
+  rec.save_seconds = Seconds(t_save);
+  summary_.epoch_gap_seconds += rec.val_seconds + rec.save_seconds;
   if (hooks_.observer) hooks_.observer->OnEpochEnd(rec);
   if (*stop) {
     Say("early stopping: no improvement in the last " + std::to_string(o_.patience) + " epochs; best was epoch " +
@@ -836,6 +934,7 @@ Result<TrainSummary> Run::Execute() {
       break;
     }
   }
+  YC_RETURN_IF_ERROR(writer_.Wait());  // every checkpoint on disk before the run reports them
   summary_.epochs_completed = state_.epoch;
   summary_.best_epoch = state_.best_epoch;
   summary_.best_fitness = state_.best_fitness;
@@ -850,7 +949,8 @@ Result<TrainSummary> Run::Execute() {
   // Under DDP the probe runs on rank 0 alone, without the reducer, at the per-rank batch: the ceiling of
   // one device (the other ranks have left; no collective follows).
   if (o_.synthetic_input && !summary_.interrupted && IsMain()) {
-    Say("synthetic-input: measuring the model's fwd+bwd+step ceiling on device-resident data (" +
+    Say("synthetic-input: measuring the model's fwd+bwd+step ceiling on device-resident images with the label "
+        "tables of " + std::to_string(probe_labels_.size()) + " training batches (" +
         std::to_string(o_.synthetic_iters) + " iterations)");
     TrainOptions probe = o_;  // the optimizer the run resolved ("auto" depends on the dataset size)
     probe.optimizer = OptimizerName(spec_.kind);
@@ -858,9 +958,9 @@ Result<TrainSummary> Run::Execute() {
     probe.momentum = spec_.momentum;
     probe.batch = o_.batch / dist_->world_size();
     probe.nbs = std::max(1, o_.nbs / dist_->world_size());  // same accumulation count as the run
-    Result<double> ips = MeasureSyntheticThroughput(probe, nc_, o_.synthetic_iters);
+    Result<SyntheticThroughput> ips = MeasureSyntheticThroughput(probe, nc_, o_.synthetic_iters, probe_labels_);
     if (!ips.ok()) return ips.status();
-    summary_.synthetic_images_per_second = *ips;
+    summary_.synthetic_images_per_second = ips->images_per_second;
   }
   if (summary_.interrupted) {
     Say("interrupted: " + last_.string() + " holds epoch " + std::to_string(state_.epoch + 1) + " batch " +

@@ -152,6 +152,49 @@ TEST(Checkpoint, RoundTripsEverything) {
   EXPECT_TRUE(SameState(*ema.module(), **inference));
 }
 
+// A snapshot holds the state at Take(): training steps taken before it is serialised (on the background
+// writer, in the trainer) do not leak into the file, and the optimizer keeps its own live state.
+TEST(Checkpoint, SnapshotIsFrozenAtTake) {
+  TempDir tmp;
+  at::manual_seed(1);
+  YOLOv8 model(YOLOv8Options(ModelScale::kN, 3));
+  auto opt = MakeSgd(model);
+  TrainStep(model, *opt, 11);
+  at::manual_seed(7);
+  YOLOv8 frozen(YOLOv8Options(ModelScale::kN, 3));  // a copy of the state at Take() time
+  {
+    c10::NoGradGuard no_grad;
+    auto src = model->named_parameters(true);
+    for (auto& p : frozen->named_parameters(true)) p.value().copy_(src[p.key()]);
+    auto bsrc = model->named_buffers(true);
+    for (auto& b : frozen->named_buffers(true)) b.value().copy_(bsrc[b.key()]);
+  }
+  CheckpointContents c;
+  c.meta = SampleMeta();
+  c.model = model.get();
+  c.optimizer = opt.get();
+  auto snap = CheckpointSnapshot::Take(c);
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  opt->zero_grad();
+  TrainStep(model, *opt, 12);  // training goes on before the snapshot is written
+  EXPECT_FALSE(SameState(*model, *frozen));
+  auto bytes = (*snap)->Serialize();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  ASSERT_TRUE(WriteFileAtomic(tmp / "last.pt", **bytes).ok());
+
+  auto reader = CheckpointReader::Open(tmp / "last.pt", at::Device(at::kCPU));
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  YOLOv8 loaded(YOLOv8Options(ModelScale::kN, 3));
+  ASSERT_TRUE((*reader)->LoadModule("model", *loaded).ok());
+  EXPECT_TRUE(SameState(*loaded, *frozen));
+  // The saved momentum buffers are those after step 11 alone: replaying step 12 from the file gives the
+  // live model's weights.
+  auto opt2 = MakeSgd(loaded);
+  ASSERT_TRUE((*reader)->LoadOptimizer(*opt2).ok());
+  TrainStep(loaded, *opt2, 12);
+  EXPECT_TRUE(SameState(*loaded, *model));
+}
+
 TEST(Checkpoint, ModelOnlyFileIsEnoughForInferenceButNotForResume) {
   TempDir tmp;
   YOLOv8 model(YOLOv8Options(ModelScale::kN, 3));

@@ -57,7 +57,8 @@ TEST(TrainCli, HelpForEverySubcommand) {
         "--lr0", "--lrf", "--momentum", "--weight-decay", "--warmup-epochs", "--cos-lr", "--close-mosaic", "--val-every",
         "--save-every", "--keep", "--patience", "--seed", "--resume", "--out", "--mosaic", "--degrees", "--translate",
         "--scale", "--shear", "--perspective", "--hsv-h", "--hsv-s", "--hsv-v", "--flipud", "--fliplr", "--mixup",
-        "--synthetic-input"}},
+        "--synthetic-input", "--sync-bn", "--no-fused-optimizer"}},
+      {"ceiling", {"--model", "--batch", "--imgsz", "--data", "--nc", "--synthetic-iters", "--json"}},
       {"val", {"--weights", "--data", "--json", "--conf", "--iou"}},
       {"predict", {"--weights", "--out", "--conf", "--json"}}};
   for (const auto& [cmd, flags] : expected) {
@@ -81,6 +82,37 @@ TEST(TrainCli, UsageErrorsAndMissingFiles) {
   EXPECT_NE(r.err.find("none.pt"), std::string::npos) << r.err;
 }
 
+// `ceiling`: the model's own step throughput on random images, with the label tables of real batches when
+// given a cache.
+TEST(TrainCli, CeilingJson) {
+  TempDir tmp;
+  testutil::SynthCacheSpec spec;
+  spec.train = 8;
+  spec.val = 2;
+  const fs::path cache = testutil::MakeSynthCache(tmp.path(), spec);
+  const std::vector<std::string> common{"--model", "yolov8n", "--imgsz", "64", "--batch", "2", "--device", "cpu",
+                                        "--synthetic-iters", "2", "--torch-threads", "1", "--json"};
+  std::vector<std::string> with_data{"ceiling", "--data", cache.string()};
+  with_data.insert(with_data.end(), common.begin(), common.end());
+  CliRun r = YolocacheTrain(tmp, with_data);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_GT(j["images_per_second"].get<double>(), 0.0);
+  EXPECT_EQ(j["label_tables"], 4);  // 8 images / batch 2: every batch of the epoch, at most 8
+  EXPECT_EQ(j["nc"], spec.classes);
+  EXPECT_EQ(j["batch"], 2);
+
+  std::vector<std::string> random{"ceiling", "--nc", "5"};
+  random.insert(random.end(), common.begin(), common.end());
+  r = YolocacheTrain(tmp, random);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out, nullptr, false);
+  EXPECT_EQ(j["label_tables"], 0);
+  EXPECT_EQ(j["nc"], 5);
+  EXPECT_EQ(YolocacheTrain(tmp, {"ceiling", "--nc", "0"}).exit_code, 2);
+}
+
 TEST(TrainCli, TrainThenValJsonThenPredict) {
   TempDir tmp;
   testutil::SynthCacheSpec spec;
@@ -95,6 +127,7 @@ TEST(TrainCli, TrainThenValJsonThenPredict) {
   EXPECT_NE(t.out.find("epoch 1:"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("img/s"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("GPU busy: n/a"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("between epochs:"), std::string::npos) << t.out;  // validation + checkpoint time
   ASSERT_TRUE(fs::exists(run / "weights" / "best.pt"));
   EXPECT_TRUE(fs::exists(run / "results.csv"));
 

@@ -5,10 +5,10 @@
 // r, r + W, r + 2W, ... and local batch b is local samples [b*B/W, (b+1)*B/W), so the union of the ranks'
 // batch b is the single process's batch b (positions [b*B, (b+1)*B)), and each sample's augmentation is
 // keyed by its global position. The train set is a multiple of the global batch (no padding). What still
-// differs, as in Ultralytics' DDP: BatchNorm statistics are per rank (batch B/W, not B) and the loss is
-// normalised per rank (target-score sums), so the runs do not agree bit for bit; at this tiny scale they
-// are only checked to move by the same order of magnitude. Across ranks the parameters must be
-// bit-identical (same start, same averaged gradients, same optimizer arithmetic).
+// differs by default, as in Ultralytics' DDP: BatchNorm statistics are per rank (batch B/W, not B) and the
+// loss is normalised per rank (target-score sums), so those runs are only checked to move by the same order
+// of magnitude; with --sync-bn both are global and the two ranks must equal the single process. Across
+// ranks the parameters must be bit-identical (same start, same averaged gradients, same arithmetic).
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -136,6 +136,27 @@ double Norm(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>* min
   return std::sqrt(sq);
 }
 
+// nbs == batch: an optimizer step after every batch (2 per epoch); 2 epochs cross an epoch boundary,
+// rank 0 validates after each while rank 1 waits for its stop decision.
+std::vector<std::string> TrainArgs(const fs::path& cache, const fs::path& out, uint64_t seed, bool sync_bn = false) {
+  std::vector<std::string> a{"train", "--data", cache.string(), "--model", "yolov8n", "--imgsz", "64", "--epochs", "2",
+                             "--batch", "4", "--nbs", "4", "--device", "cpu", "--threads", "1", "--torch-threads", "1",
+                             "--no-amp", "--mosaic", "0", "--optimizer", "SGD", "--seed", std::to_string(seed),
+                             "--log-every", "1", "--out", out.string(), "--save-rank-weights",
+                             (out / "rank_weights").string()};
+  if (sync_bn) a.push_back("--sync-bn");
+  return a;
+}
+
+// The weights the runs started from (seeded init, as Train does).
+std::vector<at::Tensor> InitialWeights(uint64_t seed, int64_t classes) {
+  torch::manual_seed(seed);
+  YOLOv8 model(YOLOv8Options(ModelScale::kN, classes));
+  std::vector<at::Tensor> init;
+  for (const auto& p : model->parameters()) init.push_back(p.detach().clone());
+  return init;
+}
+
 TEST(TrainDdp, TwoRanksIdenticalAndMoveLikeOneProcess) {
   TempDir tmp;
   testutil::SynthCacheSpec spec;
@@ -143,15 +164,7 @@ TEST(TrainDdp, TwoRanksIdenticalAndMoveLikeOneProcess) {
   spec.val = 4;
   const fs::path cache = testutil::MakeSynthCache(tmp.path(), spec);
   const uint64_t seed = 3;
-  // nbs == batch: an optimizer step after every batch (2 per epoch); 2 epochs cross an epoch boundary,
-  // rank 0 validates after each while rank 1 waits for its stop decision.
-  auto args = [&](const fs::path& out) {
-    return std::vector<std::string>{"train", "--data", cache.string(), "--model", "yolov8n", "--imgsz", "64",
-                                    "--epochs", "2", "--batch", "4", "--nbs", "4", "--device", "cpu", "--threads", "1",
-                                    "--torch-threads", "1", "--no-amp", "--mosaic", "0", "--optimizer", "SGD", "--seed", std::to_string(seed),
-                                    "--log-every", "1", "--out", out.string(), "--save-rank-weights",
-                                    (out / "rank_weights").string()};
-  };
+  auto args = [&](const fs::path& out) { return TrainArgs(cache, out, seed); };
   std::vector<Proc> ddp = LaunchWorld2(args(tmp / "ddp"), tmp.path());
   ASSERT_EQ(ddp.size(), 2u);
   for (int r = 0; r < 2; ++r) ASSERT_EQ(ddp[r].exit_code, 0) << "rank " << r << ":\n" << ddp[r].out;
@@ -173,11 +186,7 @@ TEST(TrainDdp, TwoRanksIdenticalAndMoveLikeOneProcess) {
   ASSERT_EQ(w0.size(), ws.size());
   for (size_t i = 0; i < w0.size(); ++i) ASSERT_TRUE(at::equal(w0[i], w1[i])) << "parameter " << i << " differs across ranks";
 
-  // The same initial weights the runs started from (seeded init, as Train does).
-  torch::manual_seed(seed);
-  YOLOv8 init_model(YOLOv8Options(ModelScale::kN, spec.classes));
-  std::vector<at::Tensor> init;
-  for (const auto& p : init_model->parameters()) init.push_back(p.detach().clone());
+  const std::vector<at::Tensor> init = InitialWeights(seed, spec.classes);
   ASSERT_EQ(init.size(), ws.size());
   const double moved_one = Norm(ws, &init), moved_ddp = Norm(w0, &init), gap = Norm(w0, &ws);
   ASSERT_GT(moved_one, 0.0);
@@ -189,6 +198,34 @@ TEST(TrainDdp, TwoRanksIdenticalAndMoveLikeOneProcess) {
   EXPECT_GT(moved_ddp / moved_one, 0.25) << "moved " << moved_one << " (one) " << moved_ddp << " (ddp), gap " << gap;
   EXPECT_LT(moved_ddp / moved_one, 4.0) << "moved " << moved_one << " (one) " << moved_ddp << " (ddp), gap " << gap;
   std::cout << "update norm: one process " << moved_one << ", 2 ranks " << moved_ddp << ", gap " << gap << "\n";
+}
+
+// --sync-bn: BatchNorm statistics and the loss normaliser over the global batch, so two ranks compute what
+// one process computes with the same global batch (up to float summation order).
+TEST(TrainDdp, SyncBnTwoRanksEqualOneProcess) {
+  TempDir tmp;
+  testutil::SynthCacheSpec spec;
+  spec.train = 8;
+  spec.val = 4;
+  const fs::path cache = testutil::MakeSynthCache(tmp.path(), spec);
+  const uint64_t seed = 3;
+  std::vector<Proc> ddp = LaunchWorld2(TrainArgs(cache, tmp / "ddp", seed, /*sync_bn=*/true), tmp.path());
+  ASSERT_EQ(ddp.size(), 2u);
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(ddp[r].exit_code, 0) << "rank " << r << ":\n" << ddp[r].out;
+  EXPECT_NE(ddp[0].out.find("SyncBatchNorm"), std::string::npos) << ddp[0].out;
+  std::vector<Proc> one = Launch(0, TrainArgs(cache, tmp / "one", seed, /*sync_bn=*/true), tmp.path(), 0);
+  ASSERT_EQ(one[0].exit_code, 0) << one[0].out;
+
+  const auto w0 = LoadParams(tmp / "ddp" / "rank_weights" / "rank0.pt");
+  const auto w1 = LoadParams(tmp / "ddp" / "rank_weights" / "rank1.pt");
+  const auto ws = LoadParams(tmp / "one" / "rank_weights" / "rank0.pt");
+  ASSERT_EQ(w0.size(), ws.size());
+  for (size_t i = 0; i < w0.size(); ++i) ASSERT_TRUE(at::equal(w0[i], w1[i])) << "parameter " << i << " differs across ranks";
+  const std::vector<at::Tensor> init = InitialWeights(seed, spec.classes);
+  const double moved = Norm(ws, &init), gap = Norm(w0, &ws);
+  ASSERT_GT(moved, 0.0);
+  std::cout << "sync-bn: update norm " << moved << ", 2 ranks vs one process " << gap << "\n";
+  EXPECT_LT(gap / moved, 1e-3) << "update " << moved << ", gap " << gap;
 }
 
 TEST(TrainDdp, GlobalBatchMustDivideByWorldSize) {

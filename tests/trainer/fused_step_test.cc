@@ -1,0 +1,114 @@
+#include "trainer/fused_step.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+
+#include "trainer/optimizer.h"
+
+namespace yc::trainer {
+namespace {
+
+// A small conv net whose parameters split into the trainer's three groups.
+torch::nn::Sequential TinyNet() {
+  torch::manual_seed(3);
+  return torch::nn::Sequential(torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3).bias(false)),
+                               torch::nn::BatchNorm2d(8), torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 4, 1)));
+}
+
+std::vector<at::Device> Devices() {
+  std::vector<at::Device> d{at::Device(at::kCPU)};
+  if (torch::cuda::is_available()) d.emplace_back(at::kCUDA, 0);
+  return d;
+}
+
+// Gradients of step k: the same on both models (a fixed function of the step and the parameter shape).
+void SetGrads(torch::nn::Module& m, int k, const at::Device& device) {
+  int i = 0;
+  for (auto& p : m.parameters()) {
+    auto gen = at::detail::createCPUGenerator(100 * k + i++);
+    p.mutable_grad() = at::randn(p.sizes(), gen).to(device);
+  }
+}
+
+void ExpectSameParameters(torch::nn::Module& a, torch::nn::Module& b, double tol) {
+  auto pa = a.parameters();
+  auto pb = b.parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_LT((pa[i] - pb[i]).abs().max().item<double>(), tol) << "parameter " << i;
+  }
+}
+
+// Runs `steps` steps with lr/momentum changed each step (as warmup does) on the reference optimizer and on
+// FusedStep over an identical copy; the parameters must agree.
+void CompareWithReference(const std::string& name, const at::Device& device) {
+  auto ref_net = TinyNet();
+  auto fused_net = TinyNet();
+  ref_net->to(device);
+  fused_net->to(device);
+  OptimizerSpec spec = ResolveOptimizer(name, 0.01, 0.9, 0.1, 80, 0).value();
+  auto ref = BuildOptimizer(*ref_net, spec, 5e-2);
+  auto opt = BuildOptimizer(*fused_net, spec, 5e-2);
+  ASSERT_TRUE(FusedStep::Supported(*opt));
+  FusedStep fused(*opt);
+  for (int k = 0; k < 5; ++k) {
+    for (size_t g = 0; g < 3; ++g) {
+      SetLearningRate(*ref, g, 0.01 * (k + 1));
+      SetLearningRate(*opt, g, 0.01 * (k + 1));
+      SetMomentum(*ref, g, 0.8 + 0.02 * k);
+      SetMomentum(*opt, g, 0.8 + 0.02 * k);
+    }
+    SetGrads(*ref_net, k, device);
+    SetGrads(*fused_net, k, device);
+    ref->step();
+    fused.Step(at::Tensor());
+  }
+  ExpectSameParameters(*ref_net, *fused_net, 1e-5);
+}
+
+TEST(FusedStep, MatchesTorchOptim) {
+  auto probe = TinyNet();
+  if (!FusedStep::Supported(*BuildOptimizer(*probe, ResolveOptimizer("SGD", 0.01, 0.9, 0.1, 80, 0).value(), 0))) {
+    GTEST_SKIP() << "this LibTorch has no fused optimizer kernels (they arrived in 2.4); the trainer uses torch::optim";
+  }
+  for (const auto& device : Devices()) {
+    for (const char* name : {"SGD", "Adam", "AdamW"}) {
+      SCOPED_TRACE(std::string(name) + " on " + device.str());
+      CompareWithReference(name, device);
+    }
+  }
+}
+
+TEST(FusedStep, SkipsOnFoundInfAndKeepsStepCounts) {
+  auto net = TinyNet();
+  auto opt = BuildOptimizer(*net, ResolveOptimizer("AdamW", 0.01, 0.9, 0.1, 80, 0).value(), 5e-2);
+  if (!FusedStep::Supported(*opt)) GTEST_SKIP() << "this LibTorch has no fused optimizer kernels (2.4+)";
+  FusedStep fused(*opt);
+  const at::Device cpu(at::kCPU);
+  SetGrads(*net, 0, cpu);
+  fused.Step(at::zeros({1}));
+  std::vector<at::Tensor> before;
+  for (auto& p : net->parameters()) before.push_back(p.detach().clone());
+  SetGrads(*net, 1, cpu);
+  fused.Step(at::ones({1}));  // overflowed step: nothing moves
+  auto params = net->parameters();
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(params[i].equal(before[i])) << "parameter " << i;
+  fused.SyncState();
+  ASSERT_FALSE(opt->state().empty());
+  for (auto& entry : opt->state()) {
+    EXPECT_EQ(static_cast<torch::optim::AdamWParamState&>(*entry.second).step(), 1);  // the skip is not counted
+  }
+  fused.Step(at::zeros({1}));
+  fused.SyncState();
+  for (auto& entry : opt->state()) EXPECT_EQ(static_cast<torch::optim::AdamWParamState&>(*entry.second).step(), 2);
+}
+
+}  // namespace
+}  // namespace yc::trainer
