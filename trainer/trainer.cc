@@ -565,6 +565,8 @@ Status Run::Setup() {
     EnableSyncBatchNorm(*model_, reducer);
     loss_->set_global_normaliser(reducer);
     Say("distributed: SyncBatchNorm and the loss normaliser over the global batch (--sync-bn)");
+  } else if (o_.sync_bn) {
+    Say("--sync-bn: one process, nothing to synchronise");
   }
   if (o_.fused_optimizer && FusedStep::Supported(*optimizer_)) {
     fused_ = std::make_unique<FusedStep>(*optimizer_);  // after LoadOptimizer: it reads the loaded state
