@@ -18,6 +18,7 @@
 #include "libcache/cache.h"
 #include "libcache/status.h"
 #include "tools/common/progress_bar.h"
+#include "trainer/ceiling_probe.h"
 #include "trainer/device_feed.h"
 #include "trainer/predictor.h"
 #include "trainer/trainer.h"

@@ -3,16 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <fstream>
 #include <regex>
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 #include <c10/core/GradMode.h>
 #include <torch/serialize.h>
 #include <torch/utils.h>
-#include <torch/version.h>
 
 #include "libcache/cache.h"
 #include "libcache/manifest.h"
@@ -20,6 +17,7 @@
 #include "loader/loader.h"
 #include "trainer/autocast.h"
 #include "trainer/background_writer.h"
+#include "trainer/ceiling_probe.h"
 #include "trainer/checkpoint.h"
 #include "trainer/device_feed.h"
 #include "trainer/distributed.h"
@@ -32,15 +30,10 @@
 #include "trainer/lr_schedule.h"
 #include "trainer/optimizer.h"
 #include "trainer/sync_batch_norm.h"
+#include "trainer/train_step.h"
 #include "trainer/validator.h"
 #include "trainer/yolov8.h"
 
-// _foreach_mul_ with a tensor scale (one launch for all gradients) exists from PyTorch 2.1.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
-#define YC_FOREACH_MUL_TENSOR 1
-#else
-#define YC_FOREACH_MUL_TENSOR 0
-#endif
 
 namespace yc::trainer {
 
@@ -63,117 +56,6 @@ bool EarlyStopping::Update(int epoch, double fitness) {
 namespace {
 
 double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-struct AmpConfig {
-  bool enabled = false;
-  at::ScalarType dtype = at::kBFloat16;
-  bool scaler = false;  // fp16 needs dynamic loss scaling; bf16 does not
-};
-
-Result<AmpConfig> ResolveAmp(const TrainOptions& o, const at::Device& device) {
-  AmpConfig a;
-  a.enabled = o.amp == AmpMode::kOn || (o.amp == AmpMode::kAuto && device.is_cuda());
-  if (!a.enabled) return a;
-  if (o.amp_dtype == AmpDtype::kBFloat16 || (o.amp_dtype == AmpDtype::kAuto && !device.is_cuda())) {
-    a.dtype = at::kBFloat16;
-  } else {
-    a.dtype = at::kHalf;
-  }
-  if (a.dtype == at::kHalf && !device.is_cuda()) {
-    return Status::InvalidArgument("--amp-dtype fp16 needs a CUDA device; on the CPU autocast runs in bf16");
-  }
-  a.scaler = a.dtype == at::kHalf;
-  return a;
-}
-
-std::string DescribeAmp(const AmpConfig& a) {
-  if (!a.enabled) return "off (fp32)";
-  return a.scaler ? "fp16 autocast + dynamic loss scaling" : "bf16 autocast (no loss scaling)";
-}
-
-// clip_grad_norm_(params, max_norm) without reading the norm on the host: the clip coefficient stays a
-// device tensor (PyTorch's own foreach implementation does the same since 2.0).
-void ClipGradNorm(torch::optim::Optimizer& optimizer, double max_norm, std::vector<at::Tensor>* grads) {
-  grads->clear();
-  for (auto& group : optimizer.param_groups()) {
-    for (auto& p : group.params()) {
-      if (p.grad().defined()) grads->push_back(p.grad());
-    }
-  }
-  if (grads->empty()) return;
-  std::vector<at::Tensor> norms = at::_foreach_norm(*grads, 2);
-  auto total = at::stack(norms).norm();
-  auto coef = total.add(1e-6).reciprocal().mul(max_norm).clamp_max(1.0);
-#if YC_FOREACH_MUL_TENSOR
-  at::_foreach_mul_(*grads, coef);
-#else
-  for (auto& g : *grads) g.mul_(coef);
-#endif
-}
-
-// One forward/backward and, when due, one optimizer step: shared by training and the synthetic probe.
-class Stepper {
- public:
-  // `reducer` (null for one process) all-reduces the gradients across `world_size` ranks.
-  Stepper(YOLOv8& model, torch::optim::Optimizer& optimizer, ModelEMA& ema, GradScaler& scaler,
-          const DetectionLoss& loss, AmpConfig amp, double clip, at::DeviceType device_type,
-          FusedStep* fused = nullptr, GradReducer* reducer = nullptr, int world_size = 1)
-      : model_(model), optimizer_(optimizer), ema_(ema), scaler_(scaler), loss_(loss), amp_(amp), clip_(clip),
-        device_type_(device_type), fused_(fused), reducer_(reducer), world_size_(world_size) {}
-
-  // Returns the detached loss items (box, cls, dfl) on the device. `step_now`: an optimizer step follows
-  // this backward, so under DDP its gradients are all-reduced (otherwise they only accumulate locally,
-  // DDP's no_sync()); it must be known before backward because the reducer starts inside backward.
-  Result<at::Tensor> ForwardBackward(const at::Tensor& images, const at::Tensor& labels, int64_t max_boxes,
-                                     bool step_now) {
-    if (reducer_ != nullptr) reducer_->set_require_sync(step_now);
-    DetectOutput out;
-    {
-      AutocastGuard autocast(device_type_, amp_.enabled, amp_.dtype);
-      out = model_->forward(images);
-    }
-    Result<LossOutput> loss = loss_(out.feats, labels, max_boxes);
-    if (!loss.ok()) return loss.status();
-    // Ultralytics multiplies the loss by world_size under DDP: the reducer averages like DDP, so the result
-    // is the gradient of the summed global-batch loss.
-    at::Tensor total = world_size_ > 1 ? loss->total * static_cast<double>(world_size_) : loss->total;
-    scaler_.Scale(total).backward();
-    return loss->items;
-  }
-
-  // Ultralytics optimizer_step: unscale, clip, step (skipped on inf/nan), update scale, zero, EMA.
-  Status OptimizerStep() {
-    // First: after Finish() every rank holds the same gradients, so found_inf, the clip norm and the
-    // step agree without further collectives.
-    if (reducer_ != nullptr) YC_RETURN_IF_ERROR(reducer_->Finish());
-    YC_RETURN_IF_ERROR(scaler_.Unscale(optimizer_));
-    ClipGradNorm(optimizer_, clip_, &grads_);
-    if (fused_ != nullptr) {
-      // Skips an overflowed step on the device: no host read of found_inf, no pipeline drain.
-      fused_->Step(scaler_.found_inf());
-    } else {
-      Result<bool> stepped = scaler_.Step(optimizer_);
-      if (!stepped.ok()) return stepped.status();
-    }
-    scaler_.Update();
-    optimizer_.zero_grad();
-    return ema_.Update(*model_);
-  }
-
- private:
-  YOLOv8& model_;
-  torch::optim::Optimizer& optimizer_;
-  ModelEMA& ema_;
-  GradScaler& scaler_;
-  const DetectionLoss& loss_;
-  AmpConfig amp_;
-  double clip_;
-  at::DeviceType device_type_;
-  FusedStep* fused_;
-  GradReducer* reducer_;
-  int world_size_;
-  std::vector<at::Tensor> grads_;
-};
 
 // Keeps the newest `keep` epochN.pt files in `dir` (keep 0: all).
 void RotateEpochCheckpoints(const fs::path& dir, int keep) {
@@ -210,17 +92,6 @@ std::string ParamGroupLine(const torch::nn::Module& model, const OptimizerSpec& 
          " batches per step";
 }
 
-// Fixed random labels for the synthetic probe: `per_image` boxes in every image.
-at::Tensor SyntheticLabels(int64_t batch, int64_t nc, int64_t per_image, const at::Device& device) {
-  auto gen = at::detail::createCPUGenerator(12345);
-  const int64_t n = batch * per_image;
-  auto bi = at::arange(batch, at::kFloat).repeat_interleave(per_image);
-  auto cls = at::randint(nc, {n}, gen, at::TensorOptions().dtype(at::kFloat));
-  auto cxy = at::rand({n, 2}, gen, at::TensorOptions().dtype(at::kFloat)).mul(0.6).add(0.2);
-  auto wh = at::rand({n, 2}, gen, at::TensorOptions().dtype(at::kFloat)).mul(0.25).add(0.05);
-  return at::cat({bi.unsqueeze(1), cls.unsqueeze(1), cxy, wh}, 1).to(device);
-}
-
 }  // namespace
 
 Result<TrainOptions> ResumeOptions(const fs::path& checkpoint) {
@@ -230,97 +101,6 @@ Result<TrainOptions> ResumeOptions(const fs::path& checkpoint) {
   const fs::path parent = checkpoint.parent_path();
   if (parent.filename() == "weights" && parent.has_parent_path()) o.out = parent.parent_path().string();
   return o;
-}
-
-Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& o, int64_t nc, int iterations,
-                                                       const std::vector<ProbeLabels>& real_labels) {
-  try {
-    Result<at::Device> device = ParseDevice(o.device);
-    if (!device.ok()) return device.status();
-    Result<AmpConfig> amp = ResolveAmp(o, *device);
-    if (!amp.ok()) return amp.status();
-    Result<ModelScale> scale = ParseModelScale(o.model);
-    if (!scale.ok()) return scale.status();
-    ConfigureDevice(*device);
-    const bool channels_last = device->is_cuda() && o.channels_last;
-    YOLOv8 model(YOLOv8Options(*scale, nc));
-    model->to(*device);
-    if (channels_last) ToChannelsLast(*model);
-    model->train();
-    const int64_t accumulate = AccumulateSteps(o.nbs, o.batch);
-    Result<OptimizerSpec> spec = ResolveOptimizer(o.optimizer, o.lr0, o.momentum, o.warmup_bias_lr, nc, 100000);
-    if (!spec.ok()) return spec.status();
-    auto optimizer = BuildOptimizer(*model, *spec, ScaledWeightDecay(o.weight_decay, o.batch, accumulate, o.nbs));
-    ModelEMA ema(*model);
-    GradScalerOptions so;
-    so.enabled = amp->scaler;
-    GradScaler scaler(so);
-    DetectionLoss loss(nc, model->strides(), LossOptions{o.box, o.cls, o.dfl});
-    std::unique_ptr<FusedStep> fused;
-    if (o.fused_optimizer && FusedStep::Supported(*optimizer)) fused = std::make_unique<FusedStep>(*optimizer);
-    Stepper stepper(model, *optimizer, ema, scaler, loss, *amp, o.clip_grad, device->type(), fused.get());
-    auto images = at::rand({o.batch, 3, o.imgsz, o.imgsz}, at::TensorOptions().device(*device));
-    if (channels_last) images = images.contiguous(at::MemoryFormat::ChannelsLast);
-    std::vector<ProbeLabels> labels;
-    for (const auto& l : real_labels) labels.push_back({l.table.to(*device), l.max_boxes});
-    if (labels.empty()) {
-      const int64_t per_image = 4;
-      labels.push_back({SyntheticLabels(o.batch, nc, per_image, *device), per_image});
-    }
-    auto run = [&](int n, int64_t* it) -> Status {
-      for (int k = 0; k < n; ++k, ++*it) {
-        const bool step_now = (*it + 1) % accumulate == 0;
-        const ProbeLabels& l = labels[static_cast<size_t>(*it) % labels.size()];
-        Result<at::Tensor> items = stepper.ForwardBackward(images, l.table, l.max_boxes, step_now);
-        if (!items.ok()) return items.status();
-        if (step_now) YC_RETURN_IF_ERROR(stepper.OptimizerStep());
-      }
-      return Status::OK();
-    };
-    int64_t it = 0;
-    SyntheticThroughput result;
-    result.fused_optimizer = fused != nullptr;
-    const auto t_warm = Clock::now();
-    YC_RETURN_IF_ERROR(run(std::min(5, iterations), &it));  // cuDNN autotuning, allocator warm-up
-    SynchronizeDevice(*device);
-    result.warmup_seconds = Seconds(t_warm);
-    const auto t0 = Clock::now();
-    YC_RETURN_IF_ERROR(run(iterations, &it));
-    SynchronizeDevice(*device);
-    const double s = Seconds(t0);
-    result.images_per_second = s > 0 ? static_cast<double>(o.batch) * iterations / s : 0.0;
-    return result;
-  } catch (const std::exception& e) {
-    return Status::IOError(std::string("synthetic-input probe failed: ") + e.what());
-  }
-}
-
-Result<std::vector<ProbeLabels>> SampleTrainLabels(const TrainOptions& o, int batches) {
-  Result<std::unique_ptr<Cache>> cache = Cache::Open(o.data);
-  if (!cache.ok()) return cache.status();
-  std::shared_ptr<Cache> shared(std::move(*cache));
-  const RecordSource* train = shared->split(o.train_split);
-  if (train == nullptr || train->size() == 0) {
-    return Status::NotFound(Status::At(o.data, "no '" + o.train_split + "' split with images"));
-  }
-  const auto nc = static_cast<int64_t>(shared->manifest().names.size());
-  Result<std::unique_ptr<Loader>> loader =
-      Loader::Create(std::shared_ptr<const RecordSource>(shared, train), TrainLoaderOptions(o));
-  if (!loader.ok()) return Status(loader.status()).WithContext("train loader");
-  YC_RETURN_IF_ERROR((*loader)->StartEpoch(0, 0));
-  std::vector<ProbeLabels> out;
-  std::shared_ptr<Batch> b;
-  while (static_cast<int>(out.size()) < batches) {
-    YC_RETURN_IF_ERROR((*loader)->Next(&b));
-    if (!b) break;
-    Result<int64_t> max_boxes = DeviceFeed::CheckLabels(*b, nc);
-    if (!max_boxes.ok()) return max_boxes.status();
-    const auto n = static_cast<int64_t>(b->label_count());
-    at::Tensor table = at::empty({n, 6}, at::kFloat);
-    if (n > 0) std::memcpy(table.data_ptr<float>(), b->labels.data(), sizeof(float) * 6 * static_cast<size_t>(n));
-    out.push_back({table, *max_boxes});
-  }
-  return out;
 }
 
 namespace {
@@ -381,7 +161,7 @@ class Run {
   std::unique_ptr<GradScaler> scaler_;
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<DetectionLoss> loss_;
-  std::unique_ptr<Stepper> stepper_;
+  std::unique_ptr<TrainStep> train_step_;
   std::unique_ptr<Validator> validator_;
   std::unique_ptr<ResultsLog> results_;
   std::unique_ptr<GpuMonitor> gpu_;
@@ -572,7 +352,7 @@ Status Run::Setup() {
     fused_ = std::make_unique<FusedStep>(*optimizer_);  // after LoadOptimizer: it reads the loaded state
     Say("optimizer step: fused multi-tensor kernels, inf/nan steps skipped on the device");
   }
-  stepper_ = std::make_unique<Stepper>(model_, *optimizer_, *ema_, *scaler_, *loss_, amp_, o_.clip_grad, device_.type(),
+  train_step_ = std::make_unique<TrainStep>(model_, *optimizer_, *ema_, *scaler_, *loss_, amp_, o_.clip_grad, device_.type(),
                                        fused_.get(), reducer_.get(), dist_->world_size());
   stopper_ = std::make_unique<EarlyStopping>(o_.patience, state_.best_fitness, state_.best_epoch);
 
@@ -677,13 +457,13 @@ Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
       if (i == first_batch) probe_labels_.clear();
       probe_labels_.push_back({db->labels, db->max_boxes});
     }
-    Result<at::Tensor> items = stepper_->ForwardBackward(db->images, db->labels, db->max_boxes, step_now);
+    Result<at::Tensor> items = train_step_->ForwardBackward(db->images, db->labels, db->max_boxes, step_now);
     if (!items.ok()) return items.status();
     epoch_loss_.add_(*items);  // this rank's losses (Ultralytics logs rank 0's too)
     ++epoch_batches_;
     last_ni_ = ni;
     if (step_now) {
-      YC_RETURN_IF_ERROR(stepper_->OptimizerStep());
+      YC_RETURN_IF_ERROR(train_step_->OptimizerStep());
       state_.last_opt_step = ni;
       ++state_.optimizer_steps;
     }

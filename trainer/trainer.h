@@ -26,8 +26,6 @@
 #include <string>
 #include <vector>
 
-#include <ATen/core/Tensor.h>
-
 #include "libcache/status.h"
 #include "trainer/metrics.h"
 #include "trainer/results_log.h"
@@ -112,26 +110,5 @@ class EarlyStopping {
   int best_epoch_;
   bool improved_ = false;
 };
-
-// --synthetic-input: the model's own fwd + bwd + optimizer step ceiling (same model, batch, imgsz, AMP,
-// accumulation and EMA as training) on device-resident random images with fixed random labels, in
-// images per second, after a few warm-up iterations. No data loading or host-to-device copies.
-// One training batch's label table (batch_idx, cls, cx, cy, w, h) and its most boxes in one image: the
-// probe below steps on these so its loss and assigner see the same box counts as training.
-struct ProbeLabels {
-  at::Tensor table;
-  int64_t max_boxes = 0;
-};
-
-struct SyntheticThroughput {
-  double images_per_second = 0;
-  double warmup_seconds = 0;  // the first few iterations: cuDNN autotuning, allocator growth
-  bool fused_optimizer = false;  // whether the fused optimizer step ran (fused_step.h)
-};
-// `labels`: real label tables to cycle through (empty: 4 random boxes per image).
-Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& options, int64_t nc, int iterations,
-                                                       const std::vector<ProbeLabels>& labels = {});
-// The label tables of the first `batches` batches of epoch 0 from the train loader (augmented as in training).
-Result<std::vector<ProbeLabels>> SampleTrainLabels(const TrainOptions& options, int batches);
 
 }  // namespace yc::trainer

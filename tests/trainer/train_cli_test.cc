@@ -86,9 +86,7 @@ TEST(TrainCli, UsageErrorsAndMissingFiles) {
 // given a cache.
 TEST(TrainCli, CeilingJson) {
   TempDir tmp;
-  testutil::SynthCacheSpec spec;
-  spec.train = 8;
-  spec.val = 2;
+  const testutil::SynthCacheSpec spec = testutil::Images(8, 2);
   const fs::path cache = testutil::MakeSynthCache(tmp.path(), spec);
   const std::vector<std::string> common{"--model", "yolov8n", "--imgsz", "64", "--batch", "2", "--device", "cpu",
                                         "--synthetic-iters", "2", "--torch-threads", "1", "--json"};
@@ -115,9 +113,7 @@ TEST(TrainCli, CeilingJson) {
 
 TEST(TrainCli, TrainThenValJsonThenPredict) {
   TempDir tmp;
-  testutil::SynthCacheSpec spec;
-  spec.train = 12;
-  spec.val = 6;
+  const testutil::SynthCacheSpec spec = testutil::Images(12, 6);
   const fs::path cache = testutil::MakeSynthCache(tmp.path(), spec);
   const fs::path run = tmp / "run";
   CliRun t = YolocacheTrain(tmp, {"train", "--data", cache.string(), "--model", "yolov8n", "--imgsz", "64", "--epochs",

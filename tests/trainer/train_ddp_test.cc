@@ -159,9 +159,8 @@ std::vector<at::Tensor> InitialWeights(uint64_t seed, int64_t classes) {
 
 TEST(TrainDdp, TwoRanksIdenticalAndMoveLikeOneProcess) {
   TempDir tmp;
-  testutil::SynthCacheSpec spec;
-  spec.train = 8;  // a multiple of the global batch: no sampler padding
-  spec.val = 4;
+  // 8 train images, a multiple of the global batch: no sampler padding.
+  const testutil::SynthCacheSpec spec = testutil::Images(8, 4);
   const fs::path cache = testutil::MakeSynthCache(tmp.path(), spec);
   const uint64_t seed = 3;
   auto args = [&](const fs::path& out) { return TrainArgs(cache, out, seed); };
@@ -204,9 +203,7 @@ TEST(TrainDdp, TwoRanksIdenticalAndMoveLikeOneProcess) {
 // one process computes with the same global batch (up to float summation order).
 TEST(TrainDdp, SyncBnTwoRanksEqualOneProcess) {
   TempDir tmp;
-  testutil::SynthCacheSpec spec;
-  spec.train = 8;
-  spec.val = 4;
+  const testutil::SynthCacheSpec spec = testutil::Images(8, 4);
   const fs::path cache = testutil::MakeSynthCache(tmp.path(), spec);
   const uint64_t seed = 3;
   std::vector<Proc> ddp = LaunchWorld2(TrainArgs(cache, tmp / "ddp", seed, /*sync_bn=*/true), tmp.path());
@@ -230,9 +227,7 @@ TEST(TrainDdp, SyncBnTwoRanksEqualOneProcess) {
 
 TEST(TrainDdp, GlobalBatchMustDivideByWorldSize) {
   TempDir tmp;
-  testutil::SynthCacheSpec spec;
-  spec.train = 4;
-  spec.val = 2;
+  const testutil::SynthCacheSpec spec = testutil::Images(4, 2);
   const fs::path cache = testutil::MakeSynthCache(tmp.path(), spec);
   std::vector<Proc> ddp = LaunchWorld2({"train", "--data", cache.string(), "--imgsz", "64", "--epochs", "1", "--batch", "3",
                                         "--device", "cpu", "--out", (tmp / "run").string()},

@@ -230,9 +230,7 @@ TEST(Validator, GroundTruthInLetterboxedPixels) {
 
 TEST(Validator, RunsOverTheWholeSplit) {
   TempDir tmp;
-  testutil::SynthCacheSpec spec;
-  spec.train = 0;
-  spec.val = 10;
+  const testutil::SynthCacheSpec spec = testutil::Images(0, 10);
   const fs::path dir = testutil::MakeSynthCache(tmp.path(), spec);
   auto cache = Cache::Open(dir);
   ASSERT_TRUE(cache.ok());

@@ -19,6 +19,14 @@ struct SynthCacheSpec {
   uint64_t seed = 0;
 };
 
+// A spec with `train` and `val` images and the other fields at their defaults.
+inline SynthCacheSpec Images(int train, int val) {
+  SynthCacheSpec spec;
+  spec.train = train;
+  spec.val = val;
+  return spec;
+}
+
 // <dir>/data (sources) and <dir>/cache (built); returns the cache directory.
 inline std::filesystem::path MakeSynthCache(const std::filesystem::path& dir, const SynthCacheSpec& spec) {
   SynthOptions so;
