@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 using testing::TempDir;
 
 // One SGD step on random data so that momentum buffers, BN statistics and grads are non-trivial.
-void TrainStep(YOLOv8& model, torch::optim::Optimizer& opt, uint64_t seed) {
+void SgdStep(YOLOv8& model, torch::optim::Optimizer& opt, uint64_t seed) {
   at::manual_seed(seed);
   model->train();
   auto x = at::rand({2, 3, 64, 64});
@@ -76,9 +76,9 @@ TEST(Checkpoint, RoundTripsEverything) {
   at::manual_seed(1);
   YOLOv8 model(YOLOv8Options(ModelScale::kN, 3));
   auto opt = MakeSgd(model);
-  TrainStep(model, *opt, 11);
+  SgdStep(model, *opt, 11);
   ModelEMA ema(*model);
-  TrainStep(model, *opt, 12);
+  SgdStep(model, *opt, 12);
   ASSERT_TRUE(ema.Update(*model).ok());
   // Pending gradients of a third batch (accumulation not yet stepped).
   opt->zero_grad();
@@ -159,7 +159,7 @@ TEST(Checkpoint, SnapshotIsFrozenAtTake) {
   at::manual_seed(1);
   YOLOv8 model(YOLOv8Options(ModelScale::kN, 3));
   auto opt = MakeSgd(model);
-  TrainStep(model, *opt, 11);
+  SgdStep(model, *opt, 11);
   at::manual_seed(7);
   YOLOv8 frozen(YOLOv8Options(ModelScale::kN, 3));  // a copy of the state at Take() time
   {
@@ -176,7 +176,7 @@ TEST(Checkpoint, SnapshotIsFrozenAtTake) {
   auto snap = CheckpointSnapshot::Take(c);
   ASSERT_TRUE(snap.ok()) << snap.status().ToString();
   opt->zero_grad();
-  TrainStep(model, *opt, 12);  // training goes on before the snapshot is written
+  SgdStep(model, *opt, 12);  // training goes on before the snapshot is written
   EXPECT_FALSE(SameState(*model, *frozen));
   auto bytes = (*snap)->Serialize();
   ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
@@ -191,7 +191,7 @@ TEST(Checkpoint, SnapshotIsFrozenAtTake) {
   // live model's weights.
   auto opt2 = MakeSgd(loaded);
   ASSERT_TRUE((*reader)->LoadOptimizer(*opt2).ok());
-  TrainStep(loaded, *opt2, 12);
+  SgdStep(loaded, *opt2, 12);
   EXPECT_TRUE(SameState(*loaded, *model));
 }
 
