@@ -1,13 +1,20 @@
 #include "tests/test_support.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <spawn.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
+
+extern char** environ;
 
 namespace yc::testing {
 namespace fs = std::filesystem;
@@ -64,6 +71,117 @@ std::string ReadFile(const fs::path& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+pid_t SpawnTool(const std::string& tool, const std::vector<std::string>& args, const fs::path& out,
+                const fs::path& err) {
+  const std::string exe = (BinaryDir() / tool).string();
+  std::vector<char*> argv{const_cast<char*>(exe.c_str())};
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ) != 0) {
+    ADD_FAILURE() << "cannot run " << exe;
+    pid = -1;
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
+
+CliRun RunTool(const std::string& tool, const fs::path& dir, const std::vector<std::string>& args) {
+  CliRun r;
+  const pid_t pid = SpawnTool(tool, args, dir / "stdout", dir / "stderr");
+  if (pid < 0) return r;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = ReadFile(dir / "stdout");
+  r.err = ReadFile(dir / "stderr");
+  return r;
+}
+
+std::vector<RankRun> LaunchRanks(const std::string& exe, int world, const std::vector<std::string>& args,
+                                 const fs::path& dir, int port, std::chrono::seconds deadline,
+                                 const std::string& log_prefix) {
+  std::vector<std::string> base_env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv = *e;
+    const std::string key = kv.substr(0, kv.find('='));
+    if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "MASTER_ADDR" ||
+        key == "MASTER_PORT" || key.rfind("TORCHELASTIC_", 0) == 0 || key == "OMP_NUM_THREADS") {
+      continue;
+    }
+    base_env.push_back(kv);
+  }
+  base_env.push_back("OMP_NUM_THREADS=1");
+  const int n = std::max(world, 1);
+  std::vector<pid_t> pids(n, -1);
+  std::vector<RankRun> runs(n);
+  std::vector<fs::path> logs(n);
+  for (int r = 0; r < n; ++r) {
+    std::vector<std::string> env = base_env;
+    if (world > 0) {
+      env.push_back("RANK=" + std::to_string(r));
+      env.push_back("LOCAL_RANK=" + std::to_string(r));
+      env.push_back("WORLD_SIZE=" + std::to_string(world));
+      env.push_back("MASTER_ADDR=127.0.0.1");
+      env.push_back("MASTER_PORT=" + std::to_string(port));
+    }
+    std::vector<std::string> argv_s{exe};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv, envp;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto& v : env) envp.push_back(v.data());
+    envp.push_back(nullptr);
+    logs[r] = dir / (log_prefix + "rank" + std::to_string(r) + ".log");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, logs[r].c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    if (posix_spawn(&pids[r], exe.c_str(), &actions, nullptr, argv.data(), envp.data()) != 0) pids[r] = -1;
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  int remaining = 0;
+  for (pid_t p : pids) remaining += p > 0 ? 1 : 0;
+  while (remaining > 0 && std::chrono::steady_clock::now() < end) {
+    for (int r = 0; r < n; ++r) {
+      int status = 0;
+      if (pids[r] > 0 && ::waitpid(pids[r], &status, WNOHANG) == pids[r]) {
+        runs[r].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        pids[r] = -1;
+        --remaining;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (int r = 0; r < n; ++r) {
+    if (pids[r] > 0) {
+      ::kill(pids[r], SIGKILL);
+      ::waitpid(pids[r], nullptr, 0);
+      runs[r].log = "(killed after " + std::to_string(deadline.count()) + " s)\n";
+    }
+    runs[r].log += ReadFile(logs[r]);
+  }
+  return runs;
+}
+
+std::vector<RankRun> LaunchRanksOnFreePort(const std::string& exe, int world, const std::vector<std::string>& args,
+                                           const fs::path& dir, std::chrono::seconds deadline,
+                                           const std::string& log_prefix) {
+  std::vector<RankRun> runs;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    runs = LaunchRanks(exe, world, args, dir, FreeLoopbackPort(), deadline, log_prefix);
+    bool clash = false;
+    for (const RankRun& r : runs) clash |= r.log.find("ddress already in use") != std::string::npos;
+    if (!clash) break;
+  }
+  return runs;
 }
 
 }  // namespace yc::testing

@@ -1,8 +1,12 @@
 // Helpers shared by the test suites: temp dirs, shared data lookup, small file writers.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -30,6 +34,38 @@ std::filesystem::path BinaryDir();
 
 // A TCP port on 127.0.0.1 that was free a moment ago (for rendezvous in multi-process tests).
 int FreeLoopbackPort();
+
+// A built tool run to completion: its exit code (128 + signal when killed) and what it printed.
+struct CliRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Starts BinaryDir()/<tool> with `args`, stdout and stderr redirected to the files `out` and `err`.
+pid_t SpawnTool(const std::string& tool, const std::vector<std::string>& args, const std::filesystem::path& out,
+                const std::filesystem::path& err);
+// SpawnTool, waits for it, and reads back its output (via <dir>/stdout and <dir>/stderr).
+CliRun RunTool(const std::string& tool, const std::filesystem::path& dir, const std::vector<std::string>& args);
+
+// One process of a data-parallel launch: its exit code (-1: killed at the deadline or never started) and
+// its stdout + stderr.
+struct RankRun {
+  int exit_code = -1;
+  std::string log;
+};
+
+// Starts `world` copies of the executable `exe` as data-parallel ranks, the environment torchrun sets
+// (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT=`port`) plus OMP_NUM_THREADS=1, with
+// the parent's launcher variables removed; world 0 starts one plain process without them. Each writes to
+// <dir>/<log_prefix>rank<r>.log. Waits for all and kills what is left at `deadline`, so a hang fails a
+// test instead of blocking CI.
+std::vector<RankRun> LaunchRanks(const std::string& exe, int world, const std::vector<std::string>& args,
+                                 const std::filesystem::path& dir, int port, std::chrono::seconds deadline,
+                                 const std::string& log_prefix = "");
+// LaunchRanks on a free loopback port, retried on a new one when a rank reports the port taken meanwhile.
+std::vector<RankRun> LaunchRanksOnFreePort(const std::string& exe, int world, const std::vector<std::string>& args,
+                                           const std::filesystem::path& dir, std::chrono::seconds deadline,
+                                           const std::string& log_prefix = "");
 
 void WriteFile(const std::filesystem::path& path, const std::string& bytes);
 std::string ReadFile(const std::filesystem::path& path);

@@ -1,8 +1,6 @@
 // The `yolocache` binary as a user runs it: exit codes, --json documents, --help, and kill -9 in the
 // middle of a build over an existing cache.
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,42 +15,18 @@
 #include "libcache/synth.h"
 #include "tests/test_support.h"
 
-extern char** environ;
-
 namespace yc {
 namespace {
 namespace fs = std::filesystem;
+using testing::CliRun;
 using testing::TempDir;
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out, err;
-};
-
 pid_t Spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
-  const std::string exe = (testing::BinaryDir() / "yolocache").string();
-  std::vector<char*> argv{const_cast<char*>(exe.c_str())};
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  EXPECT_EQ(posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&actions);
-  return pid;
+  return testing::SpawnTool("yolocache", args, out, err);
 }
 
 CliRun Yolocache(const TempDir& tmp, const std::vector<std::string>& args) {
-  const pid_t pid = Spawn(args, tmp / "stdout", tmp / "stderr");
-  int status = 0;
-  waitpid(pid, &status, 0);
-  CliRun r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = testing::ReadFile(tmp / "stdout");
-  r.err = testing::ReadFile(tmp / "stderr");
-  return r;
+  return testing::RunTool("yolocache", tmp.path(), args);
 }
 
 void Synth(const fs::path& dir, int train, int corrupt) {

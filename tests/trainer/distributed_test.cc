@@ -1,14 +1,7 @@
 // Data-parallel building blocks: environment parsing, the world-1 no-op context, bucket assignment, the
 // gradient reducer inside one process (two threads, two Gloo groups over an in-memory store), and real
-// two-process runs of yolocache_ddp_driver (fork+exec, TCPStore on 127.0.0.1) compared with a
+// two-process runs of yolocache_ddp_driver (posix_spawn, TCPStore on 127.0.0.1) compared with a
 // single-process run on the same global batch.
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -26,8 +19,6 @@
 #include "tests/test_support.h"
 #include "trainer/distributed.h"
 #include "trainer/grad_reducer.h"
-
-extern char** environ;
 
 namespace yc::trainer {
 namespace {
@@ -331,91 +322,11 @@ const char* kDriver = YOLOCACHE_DDP_DRIVER;
 const char* kDriver = nullptr;
 #endif
 
-struct RankRun {
-  int exit_code = -1;  // -1: killed after the deadline or did not start
-  std::string log;
-};
+using testing::RankRun;
 
-// Starts `world` drivers (fork + immediate exec: the child runs nothing of this process), each with its
-// rank in the environment, and waits for all, killing them at the deadline so a hang fails the test.
-std::vector<RankRun> RunOnce(int world, const std::vector<std::string>& args, const fs::path& dir, int port,
-                             std::chrono::seconds deadline) {
-  std::vector<std::string> base_env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string kv = *e;
-    const std::string key = kv.substr(0, kv.find('='));
-    if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "MASTER_ADDR" ||
-        key == "MASTER_PORT" || key.rfind("TORCHELASTIC_", 0) == 0 || key == "OMP_NUM_THREADS") {
-      continue;
-    }
-    base_env.push_back(kv);
-  }
-  std::vector<pid_t> pids(world, -1);
-  std::vector<RankRun> runs(world);
-  for (int r = 0; r < world; ++r) {
-    std::vector<std::string> env = base_env;
-    env.push_back("RANK=" + std::to_string(r));
-    env.push_back("LOCAL_RANK=" + std::to_string(r));
-    env.push_back("WORLD_SIZE=" + std::to_string(world));
-    env.push_back("MASTER_ADDR=127.0.0.1");
-    env.push_back("MASTER_PORT=" + std::to_string(port));
-    env.push_back("OMP_NUM_THREADS=1");
-    std::vector<std::string> argv_s = {kDriver};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());  // the driver expands {rank} in --out
-    std::vector<char*> argv, envp;
-    for (auto& s : argv_s) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    for (auto& s : env) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    const std::string log = (dir / ("rank" + std::to_string(r) + ".log")).string();
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) continue;
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::execve(argv[0], argv.data(), envp.data());
-      ::_exit(127);
-    }
-    ::close(fd);
-    pids[r] = pid;
-  }
-  const auto end = std::chrono::steady_clock::now() + deadline;
-  int remaining = 0;
-  for (pid_t p : pids) remaining += p > 0 ? 1 : 0;
-  while (remaining > 0 && std::chrono::steady_clock::now() < end) {
-    for (int r = 0; r < world; ++r) {
-      if (pids[r] <= 0) continue;
-      int status = 0;
-      if (::waitpid(pids[r], &status, WNOHANG) == pids[r]) {
-        runs[r].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        pids[r] = -1;
-        --remaining;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  for (int r = 0; r < world; ++r) {
-    if (pids[r] > 0) {
-      ::kill(pids[r], SIGKILL);
-      ::waitpid(pids[r], nullptr, 0);
-      runs[r].log = "(killed after " + std::to_string(deadline.count()) + " s)\n";
-    }
-    runs[r].log += testing::ReadFile(dir / ("rank" + std::to_string(r) + ".log"));
-  }
-  return runs;
-}
-
-// Retries on a new port when another process took the chosen one between probe and bind.
 std::vector<RankRun> RunWorld(int world, const std::vector<std::string>& args, const fs::path& dir) {
-  std::vector<RankRun> runs;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    runs = RunOnce(world, args, dir, yc::testing::FreeLoopbackPort(), std::chrono::seconds(180));
-    bool port_clash = false;
-    for (const RankRun& r : runs) port_clash |= r.log.find("ddress already in use") != std::string::npos;
-    if (!port_clash) break;
-  }
-  return runs;
+  // The driver expands {rank} in --out.
+  return testing::LaunchRanksOnFreePort(kDriver, world, args, dir, std::chrono::seconds(180));
 }
 
 std::vector<at::Tensor> Load(const fs::path& path) {

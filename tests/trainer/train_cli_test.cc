@@ -1,52 +1,20 @@
 // `yolocache-train` as a user runs it: --help everywhere, a short training run, `val --json`, `predict`
 // writing JPEGs, exit codes for usage errors and missing files.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/test_support.h"
 #include "tests/trainer/train_test_util.h"
 
-extern char** environ;
-
 namespace yc::trainer {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::CliRun;
 using testing::TempDir;
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out, err;
-};
-
 CliRun YolocacheTrain(const TempDir& tmp, const std::vector<std::string>& args) {
-  const std::string exe = (testing::BinaryDir() / "yolocache-train").string();
-  std::vector<char*> argv{const_cast<char*>(exe.c_str())};
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const fs::path out = tmp / "stdout", err = tmp / "stderr";
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  CliRun r;
-  if (posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ) != 0) {
-    ADD_FAILURE() << "cannot run " << exe;
-    posix_spawn_file_actions_destroy(&actions);
-    return r;
-  }
-  posix_spawn_file_actions_destroy(&actions);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = testing::ReadFile(out);
-  r.err = testing::ReadFile(err);
-  return r;
+  return testing::RunTool("yolocache-train", tmp.path(), args);
 }
 
 TEST(TrainCli, HelpForEverySubcommand) {

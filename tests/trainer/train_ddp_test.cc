@@ -9,16 +9,7 @@
 // loss is normalised per rank (target-score sums), so those runs are only checked to move by the same order
 // of magnitude; with --sync-bn both are global and the two ranks must equal the single process. Across
 // ranks the parameters must be bit-identical (same start, same averaged gradients, same arithmetic).
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <thread>
 
 #include <gtest/gtest.h>
 #include <torch/serialize.h>
@@ -28,97 +19,18 @@
 #include "tests/trainer/train_test_util.h"
 #include "trainer/yolov8.h"
 
-extern char** environ;
-
 namespace yc::trainer {
 namespace {
 
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-struct Proc {
-  int exit_code = -1;  // -1: killed at the deadline or not started
-  std::string out;
-};
+using testing::RankRun;
 
-// Starts `world` yolocache-train processes (world 0: one plain process without the DDP variables) and
-// waits for all, killing them at the deadline so a hang fails instead of blocking CI.
-std::vector<Proc> Launch(int world, const std::vector<std::string>& args, const fs::path& dir, int port) {
-  const std::string exe = (testing::BinaryDir() / "yolocache-train").string();
-  std::vector<std::string> base;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string kv = *e;
-    const std::string key = kv.substr(0, kv.find('='));
-    if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "MASTER_ADDR" || key == "MASTER_PORT" ||
-        key.rfind("TORCHELASTIC_", 0) == 0 || key == "OMP_NUM_THREADS") {
-      continue;
-    }
-    base.push_back(kv);
-  }
-  base.push_back("OMP_NUM_THREADS=1");
-  const int n = std::max(world, 1);
-  std::vector<pid_t> pids(n, -1);
-  std::vector<Proc> procs(n);
-  std::vector<fs::path> logs(n);
-  for (int r = 0; r < n; ++r) {
-    std::vector<std::string> env = base;
-    if (world > 0) {
-      env.push_back("RANK=" + std::to_string(r));
-      env.push_back("LOCAL_RANK=" + std::to_string(r));
-      env.push_back("WORLD_SIZE=" + std::to_string(world));
-      env.push_back("MASTER_ADDR=127.0.0.1");
-      env.push_back("MASTER_PORT=" + std::to_string(port));
-    }
-    std::vector<std::string> argv_s{exe};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv, envp;
-    for (auto& s : argv_s) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    for (auto& s : env) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    logs[r] = dir / ("log" + std::to_string(world) + "_" + std::to_string(r));
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, logs[r].c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    if (posix_spawn(&pids[r], exe.c_str(), &actions, nullptr, argv.data(), envp.data()) != 0) pids[r] = -1;
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(240);
-  int remaining = 0;
-  for (pid_t p : pids) remaining += p > 0 ? 1 : 0;
-  while (remaining > 0 && std::chrono::steady_clock::now() < end) {
-    for (int r = 0; r < n; ++r) {
-      int status = 0;
-      if (pids[r] > 0 && ::waitpid(pids[r], &status, WNOHANG) == pids[r]) {
-        procs[r].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        pids[r] = -1;
-        --remaining;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  for (int r = 0; r < n; ++r) {
-    if (pids[r] > 0) {
-      ::kill(pids[r], SIGKILL);
-      ::waitpid(pids[r], nullptr, 0);
-      procs[r].out = "(killed at the deadline)\n";
-    }
-    procs[r].out += testing::ReadFile(logs[r]);
-  }
-  return procs;
-}
-
-// Two ranks; retried on a new port if another process took the probed one meanwhile.
-std::vector<Proc> LaunchWorld2(const std::vector<std::string>& args, const fs::path& dir) {
-  std::vector<Proc> procs;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    procs = Launch(2, args, dir, yc::testing::FreeLoopbackPort());
-    bool clash = false;
-    for (const Proc& p : procs) clash |= p.out.find("ddress already in use") != std::string::npos;
-    if (!clash) break;
-  }
-  return procs;
+// `world` yolocache-train ranks (world 0: one plain process); logs <dir>/log<world>_rank<r>.log.
+std::vector<RankRun> Launch(int world, const std::vector<std::string>& args, const fs::path& dir) {
+  return testing::LaunchRanksOnFreePort((testing::BinaryDir() / "yolocache-train").string(), world, args, dir,
+                                        std::chrono::seconds(240), "log" + std::to_string(world) + "_");
 }
 
 std::vector<at::Tensor> LoadParams(const fs::path& path) {
@@ -164,16 +76,16 @@ TEST(TrainDdp, TwoRanksIdenticalAndMoveLikeOneProcess) {
   const fs::path cache = testutil::MakeSynthCache(tmp.path(), spec);
   const uint64_t seed = 3;
   auto args = [&](const fs::path& out) { return TrainArgs(cache, out, seed); };
-  std::vector<Proc> ddp = LaunchWorld2(args(tmp / "ddp"), tmp.path());
+  std::vector<RankRun> ddp = Launch(2, args(tmp / "ddp"), tmp.path());
   ASSERT_EQ(ddp.size(), 2u);
-  for (int r = 0; r < 2; ++r) ASSERT_EQ(ddp[r].exit_code, 0) << "rank " << r << ":\n" << ddp[r].out;
-  std::vector<Proc> one = Launch(0, args(tmp / "one"), tmp.path(), 0);
-  ASSERT_EQ(one[0].exit_code, 0) << one[0].out;
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(ddp[r].exit_code, 0) << "rank " << r << ":\n" << ddp[r].log;
+  std::vector<RankRun> one = Launch(0, args(tmp / "one"), tmp.path());
+  ASSERT_EQ(one[0].exit_code, 0) << one[0].log;
 
   // Rank 0 alone logs and writes the run directory; rank 1 is silent.
-  EXPECT_NE(ddp[0].out.find("distributed: 2 ranks (gloo), global batch 4 = 2 per rank"), std::string::npos) << ddp[0].out;
-  EXPECT_NE(ddp[0].out.find("epoch 2:"), std::string::npos) << ddp[0].out;
-  EXPECT_EQ(ddp[1].out.find("epoch"), std::string::npos) << ddp[1].out;
+  EXPECT_NE(ddp[0].log.find("distributed: 2 ranks (gloo), global batch 4 = 2 per rank"), std::string::npos) << ddp[0].log;
+  EXPECT_NE(ddp[0].log.find("epoch 2:"), std::string::npos) << ddp[0].log;
+  EXPECT_EQ(ddp[1].log.find("epoch"), std::string::npos) << ddp[1].log;
   EXPECT_TRUE(fs::exists(tmp / "ddp" / "weights" / "last.pt"));
   EXPECT_TRUE(fs::exists(tmp / "ddp" / "weights" / "best.pt"));
   EXPECT_EQ(testing::ReadFile(tmp / "ddp" / "results.csv").empty(), false);
@@ -206,12 +118,12 @@ TEST(TrainDdp, SyncBnTwoRanksEqualOneProcess) {
   const testutil::SynthCacheSpec spec = testutil::Images(8, 4);
   const fs::path cache = testutil::MakeSynthCache(tmp.path(), spec);
   const uint64_t seed = 3;
-  std::vector<Proc> ddp = LaunchWorld2(TrainArgs(cache, tmp / "ddp", seed, /*sync_bn=*/true), tmp.path());
+  std::vector<RankRun> ddp = Launch(2, TrainArgs(cache, tmp / "ddp", seed, /*sync_bn=*/true), tmp.path());
   ASSERT_EQ(ddp.size(), 2u);
-  for (int r = 0; r < 2; ++r) ASSERT_EQ(ddp[r].exit_code, 0) << "rank " << r << ":\n" << ddp[r].out;
-  EXPECT_NE(ddp[0].out.find("SyncBatchNorm"), std::string::npos) << ddp[0].out;
-  std::vector<Proc> one = Launch(0, TrainArgs(cache, tmp / "one", seed, /*sync_bn=*/true), tmp.path(), 0);
-  ASSERT_EQ(one[0].exit_code, 0) << one[0].out;
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(ddp[r].exit_code, 0) << "rank " << r << ":\n" << ddp[r].log;
+  EXPECT_NE(ddp[0].log.find("SyncBatchNorm"), std::string::npos) << ddp[0].log;
+  std::vector<RankRun> one = Launch(0, TrainArgs(cache, tmp / "one", seed, /*sync_bn=*/true), tmp.path());
+  ASSERT_EQ(one[0].exit_code, 0) << one[0].log;
 
   const auto w0 = LoadParams(tmp / "ddp" / "rank_weights" / "rank0.pt");
   const auto w1 = LoadParams(tmp / "ddp" / "rank_weights" / "rank1.pt");
@@ -229,12 +141,13 @@ TEST(TrainDdp, GlobalBatchMustDivideByWorldSize) {
   TempDir tmp;
   const testutil::SynthCacheSpec spec = testutil::Images(4, 2);
   const fs::path cache = testutil::MakeSynthCache(tmp.path(), spec);
-  std::vector<Proc> ddp = LaunchWorld2({"train", "--data", cache.string(), "--imgsz", "64", "--epochs", "1", "--batch", "3",
-                                        "--device", "cpu", "--out", (tmp / "run").string()},
-                                       tmp.path());
+  std::vector<RankRun> ddp = Launch(2,
+                                    {"train", "--data", cache.string(), "--imgsz", "64", "--epochs", "1", "--batch", "3",
+                                     "--device", "cpu", "--out", (tmp / "run").string()},
+                                    tmp.path());
   for (int r = 0; r < 2; ++r) {
-    EXPECT_EQ(ddp[r].exit_code, 2) << ddp[r].out;
-    EXPECT_NE(ddp[r].out.find("WORLD_SIZE 2"), std::string::npos) << ddp[r].out;
+    EXPECT_EQ(ddp[r].exit_code, 2) << ddp[r].log;
+    EXPECT_NE(ddp[r].log.find("WORLD_SIZE 2"), std::string::npos) << ddp[r].log;
   }
   EXPECT_FALSE(fs::exists(tmp / "run" / "weights" / "last.pt"));
 }
