@@ -3,11 +3,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <cstring>
-#include <random>
-#include <thread>
-
 #include <gtest/gtest.h>
 
 #include "libcache/shard_format.h"
@@ -18,6 +13,7 @@ namespace yc {
 namespace {
 
 using testing::BuildTestCache;
+using testing::ConcurrentReadMismatches;
 using testing::TempDir;
 using testing::TestCache;
 
@@ -98,24 +94,7 @@ TEST(CacheTest, ConcurrentReadsFromEightThreadsAcrossShards) {
     auto cache = Cache::Open(dir.path(), OpenOptions{true});
     ASSERT_TRUE(cache.ok());
     const RecordSource* train = cache.value()->split("train");
-    const auto& records = built.records.at("train");
-    std::atomic<int> failures{0};
-    std::vector<std::thread> threads;
-    for (int t = 0; t < 8; ++t) {
-      threads.emplace_back([&, t] {
-        std::mt19937 rng(t);
-        ScratchBuffer scratch;
-        for (int k = 0; k < 1500; ++k) {
-          const size_t i = rng() % records.size();
-          RecordView v;
-          if (!train->Read(i, &v, &scratch).ok() || v.index != i || v.source != records[i].source ||
-              std::memcmp(v.pixels, records[i].pixels.data(), records[i].pixels.size()) != 0)
-            ++failures;
-        }
-      });
-    }
-    for (auto& th : threads) th.join();
-    EXPECT_EQ(failures.load(), 0) << BackendName(backend);
+    EXPECT_EQ(ConcurrentReadMismatches(*train, built.records.at("train"), 1500), 0) << BackendName(backend);
   }
 }
 

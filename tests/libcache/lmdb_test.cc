@@ -3,10 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <cstring>
 #include <random>
-#include <thread>
 
 #include <gtest/gtest.h>
 #include <lmdb.h>
@@ -20,6 +17,7 @@
 namespace yc {
 namespace {
 
+using testing::ConcurrentReadMismatches;
 using testing::MakeRecords;
 using testing::SynthRecord;
 using testing::TempDir;
@@ -97,24 +95,7 @@ TEST(LmdbTest, ConcurrentReadsFromEightThreads) {
   WriteLmdb(dir / "c.lmdb", encoded);
   auto reader = LmdbReader::Open(dir / "c.lmdb", LmdbReaderOptions{true});
   ASSERT_TRUE(reader.ok());
-  std::atomic<int> failures{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t) {
-    threads.emplace_back([&, t] {
-      std::mt19937 rng(t);
-      ScratchBuffer scratch;
-      for (int k = 0; k < 2000; ++k) {
-        const size_t i = rng() % records.size();
-        RecordView v;
-        if (!reader.value()->Read(i, &v, &scratch).ok() ||
-            std::memcmp(v.pixels, records[i].pixels.data(), records[i].pixels.size()) != 0 ||
-            reinterpret_cast<uintptr_t>(v.boxes) % alignof(Box) != 0)
-          ++failures;
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(ConcurrentReadMismatches(*reader.value(), records, 2000), 0);
 }
 
 TEST(LmdbTest, EveryByteFlipInAStoredValueNamesTheRecord) {

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -89,6 +91,30 @@ inline void ExpectViewMatches(const RecordView& v, const SynthRecord& r) {
   }
   ASSERT_NE(v.pixels, nullptr);
   EXPECT_EQ(std::memcmp(v.pixels, r.pixels.data(), r.pixels.size()), 0);
+}
+
+// Reads random records of `source` from 8 threads at once, `reads` each; returns how many reads failed or
+// differed from `records` (index, source name, pixels, Box alignment of the boxes).
+inline int ConcurrentReadMismatches(const RecordSource& source, const std::vector<SynthRecord>& records, int reads) {
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      ScratchBuffer scratch;
+      for (int k = 0; k < reads; ++k) {
+        const size_t i = rng() % records.size();
+        RecordView v;
+        if (!source.Read(i, &v, &scratch).ok() || v.index != i || v.source != records[i].source ||
+            std::memcmp(v.pixels, records[i].pixels.data(), records[i].pixels.size()) != 0 ||
+            reinterpret_cast<uintptr_t>(v.boxes) % alignof(Box) != 0) {
+          ++failures;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  return failures.load();
 }
 
 // A set of small records with unique sources, some backgrounds (no boxes).
