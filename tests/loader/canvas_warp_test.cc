@@ -21,6 +21,17 @@ cv::Mat AsMat(const testing::FakeRecord& r) {
   return cv::Mat(r.height, r.width, CV_8UC3, const_cast<uint8_t*>(r.pixels.data()));
 }
 
+// The four records of `src` placed as a mosaic around a centre drawn from `rng` (image size s).
+std::vector<CanvasTile> MosaicTiles(FakeSource& src, int s, Rng& rng) {
+  std::array<cv::Size, 4> sizes;
+  for (int i = 0; i < 4; ++i) sizes[i] = cv::Size(src.record(i).width, src.record(i).height);
+  const MosaicCentre c = DrawMosaicCentre(rng, s);
+  const auto placements = MosaicPlacements(s, c.xc, c.yc, sizes);
+  std::vector<CanvasTile> tiles;
+  for (int i = 0; i < 4; ++i) tiles.push_back({AsMat(src.record(i)), placements[i].tile, placements[i].canvas.tl()});
+  return tiles;
+}
+
 // Builds the canvas explicitly, warps it with OpenCV, and compares with RenderCanvasWarp.
 testing::ImageDiff Check(const std::vector<CanvasTile>& tiles, cv::Size canvas_size, const Mat3& M, bool perspective,
                          cv::Size out_size) {
@@ -70,12 +81,7 @@ TEST(CanvasWarpTest, MosaicTilesUnderRandomAffinesMatchTheCanvasWarp) {
   FakeSource src = FakeSource::Synthetic(4, s, 3);
   for (int trial = 0; trial < 40; ++trial) {
     Rng rng(7, 0, trial);
-    std::array<cv::Size, 4> sizes;
-    for (int i = 0; i < 4; ++i) sizes[i] = cv::Size(src.record(i).width, src.record(i).height);
-    const MosaicCentre c = DrawMosaicCentre(rng, s);
-    const auto placements = MosaicPlacements(s, c.xc, c.yc, sizes);
-    std::vector<CanvasTile> tiles;
-    for (int i = 0; i < 4; ++i) tiles.push_back({AsMat(src.record(i)), placements[i].tile, placements[i].canvas.tl()});
+    const std::vector<CanvasTile> tiles = MosaicTiles(src, s, rng);
     // Scale, rotation (sometimes), shear (sometimes), translation.
     const double sc = rng.Uniform(0.5, 1.5), a = trial % 3 == 0 ? rng.Uniform(-30, 30) * M_PI / 180 : 0;
     const double sh = trial % 4 == 1 ? std::tan(rng.Uniform(-10, 10) * M_PI / 180) : 0;
@@ -97,12 +103,7 @@ TEST(CanvasWarpTest, PerspectiveMatchesTheCanvasWarp) {
   FakeSource src = FakeSource::Synthetic(4, s, 4);
   for (int trial = 0; trial < 10; ++trial) {
     Rng rng(9, 0, trial);
-    std::array<cv::Size, 4> sizes;
-    for (int i = 0; i < 4; ++i) sizes[i] = cv::Size(src.record(i).width, src.record(i).height);
-    const MosaicCentre c = DrawMosaicCentre(rng, s);
-    const auto placements = MosaicPlacements(s, c.xc, c.yc, sizes);
-    std::vector<CanvasTile> tiles;
-    for (int i = 0; i < 4; ++i) tiles.push_back({AsMat(src.record(i)), placements[i].tile, placements[i].canvas.tl()});
+    const std::vector<CanvasTile> tiles = MosaicTiles(src, s, rng);
     Mat3 P;
     P(2, 0) = rng.Uniform(-0.0005, 0.0005);
     P(2, 1) = rng.Uniform(-0.0005, 0.0005);
@@ -132,12 +133,7 @@ TEST(CanvasWarpTest, SeparablePathIsBitExactWithWarpAffineForAxisAlignedMaps) {
     FlipDraw flip;
     flip.lr = trial % 4 == 1, flip.ud = trial % 8 == 3;
     Rng rng(13, 0, trial);
-    std::array<cv::Size, 4> sizes;
-    for (int i = 0; i < 4; ++i) sizes[i] = cv::Size(src.record(i).width, src.record(i).height);
-    const MosaicCentre c = DrawMosaicCentre(rng, s);
-    const auto placements = MosaicPlacements(s, c.xc, c.yc, sizes);
-    std::vector<CanvasTile> tiles;
-    for (int i = 0; i < 4; ++i) tiles.push_back({AsMat(src.record(i)), placements[i].tile, placements[i].canvas.tl()});
+    const std::vector<CanvasTile> tiles = MosaicTiles(src, s, rng);
     const double sc = rng.Uniform(0.5, 1.5);
     const Mat3 M = FlipMatrix(flip, s - 1, s - 1) *
                    Mat3::Translation(rng.Uniform(0.4, 0.6) * s, rng.Uniform(0.4, 0.6) * s) * Mat3::Scaling(sc, sc) *
