@@ -15,7 +15,6 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "libcache/cache.h"
 #include "libcache/status.h"
 #include "tools/common/progress_bar.h"
 #include "trainer/ceiling_probe.h"
@@ -176,6 +175,16 @@ void AddTrainOptions(CLI::App& app, TrainArgs& a) {
   app.add_option("--synthetic-iters", o.synthetic_iters, "Iterations of the --synthetic-input probe")->capture_default_str();
 }
 
+// --amp / --no-amp / --amp-dtype into the options.
+Status ApplyAmpFlags(const TrainArgs& a, TrainOptions* o) {
+  if (a.amp) o->amp = AmpMode::kOn;
+  if (a.no_amp) o->amp = AmpMode::kOff;
+  Result<AmpDtype> dtype = ParseAmpDtype(a.amp_dtype);
+  if (!dtype.ok()) return dtype.status();
+  o->amp_dtype = *dtype;
+  return Status::OK();
+}
+
 int RunTrain(CLI::App& app, TrainArgs& a) {
   TrainOptions o = a.o;
   TrainHooks hooks;
@@ -198,11 +207,8 @@ int RunTrain(CLI::App& app, TrainArgs& a) {
     o = r;
     hooks.resume = a.resume;
   } else {
-    if (a.amp) o.amp = AmpMode::kOn;
-    if (a.no_amp) o.amp = AmpMode::kOff;
-    Result<AmpDtype> dtype = ParseAmpDtype(a.amp_dtype);
-    if (!dtype.ok()) return Fail("train", dtype.status());
-    o.amp_dtype = *dtype;
+    Status amp = ApplyAmpFlags(a, &o);
+    if (!amp.ok()) return Fail("train", amp);
   }
   ConsoleObserver console;
   hooks.observer = &console;
@@ -255,21 +261,16 @@ struct CeilingArgs {
 
 int RunCeiling(CLI::App& app, CeilingArgs& a) {
   TrainOptions o = a.train.o;
-  if (a.train.amp) o.amp = AmpMode::kOn;
-  if (a.train.no_amp) o.amp = AmpMode::kOff;
-  Result<AmpDtype> dtype = ParseAmpDtype(a.train.amp_dtype);
-  if (!dtype.ok()) return Fail("ceiling", dtype.status());
-  o.amp_dtype = *dtype;
+  Status amp = ApplyAmpFlags(a.train, &o);
+  if (!amp.ok()) return Fail("ceiling", amp);
   int64_t nc = a.nc;
   std::vector<ProbeLabels> labels;  // empty: 4 random boxes per image
   if (!o.data.empty()) {  // the classes and the label tables of real batches
-    Result<std::unique_ptr<Cache>> cache = Cache::Open(o.data);
-    if (!cache.ok()) return Fail("ceiling", cache.status());
-    nc = static_cast<int64_t>((*cache)->manifest().names.size());
     if (app.count("--nc") > 0) std::cerr << "yolocache-train ceiling: --nc is ignored with --data\n";
-    Result<std::vector<ProbeLabels>> sampled = SampleTrainLabels(o, 8);
+    Result<TrainLabelSample> sampled = SampleTrainLabels(o, 8);
     if (!sampled.ok()) return Fail("ceiling", sampled.status());
-    labels = std::move(*sampled);
+    nc = sampled->nc;
+    labels = std::move(sampled->labels);
   }
   if (nc < 1) return Fail("ceiling", Status::InvalidArgument("--nc must be >= 1"));
   TrainOptions check = o;

@@ -101,7 +101,7 @@ Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& o, in
   }
 }
 
-Result<std::vector<ProbeLabels>> SampleTrainLabels(const TrainOptions& o, int batches) {
+Result<TrainLabelSample> SampleTrainLabels(const TrainOptions& o, int batches) {
   Result<std::unique_ptr<Cache>> cache = Cache::Open(o.data);
   if (!cache.ok()) return cache.status();
   std::shared_ptr<Cache> shared(std::move(*cache));
@@ -109,22 +109,22 @@ Result<std::vector<ProbeLabels>> SampleTrainLabels(const TrainOptions& o, int ba
   if (train == nullptr || train->size() == 0) {
     return Status::NotFound(Status::At(o.data, "no '" + o.train_split + "' split with images"));
   }
-  const auto nc = static_cast<int64_t>(shared->manifest().names.size());
+  TrainLabelSample out;
+  out.nc = static_cast<int64_t>(shared->manifest().names.size());
   Result<std::unique_ptr<Loader>> loader =
       Loader::Create(std::shared_ptr<const RecordSource>(shared, train), TrainLoaderOptions(o));
   if (!loader.ok()) return Status(loader.status()).WithContext("train loader");
   YC_RETURN_IF_ERROR((*loader)->StartEpoch(0, 0));
-  std::vector<ProbeLabels> out;
   std::shared_ptr<Batch> b;
-  while (static_cast<int>(out.size()) < batches) {
+  while (static_cast<int>(out.labels.size()) < batches) {
     YC_RETURN_IF_ERROR((*loader)->Next(&b));
     if (!b) break;
-    Result<int64_t> max_boxes = DeviceFeed::CheckLabels(*b, nc);
+    Result<int64_t> max_boxes = DeviceFeed::CheckLabels(*b, out.nc);
     if (!max_boxes.ok()) return max_boxes.status();
     const auto n = static_cast<int64_t>(b->label_count());
     at::Tensor table = at::empty({n, 6}, at::kFloat);
     if (n > 0) std::memcpy(table.data_ptr<float>(), b->labels.data(), sizeof(float) * 6 * static_cast<size_t>(n));
-    out.push_back({table, *max_boxes});
+    out.labels.push_back({table, *max_boxes});
   }
   return out;
 }

@@ -33,8 +33,12 @@ struct SyntheticThroughput {
 Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& options, int64_t nc, int iterations,
                                                        const std::vector<ProbeLabels>& labels = {});
 
-// The label tables of the first `batches` batches of epoch 0 from the train loader of `options.data`
-// (augmented as in training).
-Result<std::vector<ProbeLabels>> SampleTrainLabels(const TrainOptions& options, int batches);
+// What the probe needs from a real cache: its class count and the label tables of the first `batches`
+// batches of epoch 0 from its train loader (augmented as in training).
+struct TrainLabelSample {
+  int64_t nc = 0;
+  std::vector<ProbeLabels> labels;
+};
+Result<TrainLabelSample> SampleTrainLabels(const TrainOptions& options, int batches);
 
 }  // namespace yc::trainer

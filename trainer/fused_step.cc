@@ -54,6 +54,18 @@ State& AdamState(optim::Optimizer& opt, const at::Tensor& p) {
   return static_cast<State&>(*it->second);
 }
 
+// Adam and AdamW keep the same fields in two state types.
+struct AdamFields {
+  at::Tensor exp_avg, exp_avg_sq;
+  int64_t step = 0;
+};
+
+template <typename State>
+AdamFields AdamFieldsOf(optim::Optimizer& opt, const at::Tensor& p) {
+  State& s = AdamState<State>(opt, p);
+  return {s.exp_avg(), s.exp_avg_sq(), s.step()};
+}
+
 optim::SGDParamState& SgdState(optim::Optimizer& opt, const at::Tensor& p) {
   auto& states = opt.state();
   auto key = StateKey(states, p);
@@ -125,17 +137,13 @@ void FusedStep::Step(const at::Tensor& found_inf) {
       grads_.push_back(p.grad());
       if (kind_ == Kind::kSGD) {
         first_.push_back(SgdState(optimizer_, p).momentum_buffer());
-      } else if (kind_ == Kind::kAdamW) {
-        auto& s = AdamState<optim::AdamWParamState>(optimizer_, p);
-        first_.push_back(s.exp_avg());
-        second_.push_back(s.exp_avg_sq());
-        step_list_.push_back(DeviceStep(p, s.step()));
-      } else {
-        auto& s = AdamState<optim::AdamParamState>(optimizer_, p);
-        first_.push_back(s.exp_avg());
-        second_.push_back(s.exp_avg_sq());
-        step_list_.push_back(DeviceStep(p, s.step()));
+        continue;
       }
+      const AdamFields f = kind_ == Kind::kAdamW ? AdamFieldsOf<optim::AdamWParamState>(optimizer_, p)
+                                                 : AdamFieldsOf<optim::AdamParamState>(optimizer_, p);
+      first_.push_back(f.exp_avg);
+      second_.push_back(f.exp_avg_sq);
+      step_list_.push_back(DeviceStep(p, f.step));
     }
     if (params_.empty()) continue;
 #if YC_HAS_FUSED_OPTIM
@@ -173,16 +181,24 @@ void FusedStep::Step(const at::Tensor& found_inf) {
 
 void FusedStep::SyncState() {
   if (kind_ == Kind::kSGD || steps_.empty()) return;
+  std::vector<at::Tensor> params, counts;
   for (auto& group : optimizer_.param_groups()) {
     for (auto& p : group.params()) {
       auto it = steps_.find(p.unsafeGetTensorImpl());
       if (it == steps_.end()) continue;
-      const auto n = static_cast<int64_t>(std::llround(it->second.item<double>()));
-      if (kind_ == Kind::kAdamW) {
-        AdamState<optim::AdamWParamState>(optimizer_, p).step(n);
-      } else {
-        AdamState<optim::AdamParamState>(optimizer_, p).step(n);
-      }
+      params.push_back(p);
+      counts.push_back(it->second);
+    }
+  }
+  if (params.empty()) return;
+  const at::Tensor host = at::stack(counts).to(at::kCPU, at::kDouble);  // one device-to-host copy
+  const double* n = host.data_ptr<double>();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto step = static_cast<int64_t>(std::llround(n[i]));
+    if (kind_ == Kind::kAdamW) {
+      AdamState<optim::AdamWParamState>(optimizer_, params[i]).step(step);
+    } else {
+      AdamState<optim::AdamParamState>(optimizer_, params[i]).step(step);
     }
   }
 }
