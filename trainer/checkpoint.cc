@@ -272,12 +272,16 @@ Status WriteFileAtomic(const fs::path& path, const std::string& bytes) {
   return SyncPath(dir);
 }
 
+Status CheckpointSnapshot::WriteTo(const fs::path& path) {
+  Result<std::shared_ptr<const std::string>> bytes = Serialize();
+  if (!bytes.ok()) return Status(bytes.status()).WithContext(path.string());
+  return WriteFileAtomic(path, **bytes);
+}
+
 Status WriteCheckpoint(const fs::path& path, const CheckpointContents& c) {
   Result<std::shared_ptr<CheckpointSnapshot>> snap = CheckpointSnapshot::Take(c);
   if (!snap.ok()) return Status(snap.status()).WithContext(path.string());
-  Result<std::shared_ptr<const std::string>> bytes = (*snap)->Serialize();
-  if (!bytes.ok()) return Status(bytes.status()).WithContext(path.string());
-  return WriteFileAtomic(path, **bytes);
+  return (*snap)->WriteTo(path);
 }
 
 struct CheckpointReader::Impl {

@@ -86,6 +86,8 @@ class CheckpointSnapshot {
  public:
   static Result<std::shared_ptr<CheckpointSnapshot>> Take(const CheckpointContents& contents);
   Result<std::shared_ptr<const std::string>> Serialize();
+  // Serialize() written atomically to `path` (WriteFileAtomic); errors name the path.
+  Status WriteTo(const std::filesystem::path& path);
 
  private:
   CheckpointSnapshot() = default;

@@ -34,7 +34,6 @@
 #include "trainer/validator.h"
 #include "trainer/yolov8.h"
 
-
 namespace yc::trainer {
 
 namespace fs = std::filesystem;
@@ -352,8 +351,8 @@ Status Run::Setup() {
     fused_ = std::make_unique<FusedStep>(*optimizer_);  // after LoadOptimizer: it reads the loaded state
     Say("optimizer step: fused multi-tensor kernels, inf/nan steps skipped on the device");
   }
-  train_step_ = std::make_unique<TrainStep>(model_, *optimizer_, *ema_, *scaler_, *loss_, amp_, o_.clip_grad, device_.type(),
-                                       fused_.get(), reducer_.get(), dist_->world_size());
+  train_step_ = std::make_unique<TrainStep>(model_, *optimizer_, *ema_, *scaler_, *loss_, amp_, o_.clip_grad,
+                                            device_.type(), fused_.get(), reducer_.get(), dist_->world_size());
   stopper_ = std::make_unique<EarlyStopping>(o_.patience, state_.best_fitness, state_.best_epoch);
 
   if (o_.val && IsMain()) {  // rank 0 validates (the EMA is identical on every rank)
@@ -419,9 +418,7 @@ Status Run::SaveLast(bool pending_grads) {
   YC_RETURN_IF_ERROR(writer_.Wait());  // an earlier background write must not land after this one
   Result<std::shared_ptr<CheckpointSnapshot>> snap = SnapshotLast(pending_grads);
   if (!snap.ok()) return snap.status();
-  Result<std::shared_ptr<const std::string>> bytes = (*snap)->Serialize();
-  if (!bytes.ok()) return Status(bytes.status()).WithContext(last_.string());
-  return WriteFileAtomic(last_, **bytes);
+  return (*snap)->WriteTo(last_);
 }
 
 Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
@@ -607,13 +604,11 @@ Status Run::EndEpochMain(int epoch, bool* stop) {
                                   ? weights_ / ("epoch" + std::to_string(epoch + 1) + ".pt")
                                   : fs::path();
   writer_.Submit([this, snapshot = *snap, improved, epoch_file]() -> Status {
-    Result<std::shared_ptr<const std::string>> bytes = snapshot->Serialize();
-    if (!bytes.ok()) return Status(bytes.status()).WithContext(last_.string());
-    const std::shared_ptr<const std::string>& data = *bytes;
-    YC_RETURN_IF_ERROR(WriteFileAtomic(last_, *data));
-    if (improved) YC_RETURN_IF_ERROR(WriteFileAtomic(best_, *data));
+    // Serialised once (Serialize keeps the bytes), written up to three times.
+    YC_RETURN_IF_ERROR(snapshot->WriteTo(last_));
+    if (improved) YC_RETURN_IF_ERROR(snapshot->WriteTo(best_));
     if (!epoch_file.empty()) {
-      YC_RETURN_IF_ERROR(WriteFileAtomic(epoch_file, *data));
+      YC_RETURN_IF_ERROR(snapshot->WriteTo(epoch_file));
       RotateEpochCheckpoints(weights_, o_.keep);
     }
     return Status::OK();
