@@ -64,7 +64,7 @@ Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& o, in
     DetectionLoss loss(nc, model->strides(), LossOptions{o.box, o.cls, o.dfl});
     std::unique_ptr<FusedStep> fused;
     if (o.fused_optimizer && FusedStep::Supported(*optimizer)) fused = std::make_unique<FusedStep>(*optimizer);
-    TrainStep stepper(model, *optimizer, ema, scaler, loss, *amp, o.clip_grad, device->type(), fused.get());
+    TrainStep train_step(model, *optimizer, ema, scaler, loss, *amp, o.clip_grad, device->type(), fused.get());
     auto images = at::rand({o.batch, 3, o.imgsz, o.imgsz}, at::TensorOptions().device(*device));
     if (channels_last) images = images.contiguous(at::MemoryFormat::ChannelsLast);
     std::vector<ProbeLabels> labels;
@@ -77,9 +77,9 @@ Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& o, in
       for (int k = 0; k < n; ++k, ++*it) {
         const bool step_now = (*it + 1) % accumulate == 0;
         const ProbeLabels& l = labels[static_cast<size_t>(*it) % labels.size()];
-        Result<at::Tensor> items = stepper.ForwardBackward(images, l.table, l.max_boxes, step_now);
+        Result<at::Tensor> items = train_step.ForwardBackward(images, l.table, l.max_boxes, step_now);
         if (!items.ok()) return items.status();
-        if (step_now) YC_RETURN_IF_ERROR(stepper.OptimizerStep());
+        if (step_now) YC_RETURN_IF_ERROR(train_step.OptimizerStep());
       }
       return Status::OK();
     };
