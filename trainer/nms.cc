@@ -103,6 +103,7 @@ at::Tensor Nms(const at::Tensor& boxes, const at::Tensor& scores, double iou_thr
 std::vector<at::Tensor> NonMaxSuppression(const at::Tensor& prediction, const NmsOptions& options) {
   std::vector<at::Tensor> out;
   if (!prediction.defined() || prediction.dim() != 3 || prediction.size(1) < 5) return out;
+  if (!prediction.is_cpu()) return NonMaxSuppressionBatched(prediction, options);
   const int64_t bs = prediction.size(0);
   const int64_t nc = prediction.size(1) - 4;
   out.reserve(static_cast<size_t>(bs));

@@ -1,12 +1,12 @@
-// Batched non-maximum suppression as Ultralytics' non_max_suppression (validation settings by default):
+// Non-maximum suppression as Ultralytics' non_max_suppression (validation settings by default):
 // candidates above conf, multi-label (box, class) pairs, at most max_nms by score, classes kept apart
 // with the class-offset trick (boxes shifted by cls * max_wh), greedy IoU suppression, at most max_det.
 //
 // Candidate filtering, sorting and the pairwise IoU work run as tensor ops on the predictions' device.
 // The greedy pass is inherently sequential: on CPU it is a plain loop; on other devices the
 // IoU > threshold relation is computed on the device in row blocks, bit-packed, and scanned on the
-// host (torchvision's CUDA NMS does the same), stopping as soon as max_det boxes are kept. That copy is
-// the one host sync per image; NMS only runs at validation.
+// host (torchvision's CUDA NMS does the same), stopping as soon as max_det boxes are kept. Off the CPU,
+// whole batches go through NonMaxSuppressionBatched (one sync per round instead of several per image).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +31,13 @@ struct NmsOptions {
 // Anything that is not a (B, 4 + nc, A) tensor yields an empty vector. No time limit (Ultralytics aborts
 // after 2 s + 0.05 s/image); the max_det early exit bounds the work instead.
 std::vector<at::Tensor> NonMaxSuppression(const at::Tensor& prediction, const NmsOptions& options = {});
+
+// The same detections (same boxes, same order) for the whole batch at once, with a handful of host syncs
+// instead of several per image (nms_batched.cc): candidates of all images are found, sorted and capped
+// together, and the greedy pass runs in rounds of `chunk` candidates per image, each round one device
+// IoU pass over all unfinished images and one host read. NonMaxSuppression uses it off the CPU.
+std::vector<at::Tensor> NonMaxSuppressionBatched(const at::Tensor& prediction, const NmsOptions& options = {},
+                                                 int64_t chunk = 512);
 
 // Greedy NMS of xyxy boxes (N, 4) with scores (N): indices (int64, on the boxes' device) of kept boxes in
 // descending score order (ties keep input order), at most max_keep (< 0: no limit).

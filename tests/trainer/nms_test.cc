@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "trainer/box_ops.h"
 
 namespace yc::trainer {
@@ -78,6 +80,63 @@ TEST(Nms, EmptyAndLimits) {
   auto batch = NonMaxSuppression(at::cat({pred, at::zeros_like(pred)}, 0));
   ASSERT_EQ(batch.size(), 2u);
   EXPECT_EQ(batch[1].size(0), 0);
+}
+
+// Random predictions (B, 4 + nc, A): clustered boxes so suppression matters, scores spread around conf.
+at::Tensor ClutteredPrediction(int64_t bs, int64_t nc, int64_t anchors, uint64_t seed) {
+  at::manual_seed(seed);
+  auto centres = at::rand({bs, 2, 6}) * 300 + 20;  // 6 "objects" per image
+  auto which = at::randint(0, 6, {bs, 1, anchors}, at::kLong).expand({bs, 2, anchors});
+  auto xy = centres.gather(2, which) + at::randn({bs, 2, anchors}) * 8;
+  auto wh = at::rand({bs, 2, anchors}) * 40 + 10;
+  auto scores = at::rand({bs, nc, anchors}).pow(6);  // most small, a few large
+  scores.select(2, 0).fill_(0.5);  // equal scores: ties keep anchor order
+  scores.select(2, 1).fill_(0.5);
+  return at::cat({xy, wh, scores}, 1);
+}
+
+void ExpectSameDetections(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].sizes(), b[i].sizes()) << what << ", image " << i;
+    EXPECT_TRUE(at::equal(a[i], b[i])) << what << ", image " << i;
+  }
+}
+
+TEST(Nms, BatchedEqualsPerImage) {
+  auto pred = ClutteredPrediction(5, 3, 700, 11);
+  pred.narrow(0, 2, 1).narrow(1, 4, 3).zero_();  // one image without candidates
+  int64_t kept_total = 0;
+  for (bool multi : {true, false}) {
+    for (bool agnostic : {false, true}) {
+      for (int64_t max_det : {300, 7}) {
+        NmsOptions o;
+        o.conf = 0.01;
+        o.multi_label = multi;
+        o.agnostic = agnostic;
+        o.max_det = max_det;
+        const auto reference = NonMaxSuppression(pred, o);  // CPU: the per-image path
+        ASSERT_EQ(reference[2].size(0), 0);
+        for (const auto& r : reference) kept_total += r.size(0);
+        // Chunks far smaller than the candidates force many rounds; 9 is rounded up to 16.
+        for (int64_t chunk : {9, 64, 512}) {
+          ExpectSameDetections(NonMaxSuppressionBatched(pred, o, chunk), reference,
+                               "multi " + std::to_string(multi) + " agnostic " + std::to_string(agnostic) +
+                                   " max_det " + std::to_string(max_det) + " chunk " + std::to_string(chunk));
+        }
+      }
+    }
+  }
+  EXPECT_GT(kept_total, 100);  // the comparison saw real suppression work
+  NmsOptions capped;
+  capped.max_nms = 50;
+  ExpectSameDetections(NonMaxSuppressionBatched(pred, capped, 16), NonMaxSuppression(pred, capped), "max_nms 50");
+  NmsOptions none;
+  none.conf = 1.0;  // scores are below 1
+  auto empty = NonMaxSuppressionBatched(pred, none);
+  ASSERT_EQ(empty.size(), 5u);
+  for (const auto& e : empty) EXPECT_EQ(e.sizes(), (at::IntArrayRef{0, 6}));
+  EXPECT_TRUE(NonMaxSuppressionBatched(at::zeros({2, 3})).empty());
 }
 
 TEST(Nms, LoopAndBitmaskBackEndsAgree) {
