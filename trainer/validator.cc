@@ -79,7 +79,13 @@ Result<ValResult> Validator::Run(YOLOv8Impl& model, const std::function<void(siz
     return Status::InvalidArgument("validator: model has " + std::to_string(model.nc()) + " classes, expected " +
                                    std::to_string(d.nc));
   }
-  const auto t0 = std::chrono::steady_clock::now();
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto lap = [t = t0](double* bucket) mutable {  // adds the time since the previous lap to *bucket
+    const auto now = Clock::now();
+    *bucket += std::chrono::duration<double>(now - t).count();
+    t = now;
+  };
   ValResult result;
   DetectionMetrics metrics;
   at::Tensor loss_sum = at::zeros({3}, at::TensorOptions().dtype(at::kFloat).device(d.device));
@@ -90,6 +96,7 @@ Result<ValResult> Validator::Run(YOLOv8Impl& model, const std::function<void(siz
   std::shared_ptr<Batch> next;
   YC_RETURN_IF_ERROR(d.loader->Next(&next));
   if (next) YC_RETURN_IF_ERROR(d.feed->Stage(std::move(next)));
+  lap(&result.data_seconds);
   size_t done = 0;
   try {
     c10::NoGradGuard no_grad;
@@ -99,6 +106,7 @@ Result<ValResult> Validator::Run(YOLOv8Impl& model, const std::function<void(siz
       if (next) YC_RETURN_IF_ERROR(d.feed->Stage(std::move(next)));
       Result<DeviceBatch> db = d.feed->Take();
       if (!db.ok()) return db.status();
+      lap(&result.data_seconds);
       DetectOutput out;
       {
         AutocastGuard amp(d.device.type(), options_.amp, options_.amp_dtype);
@@ -110,12 +118,16 @@ Result<ValResult> Validator::Run(YOLOv8Impl& model, const std::function<void(siz
         loss_sum.add_(l->items);
         ++loss_batches;
       }
+      SynchronizeDevice(d.device);  // NMS's first host read would wait here anyway
+      lap(&result.model_seconds);
       std::vector<at::Tensor> dets = NonMaxSuppression(out.pred.to(at::kFloat), options_.nms);
+      lap(&result.nms_seconds);
       for (int i = 0; i < db->size; ++i) {
         at::Tensor gt_boxes, gt_cls;
         BatchGroundTruth(*db->host, i, &gt_boxes, &gt_cls);
         metrics.Update(i < static_cast<int>(dets.size()) ? dets[static_cast<size_t>(i)] : at::Tensor(), gt_boxes, gt_cls);
       }
+      lap(&result.metrics_seconds);
       result.images += db->size;
       ++done;
       if (progress) progress(done, total);
@@ -129,7 +141,8 @@ Result<ValResult> Validator::Run(YOLOv8Impl& model, const std::function<void(siz
     for (int k = 0; k < 3; ++k) result.loss[k] = l[k].item<double>();
     result.has_loss = true;
   }
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  lap(&result.metrics_seconds);
+  result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return result;
 }
 

@@ -46,6 +46,9 @@ struct ValResult {
   std::array<double, 3> loss{};  // mean box, cls, dfl over the val batches
   int64_t images = 0;
   double seconds = 0;
+  // Where `seconds` went (host wall time): waiting for the loader, the model (forward and val loss, up to
+  // a device sync that NMS would otherwise take), NMS, and matching + metrics on the host.
+  double data_seconds = 0, model_seconds = 0, nms_seconds = 0, metrics_seconds = 0;
 };
 
 class Validator {
