@@ -87,7 +87,8 @@ class ConsoleObserver final : public TrainObserver {
       line += " | P " + F("%.3f", r.precision) + " R " + F("%.3f", r.recall) + " mAP50 " + F("%.3f", r.map50) +
               " mAP50-95 " + F("%.3f", r.map50_95);
     }
-    line += " | " + F("%.1f", r.time) + " s (epoch " + F("%.2f", r.epoch_train_seconds) + " s, val " +
+    line += " | " + F("%.1f", r.time) + " s (epoch " + F("%.2f", r.epoch_train_seconds) + " s of which data wait " +
+            F("%.2f", r.data_wait_seconds) + " s, val " +
             F("%.2f", r.val_seconds) + " s, save " + F("%.2f", r.save_seconds) + " s)";
     std::cout << line << std::endl;
   }
@@ -126,6 +127,8 @@ void AddTrainOptions(CLI::App& app, TrainArgs& a) {
   app.add_flag("!--no-channels-last", o.channels_last, "CUDA: keep weights and inputs NCHW (default channels_last)");
   app.add_flag("!--no-fused-optimizer", o.fused_optimizer,
                "Step with torch::optim's per-tensor loop instead of the fused multi-tensor kernels (LibTorch >= 2.4)");
+  app.add_flag("--cudnn-benchmark", o.cudnn_benchmark,
+               "CUDA: cuDNN autotuning (off by default, as in Ultralytics: it pauses to tune each new input shape)");
   app.add_flag("--sync-bn", o.sync_bn,
                "Data-parallel: BatchNorm statistics and the loss normaliser over the global batch (N ranks compute "
                "what one process does; default: per rank, as Ultralytics)");
@@ -329,6 +332,8 @@ int RunVal(const ValArgs& a) {
     j["split"] = o.split;
     j["imgsz"] = r->imgsz;
     j["seconds"] = v.seconds;
+    j["stage_seconds"] = {{"data", v.data_seconds}, {"model", v.model_seconds}, {"nms", v.nms_seconds},
+                          {"metrics", v.metrics_seconds}};
     if (v.has_loss) j["loss"] = {{"box", v.loss[0]}, {"cls", v.loss[1]}, {"dfl", v.loss[2]}};
     std::cout << j.dump(2) << "\n";
     return kExitOk;
@@ -347,8 +352,9 @@ int RunVal(const ValArgs& a) {
     std::printf("%-16s %8s %10lld %8.3f %8.3f %8.3f %9.3f\n", name.c_str(), "", static_cast<long long>(pc.num_targets[i]),
                 pc.p[i], pc.r[i], pc.ap[i][0], ap);
   }
-  std::printf("%lld images in %.2f s on %s, imgsz %d\n", static_cast<long long>(v.images), v.seconds, r->device.c_str(),
-              r->imgsz);
+  std::printf("%lld images in %.2f s on %s, imgsz %d (data %.3f s, model %.3f s, NMS %.3f s, metrics %.3f s)\n",
+              static_cast<long long>(v.images), v.seconds, r->device.c_str(), r->imgsz, v.data_seconds, v.model_seconds,
+              v.nms_seconds, v.metrics_seconds);
   return kExitOk;
 }
 

@@ -47,7 +47,7 @@ Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& o, in
     if (!amp.ok()) return amp.status();
     Result<ModelScale> scale = ParseModelScale(o.model);
     if (!scale.ok()) return scale.status();
-    ConfigureDevice(*device);
+    ConfigureDevice(*device, o.cudnn_benchmark);
     const bool channels_last = device->is_cuda() && o.channels_last;
     YOLOv8 model(YOLOv8Options(*scale, nc));
     model->to(*device);

@@ -80,12 +80,12 @@ Result<at::Device> ParseDevice(const std::string& text) {
   return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
-std::string ConfigureDevice(const at::Device& device) {
+std::string ConfigureDevice(const at::Device& device, bool cudnn_benchmark) {
   if (!device.is_cuda()) return "cpu";
 #if YOLOCACHE_TORCH_CUDA
   c10::cuda::set_device(device.index());
   auto& ctx = at::globalContext();
-  ctx.setBenchmarkCuDNN(true);
+  ctx.setBenchmarkCuDNN(cudnn_benchmark);
 #if YC_FLOAT32_PRECISION_API
   ctx.setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL, at::Float32Precision::TF32);
   ctx.setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::CONV, at::Float32Precision::TF32);
@@ -93,7 +93,7 @@ std::string ConfigureDevice(const at::Device& device) {
   ctx.setAllowTF32CuBLAS(true);
   ctx.setAllowTF32CuDNN(true);
 #endif
-  return "cudnn.benchmark on, TF32 matmul+conv on";
+  return std::string("cudnn.benchmark ") + (cudnn_benchmark ? "on" : "off") + ", TF32 matmul+conv on";
 #else
   return "cpu";
 #endif

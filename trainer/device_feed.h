@@ -34,9 +34,10 @@ bool CudaAvailable();
 // Whether this binary was built against a LibTorch with CUDA.
 bool BuiltWithCuda();
 
-// CUDA: cuDNN autotuning on, TF32 for matmul and convolutions (the legacy switches on LibTorch < 2.10,
-// the Float32Precision API from 2.10 on; never both). CPU: nothing. Returns a one-line description.
-std::string ConfigureDevice(const at::Device& device);
+// CUDA: cuDNN autotuning (cudnn.benchmark) as asked, TF32 for matmul and convolutions (the legacy
+// switches on LibTorch < 2.10, the Float32Precision API from 2.10 on; never both). CPU: nothing.
+// Returns a one-line description.
+std::string ConfigureDevice(const at::Device& device, bool cudnn_benchmark = false);
 // Waits for all queued work on the device (no-op on CPU).
 void SynchronizeDevice(const at::Device& device);
 // Bytes held by LibTorch's caching allocator on a CUDA device (Ultralytics' memory_reserved); 0 on CPU.

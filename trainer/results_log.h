@@ -27,6 +27,7 @@ struct EpochRecord {
   std::array<double, 3> lr{};          // lr/pg0..2 at the end of the epoch
   // Not in results.csv (Ultralytics has no such columns); for the console and the run summary.
   double epoch_train_seconds = 0;      // this epoch's training loop
+  double data_wait_seconds = 0;        // of which the loop waited for the loader (0: the loader kept up)
   double val_seconds = 0;              // this epoch's validation
   double save_seconds = 0;             // checkpoints, results.csv and results.png after it
 };

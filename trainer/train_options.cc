@@ -98,6 +98,7 @@ const std::vector<Field>& Fields() {
       Num("prefetch", &TrainOptions::prefetch),
       Bool("channels_last", &TrainOptions::channels_last),
       Bool("fused_optimizer", &TrainOptions::fused_optimizer),
+      Bool("cudnn_benchmark", &TrainOptions::cudnn_benchmark),
       Bool("sync_bn", &TrainOptions::sync_bn),
       Str("optimizer", &TrainOptions::optimizer),
       Num("lr0", &TrainOptions::lr0),

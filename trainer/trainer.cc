@@ -126,6 +126,9 @@ class Run {
   Status SaveRankWeights();
   Status Setup();
   Status TrainEpoch(int epoch, size_t first_batch, bool* interrupted);
+  // Starts the loader on the next epoch before this one's validation, so its first batches are
+  // prepared on the CPU while the GPU validates.
+  Status PrefetchEpoch(int epoch);
   Status EndEpoch(int epoch, bool* stop);
   Status EndEpochMain(int epoch, bool* stop);  // rank 0: validation, checkpoints, results
   // last.pt's contents now (a snapshot: it is serialised and written during the next epoch).
@@ -152,6 +155,7 @@ class Run {
   YOLOv8 model_{nullptr};
   std::unique_ptr<DeviceFeed> feed_;
   std::unique_ptr<Loader> loader_;
+  int loader_epoch_ = -1;  // the epoch the loader was started on ahead of time (-1: none)
   size_t nb_ = 0;
   OptimizerSpec spec_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
@@ -174,6 +178,7 @@ class Run {
   int64_t last_ni_ = -1;
   Clock::time_point epoch_t0_;
   double epoch_train_s_ = 0;
+  double epoch_data_wait_s_ = 0;
   nlohmann::json last_metrics_ = nlohmann::json::object();
   bool plot_disabled_ = false;
 
@@ -205,7 +210,7 @@ Status Run::Setup() {
   if (!amp.ok()) return amp.status();
   amp_ = *amp;
   if (o_.torch_threads > 0) at::set_num_threads(o_.torch_threads);
-  const std::string tuning = ConfigureDevice(device_);
+  const std::string tuning = ConfigureDevice(device_, o_.cudnn_benchmark);
   channels_last_ = device_.is_cuda() && o_.channels_last;
   Say("device: " + DeviceDescription(device_) + (device_.is_cuda() ? "; " + tuning : std::string()) +
       (channels_last_ ? "; channels_last" : ""));
@@ -433,16 +438,25 @@ Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
     epoch_batches_ = state_.epoch_loss_batches;
   }
   if (gpu_) gpu_->Start();
-  YC_RETURN_IF_ERROR(loader_->StartEpoch(epoch, first_batch));
+  epoch_data_wait_s_ = 0;
+  // The loader's next batch; the time blocked here is what the GPU may have idled for.
   std::shared_ptr<Batch> next;
-  YC_RETURN_IF_ERROR(loader_->Next(&next));
-  if (next) YC_RETURN_IF_ERROR(feed_->Stage(std::move(next)));
+  auto next_batch = [&]() -> Status {
+    const auto t = Clock::now();
+    Status st = loader_->Next(&next);
+    epoch_data_wait_s_ += Seconds(t);
+    return st;
+  };
   const auto t_train = Clock::now();
+  if (loader_epoch_ != epoch || first_batch > 0) YC_RETURN_IF_ERROR(loader_->StartEpoch(epoch, first_batch));
+  loader_epoch_ = -1;
+  YC_RETURN_IF_ERROR(next_batch());
+  if (next) YC_RETURN_IF_ERROR(feed_->Stage(std::move(next)));
   int64_t images = 0;
   size_t i = first_batch;
   while (feed_->staged() > 0) {
     // Stage batch i + 1 before computing batch i: on CUDA its copy overlaps this batch's compute.
-    YC_RETURN_IF_ERROR(loader_->Next(&next));
+    YC_RETURN_IF_ERROR(next_batch());
     if (next) YC_RETURN_IF_ERROR(feed_->Stage(std::move(next)));
     Result<DeviceBatch> db = feed_->Take();
     if (!db.ok()) return db.status();
@@ -522,6 +536,13 @@ Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
   return Status::OK();
 }
 
+Status Run::PrefetchEpoch(int epoch) {
+  if (epoch >= o_.epochs) return Status::OK();
+  YC_RETURN_IF_ERROR(loader_->StartEpoch(epoch));
+  loader_epoch_ = epoch;
+  return Status::OK();
+}
+
 Status Run::EndEpoch(int epoch, bool* stop) {
   *stop = false;
   // Gradients pending for the next epoch's step go into last.pt; under DDP they are this rank's own
@@ -558,6 +579,7 @@ Status Run::EndEpochMain(int epoch, bool* stop) {
   *stop = false;
   bool improved = false;
   rec.epoch_train_seconds = epoch_train_s_;
+  rec.data_wait_seconds = epoch_data_wait_s_;
   const auto t_val = Clock::now();
   if (validate) {
     if (hooks_.observer) hooks_.observer->OnValStart(epoch + 1, validator_->batches());
@@ -703,6 +725,7 @@ Result<TrainSummary> Run::Execute() {
       summary_.interrupted = true;
       break;
     }
+    YC_RETURN_IF_ERROR(PrefetchEpoch(epoch + 1));
     bool stop = false;
     YC_RETURN_IF_ERROR(EndEpoch(epoch, &stop));
     ++summary_.epochs_run;
