@@ -27,6 +27,7 @@ class StatsReducer {
   // Without autograd (normalisers, counts).
   void SumInPlace(at::Tensor& t);
   int world_size() const;
+  int rank() const;
 
  private:
   DistContext& dist_;
@@ -34,7 +35,8 @@ class StatsReducer {
 
 // Batch normalisation of `x` (N, C, H, W) with the global batch's per-channel mean and biased variance,
 // `bn`'s affine parameters, and `bn`'s running statistics updated as torch does (unbiased variance,
-// momentum, num_batches_tracked). Computed in fp32; returns fp32.
+// momentum, num_batches_tracked). On CUDA (affine, tracking BatchNorm): PyTorch's fused SyncBatchNorm
+// kernels, output in x's dtype and memory format. Elsewhere: composed tensor ops in fp32, returns fp32.
 at::Tensor SyncBatchNorm2d(const at::Tensor& x, torch::nn::BatchNorm2dImpl& bn, StatsReducer& reducer);
 
 // Points every Conv of `model` at `reducer` (nullptr: back to per-rank statistics).

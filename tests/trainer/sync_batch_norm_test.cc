@@ -1,6 +1,7 @@
 #include "trainer/sync_batch_norm.h"
 
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 #include <torch/nn/modules/batchnorm.h>
 
 #include "trainer/distributed.h"
@@ -12,12 +13,15 @@ namespace {
 // With one rank the global batch is the local one: SyncBatchNorm2d must then be torch's training-mode
 // BatchNorm, forward and backward, running statistics included. (Two ranks against one process:
 // tests/trainer/train_ddp_test.cc, SyncBnTwoRanksEqualOneProcess.)
-TEST(SyncBatchNorm, OneRankEqualsTorchBatchNorm) {
+// On CUDA SyncBatchNorm2d takes the fused-kernel path, here in channels_last as the trainer feeds it.
+void ExpectOneRankEqualsTorchBatchNorm(const at::Device& device, at::MemoryFormat format) {
   auto dist = DistContext::Local();
   StatsReducer reducer(*dist);
   torch::manual_seed(5);
   const auto options = torch::nn::BatchNorm2dOptions(6).eps(kBnEps).momentum(kBnMomentum);
   torch::nn::BatchNorm2d ref(options), sync(options);
+  ref->to(device);
+  sync->to(device);
   {
     torch::NoGradGuard no_grad;
     ref->weight.uniform_(0.5, 1.5);
@@ -26,8 +30,8 @@ TEST(SyncBatchNorm, OneRankEqualsTorchBatchNorm) {
     sync->bias.copy_(ref->bias);
   }
   for (int step = 0; step < 3; ++step) {
-    const at::Tensor x0 = at::randn({4, 6, 5, 7}) * 3 + 1;
-    const at::Tensor up = at::randn({4, 6, 5, 7});  // upstream gradient
+    const at::Tensor x0 = (at::randn({4, 6, 5, 7}) * 3 + 1).to(device).contiguous(format);
+    const at::Tensor up = at::randn({4, 6, 5, 7}).to(device);  // upstream gradient
     at::Tensor xa = x0.clone().requires_grad_(true), xb = x0.clone().requires_grad_(true);
     at::Tensor ya = ref->forward(xa), yb = SyncBatchNorm2d(xb, *sync, reducer);
     EXPECT_LT((ya - yb).abs().max().item<double>(), 1e-4) << "step " << step;
@@ -42,6 +46,13 @@ TEST(SyncBatchNorm, OneRankEqualsTorchBatchNorm) {
     ref->zero_grad();
     sync->zero_grad();
   }
+}
+
+TEST(SyncBatchNorm, OneRankEqualsTorchBatchNorm) { ExpectOneRankEqualsTorchBatchNorm(at::kCPU, at::MemoryFormat::Contiguous); }
+
+TEST(SyncBatchNorm, OneRankEqualsTorchBatchNormCudaKernels) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "needs a CUDA device (the fused-kernel path)";
+  ExpectOneRankEqualsTorchBatchNorm(at::Device(at::kCUDA, 0), at::MemoryFormat::ChannelsLast);
 }
 
 // A Conv with a reducer uses it only while training; eval mode keeps the running statistics.
