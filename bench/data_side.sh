@@ -3,7 +3,8 @@
 #   bench/data_side.sh BUILD_DIR DATA_YAML WORKDIR
 # 1. build throughput per core vs bare tjDecompress2+resize (decode_bench, 1 thread)
 # 2. random record reads from an uncompressed cache in page cache (record_read_bench)
-# 3. loader train mode at 640, batch 64, default hyps: 1..N threads (scaling), val mode, zstd cost,
+# 3. loader train mode at 640, batch 64, default hyps: 1..N threads (scaling, next to the machine's own
+#    scaling from cpu_scaling_bench), val mode, zstd cost,
 #    and the naive decode-every-time loader for comparison
 set -euo pipefail
 build=$1 data=$2 work=$3
@@ -20,6 +21,8 @@ echo "== 2. record reads"
 $build/bench/record_read_bench --images "$(dirname "$data")/images/train2017" --threads 1 "$(nproc)" --seconds 2
 echo "== 3. loader, train mode, 640, batch 64"
 n=$(nproc)
+echo "-- the machine's own 1 -> $n thread scaling (compute- and memory-bound reference)"
+$build/bench/cpu_scaling_bench --threads 1,2,4,8,"$n" --seconds 1
 for t in 1 2 4 8 $n; do
   $yc bench "$work/raw" --threads "$t" --batches $((8 + 4 * t)) --profile-samples 0 --no-checksum | sed -n 2p | sed "s/^/threads $t: /"
 done
