@@ -87,7 +87,7 @@ Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& o, in
     SyntheticThroughput result;
     result.fused_optimizer = fused != nullptr;
     const auto t_warm = Clock::now();
-    YC_RETURN_IF_ERROR(run(std::min(5, iterations), &it));  // cuDNN autotuning, allocator warm-up
+    YC_RETURN_IF_ERROR(run(std::min(5, iterations), &it));  // CUDA set-up, allocator warm-up, autotuning if on
     SynchronizeDevice(*device);
     result.warmup_seconds = Seconds(t_warm);
     const auto t0 = Clock::now();

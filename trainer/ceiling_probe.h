@@ -23,7 +23,7 @@ struct ProbeLabels {
 
 struct SyntheticThroughput {
   double images_per_second = 0;
-  double warmup_seconds = 0;     // the first few iterations: cuDNN autotuning, allocator growth
+  double warmup_seconds = 0;     // the first few iterations: CUDA set-up, allocator growth, autotuning if on
   bool fused_optimizer = false;  // whether the fused optimizer step ran (fused_step.h)
 };
 
