@@ -39,19 +39,26 @@ typename Map::key_type StateKey(const Map&, const at::Tensor& p) {
   }
 }
 
-template <typename State>
-State& AdamState(optim::Optimizer& opt, const at::Tensor& p) {
+// The optimizer's state of `p`, made by `make()` when `p` has none yet (torch::optim creates it on a
+// parameter's first step).
+template <typename State, typename Make>
+State& StateOf(optim::Optimizer& opt, const at::Tensor& p, Make make) {
   auto& states = opt.state();
   auto key = StateKey(states, p);
   auto it = states.find(key);
-  if (it == states.end()) {  // as torch::optim creates it on a parameter's first step
+  if (it == states.end()) it = states.emplace(key, make()).first;
+  return static_cast<State&>(*it->second);
+}
+
+template <typename State>
+State& AdamState(optim::Optimizer& opt, const at::Tensor& p) {
+  return StateOf<State>(opt, p, [&p] {
     auto s = std::make_unique<State>();
     s->step(0);
     s->exp_avg(at::zeros_like(p, at::MemoryFormat::Preserve));
     s->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
-    it = states.emplace(key, std::move(s)).first;
-  }
-  return static_cast<State&>(*it->second);
+    return s;
+  });
 }
 
 // Adam and AdamW keep the same fields in two state types.
@@ -67,17 +74,13 @@ AdamFields AdamFieldsOf(optim::Optimizer& opt, const at::Tensor& p) {
 }
 
 optim::SGDParamState& SgdState(optim::Optimizer& opt, const at::Tensor& p) {
-  auto& states = opt.state();
-  auto key = StateKey(states, p);
-  auto it = states.find(key);
-  if (it == states.end()) {
-    // torch::optim starts the buffer as a copy of the first gradient; a zero buffer updated with
-    // dampening 0 holds exactly that after the first step, and stays zero if that step is skipped.
+  // torch::optim starts the buffer as a copy of the first gradient; a zero buffer updated with
+  // dampening 0 holds exactly that after the first step, and stays zero if that step is skipped.
+  return StateOf<optim::SGDParamState>(opt, p, [&p] {
     auto s = std::make_unique<optim::SGDParamState>();
     s->momentum_buffer(at::zeros_like(p, at::MemoryFormat::Preserve));
-    it = states.emplace(key, std::move(s)).first;
-  }
-  return static_cast<optim::SGDParamState&>(*it->second);
+    return s;
+  });
 }
 
 #if YC_HAS_FUSED_OPTIM
