@@ -1,6 +1,7 @@
 #include "loader/loader.h"
 
 #include <tbb/blocked_range.h>
+#include <tbb/concurrent_queue.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/global_control.h>
 #include <tbb/info.h>
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -73,12 +75,16 @@ class BatchPool {
   std::vector<BatchSlot*> free_;
 };
 
-// One batch being produced.
+// One batch being produced: one task per sample; the last to finish completes the batch.
 struct Job {
+  int epoch = 0;
   size_t index = 0;
   BatchSlot* slot = nullptr;
-  bool done = false;  // guarded by Loader::Impl::mu
-  Status status;      // first failure among the samples
+  SampleContext context;
+  cv::Size shape;
+  std::atomic<int> remaining{0};  // samples not yet finished
+  bool done = false;              // guarded by Loader::Impl::mu
+  Status status;                  // first failure among the samples
   std::mutex status_mu;
 };
 
@@ -93,83 +99,137 @@ struct Loader::Impl {
   std::unique_ptr<tbb::task_arena> arena;
   tbb::enumerable_thread_specific<RenderScratch> scratch;
 
+  struct QueuedSample {
+    std::shared_ptr<Job> job;
+    int index = 0;
+  };
+  tbb::concurrent_queue<QueuedSample> queued;  // samples in launch order; one producer, so FIFO
+
   std::mutex mu;
   std::condition_variable cv;
   int running = 0;  // enqueued jobs not yet finished (guarded by mu)
   std::atomic<bool> cancel{false};
+  // Loader::stats(), in nanoseconds
+  std::atomic<uint64_t> samples_done{0}, sample_ns{0}, render_ns{0}, finish_ns{0};
 
   // Consumer-side state (touched only by the thread calling StartEpoch/Next).
-  std::deque<std::shared_ptr<Job>> inflight;
+  std::deque<std::shared_ptr<Job>> inflight;  // in (epoch, index) order
   bool started = false;
-  int epoch = 0;
-  bool closed = false;
+  int epoch = 0;              // the consumer's epoch
   size_t next = 0;            // next batch to hand out
-  size_t next_scheduled = 0;  // next batch to enqueue
+  int scheduled_epoch = 0;    // epoch of the next batch to launch (the sampler's epoch)
+  size_t next_scheduled = 0;  // index of the next batch to launch
   Status error;               // sticky until StartEpoch
 
-  void Produce(Job* job) {
+  // Consumer thread: lays the batch out, queues its samples and enqueues one task per sample; each
+  // task runs whichever sample is at the head of the queue. Samples thus start in strict launch
+  // order (TBB's enqueue alone is FIFO only per lane), so the head batch is the first to finish, and
+  // no worker ever blocks inside a batch waiting for its other samples (a worker waiting in a
+  // per-batch parallel_for may pick up a later batch's work and hold the head batch back).
+  void Launch(const std::shared_ptr<Job>& job) {
     BatchSlot& slot = *job->slot;
     Batch& b = slot.batch;
-    cv::Size shape;
-    sampler->Batch(job->index, &slot.samples, &shape);
+    sampler->Batch(job->index, &slot.samples, &job->shape);
     const int n = static_cast<int>(slot.samples.size());
     b.size = n;
-    b.height = shape.height;
-    b.width = shape.width;
+    b.height = job->shape.height;
+    b.width = job->shape.width;
     b.layout = options.layout;
-    b.epoch = epoch;
+    b.epoch = job->epoch;
     b.index = job->index;
     b.samples.resize(n);
     if (static_cast<int>(slot.sample_labels.size()) < n) slot.sample_labels.resize(n);
-    const SampleContext ctx{source.get(), &options, epoch, closed};
-    const size_t image_bytes = b.image_bytes();
-    tbb::parallel_for(tbb::blocked_range<int>(0, n, 1), [&](const tbb::blocked_range<int>& r) {
-      RenderScratch& local = scratch.local();
-      for (int i = r.begin(); i < r.end(); ++i) {
-        if (cancel.load(std::memory_order_relaxed)) return;
-        std::vector<float>& labels = slot.sample_labels[i];
-        labels.clear();
-        const Status st =
-            ProcessSample(ctx, slot.samples[i], i, shape, b.images + image_bytes * i, &local, &labels, &b.samples[i]);
-        if (!st.ok()) {
-          std::lock_guard<std::mutex> lock(job->status_mu);
-          if (job->status.ok()) job->status = st;
-        }
-      }
-    });
-    b.labels.clear();
+    const bool closed = options.mode == LoaderMode::kTrain && MosaicClosed(options, job->epoch);
+    job->context = SampleContext{source.get(), &options, job->epoch, closed};
+    job->remaining.store(n);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++running;
+    }
+    if (n == 0) Complete(job.get());
+    for (int i = 0; i < n; ++i) queued.push({job, i});
     for (int i = 0; i < n; ++i)
-      b.labels.insert(b.labels.end(), slot.sample_labels[i].begin(), slot.sample_labels[i].end());
+      arena->enqueue([this] {
+        QueuedSample s;
+        if (queued.try_pop(s)) RunSample(s.job.get(), s.index);  // one pop per task: never empty
+      });
   }
 
+  static void AddSeconds(std::atomic<uint64_t>* ns, double seconds) {
+    ns->fetch_add(static_cast<uint64_t>(seconds * 1e9), std::memory_order_relaxed);
+  }
+
+  void RunSample(Job* job, int i) {
+    if (!cancel.load(std::memory_order_relaxed)) {
+      BatchSlot& slot = *job->slot;
+      Batch& b = slot.batch;
+      Status st;
+      try {  // enqueued tasks must not throw (std::terminate)
+        std::vector<float>& labels = slot.sample_labels[i];
+        labels.clear();
+        RenderScratch& local = scratch.local();
+        const auto t0 = std::chrono::steady_clock::now();
+        st = ProcessSample(job->context, slot.samples[i], i, job->shape, b.images + b.image_bytes() * i, &local,
+                           &labels, &b.samples[i]);
+        const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - t0;
+        AddSeconds(&sample_ns, spent.count());
+        AddSeconds(&render_ns, local.render_seconds);
+        AddSeconds(&finish_ns, local.finish_seconds);
+        samples_done.fetch_add(1, std::memory_order_relaxed);
+      } catch (const std::exception& e) {
+        st = Status::IOError("loader: batch " + std::to_string(job->index) + ", sample " + std::to_string(i) + ": " +
+                             e.what());
+      }
+      if (!st.ok()) {
+        std::lock_guard<std::mutex> lock(job->status_mu);
+        if (job->status.ok()) job->status = st;
+      }
+    }
+    // acq_rel: the last sample sees every other sample's writes before it collates.
+    if (job->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) Complete(job);
+  }
+
+  // Runs once per batch, after its last sample: collates the labels and hands the batch over.
+  void Complete(Job* job) {
+    BatchSlot& slot = *job->slot;
+    Batch& b = slot.batch;
+    b.labels.clear();
+    if (!cancel.load()) {
+      try {
+        for (int i = 0; i < b.size; ++i)
+          b.labels.insert(b.labels.end(), slot.sample_labels[i].begin(), slot.sample_labels[i].end());
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(job->status_mu);
+        if (job->status.ok()) job->status = Status::IOError("loader: batch " + std::to_string(job->index) + ": " + e.what());
+      }
+    }
+    // Notify under the lock: once `running` reaches 0 the destructor may free `cv`, so the task
+    // must not touch it after unlocking.
+    std::lock_guard<std::mutex> lock(mu);
+    job->done = true;
+    --running;
+    cv.notify_all();
+  }
+
+  // Keeps `prefetch` batches in flight. In train mode, once an epoch's batches are all launched, it
+  // runs ahead into the next epoch (if below options.epochs), which a training loop asks for next.
+  // Without that the workers idle at every epoch end while the last batches drain: on coco128 (two
+  // batches an epoch) that was 8% of 16 threads' time. Batches depend only on (seed, epoch, index),
+  // so StartEpoch(epoch + 1) adopts them, and any other StartEpoch cancels them.
   Status Schedule() {
     const size_t batches = sampler->batches_per_epoch();
-    while (inflight.size() < static_cast<size_t>(options.prefetch) && next_scheduled < batches) {
+    while (inflight.size() < static_cast<size_t>(options.prefetch)) {
+      if (next_scheduled >= batches) {
+        if (options.mode != LoaderMode::kTrain || batches == 0 || scheduled_epoch + 1 >= options.epochs) break;
+        sampler->SetEpoch(++scheduled_epoch);
+        next_scheduled = 0;
+      }
       auto job = std::make_shared<Job>();
       YC_RETURN_IF_ERROR(pool->Acquire(&job->slot));
+      job->epoch = scheduled_epoch;
       job->index = next_scheduled++;
       inflight.push_back(job);
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        ++running;
-      }
-      arena->enqueue([this, job] {
-        if (!cancel.load()) {
-          try {
-            Produce(job.get());
-          } catch (const std::exception& e) {  // enqueued tasks must not throw (std::terminate)
-            std::lock_guard<std::mutex> lock(job->status_mu);
-            if (job->status.ok())
-              job->status = Status::IOError("loader: batch " + std::to_string(job->index) + ": " + e.what());
-          }
-        }
-        // Notify under the lock: once `running` reaches 0 the destructor may free `cv`, so the task
-        // must not touch it after unlocking.
-        std::lock_guard<std::mutex> lock(mu);
-        job->done = true;
-        --running;
-        cv.notify_all();
-      });
+      Launch(job);
     }
     return Status::OK();
   }
@@ -193,6 +253,16 @@ Loader::~Loader() { impl_->CancelAndWait(); }
 const LoaderOptions& Loader::options() const { return impl_->options; }
 size_t Loader::dataset_size() const { return impl_->source->size(); }
 size_t Loader::batches_per_epoch() const { return impl_->sampler->batches_per_epoch(); }
+
+Loader::Stats Loader::stats() const {
+  Stats s;
+  auto seconds = [](const std::atomic<uint64_t>& ns) { return static_cast<double>(ns.load()) * 1e-9; };
+  s.samples = impl_->samples_done.load();
+  s.sample_seconds = seconds(impl_->sample_ns);
+  s.render_seconds = seconds(impl_->render_ns);
+  s.finish_seconds = seconds(impl_->finish_ns);
+  return s;
+}
 
 Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const RecordSource> source, LoaderOptions options) {
   if (source == nullptr) return Status::InvalidArgument("loader: no record source");
@@ -253,17 +323,20 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const RecordSourc
 
 Status Loader::StartEpoch(int epoch, size_t first_batch) {
   Impl& d = *impl_;
-  d.CancelAndWait();
   if (epoch < 0) return Status::InvalidArgument("loader: epoch must be >= 0");
   if (first_batch > d.sampler->batches_per_epoch())
     return Status::InvalidArgument("loader: first batch " + std::to_string(first_batch) + " is past the epoch's " +
                                    std::to_string(d.sampler->batches_per_epoch()) + " batches");
-  if (!d.started || d.epoch != epoch) d.sampler->SetEpoch(epoch);
   d.started = true;
   d.epoch = epoch;
-  d.closed = d.options.mode == LoaderMode::kTrain && MosaicClosed(d.options, epoch);
-  d.next = d.next_scheduled = first_batch;
+  d.next = first_batch;
   d.error = Status::OK();
+  if (!d.inflight.empty() && d.inflight.front()->epoch == epoch && d.inflight.front()->index == first_batch)
+    return d.Schedule();  // the batches launched ahead are exactly where this epoch starts: keep them
+  d.CancelAndWait();
+  d.sampler->SetEpoch(epoch);
+  d.scheduled_epoch = epoch;
+  d.next_scheduled = first_batch;
   return d.Schedule();
 }
 

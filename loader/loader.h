@@ -11,7 +11,9 @@
 // samples of each batch in parallel, and batches come out in order. A batch's memory goes back to
 // the loader's pool when the last shared_ptr to it is released (holding many at once just grows the
 // pool). A batch depends only on (seed, epoch, batch index, rank, world_size): not on the thread
-// count, prefetch or timing, and StartEpoch(epoch, k) resumes exactly at batch k.
+// count, prefetch or timing, and StartEpoch(epoch, k) resumes exactly at batch k. In train mode the
+// workers run ahead into epoch + 1 (if below options.epochs) as an epoch's last batches drain;
+// StartEpoch(epoch + 1) picks those batches up, any other StartEpoch discards them.
 #pragma once
 
 #include <cstddef>
@@ -38,7 +40,17 @@ class Loader {
   size_t dataset_size() const;
   size_t batches_per_epoch() const;
 
-  // Starts (or restarts) an epoch at batch `first_batch`, cancelling whatever is in flight.
+  // Work done since Create, for benchmarks: samples rendered, and the workers' wall time spent on
+  // them summed over threads, whole and per stage (geometry + warp or letterbox; HSV + layout).
+  // Busy fraction = sample_seconds / (elapsed * threads); the rest is time workers had no sample.
+  struct Stats {
+    uint64_t samples = 0;
+    double sample_seconds = 0, render_seconds = 0, finish_seconds = 0;
+  };
+  Stats stats() const;
+
+  // Starts (or restarts) an epoch at batch `first_batch`, cancelling whatever is in flight unless it
+  // is exactly this epoch's batches from `first_batch` on (launched ahead at the previous epoch's end).
   Status StartEpoch(int epoch, size_t first_batch = 0);
 
   // The next batch in order; *out is null once the epoch is done. A worker's failure comes back here,

@@ -1,5 +1,6 @@
 #include "loader/sample_processor.h"
 
+#include <chrono>
 #include <exception>
 
 #include "loader/fast_path.h"
@@ -31,24 +32,31 @@ void FillInfo(const RecordView& view, uint64_t record, SampleInfo* info) {
   info->source.assign(view.source.data(), view.source.size());
 }
 
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
 Status ProcessTrain(const SampleContext& ctx, const SampleSlot& s, int batch_idx, cv::Size shape, uint8_t* slot,
                     RenderScratch* scratch, std::vector<float>* labels, SampleInfo* info) {
   const LoaderOptions& o = *ctx.options;
+  const Clock::time_point start = Clock::now();
   Rng rng(o.seed, static_cast<uint64_t>(ctx.epoch), s.position);
   const TrainPlan plan = DrawTrainPlan(rng, s.record, ctx.source->size(), o.hyp, ctx.mosaic_closed, o.imgsz);
   cv::Mat out = RenderTarget(o, shape, slot, scratch);
   std::vector<BoxXyxy>& boxes = scratch->boxes_out;
   if (o.path == LoaderOptions::Path::kReference) {
     YC_RETURN_IF_ERROR(RenderTrainReference(plan, *ctx.source, o, scratch, &scratch->warped, &boxes));
+    scratch->render_seconds = Since(start);
     FinishImage(scratch->warped.data, shape.height, shape.width, scratch->warped.step, nullptr, o.layout, slot,
                 &scratch->chunk);
   } else {
     YC_RETURN_IF_ERROR(RenderTrainFast(plan, *ctx.source, o, scratch, &out, &boxes));
+    scratch->render_seconds = Since(start);
     HsvLut lut;
     if (plan.hsv.enabled) lut = MakeHsvLut(plan.hsv);
     FinishImage(out.data, shape.height, shape.width, out.step, plan.hsv.enabled ? &lut : nullptr, o.layout, slot,
                 &scratch->chunk);
   }
+  scratch->finish_seconds = Since(start) - scratch->render_seconds;
   AppendLabelRows(static_cast<float>(batch_idx), boxes, shape.width, shape.height, labels);
   const RecordView& view = scratch->views[0];
   FillInfo(view, s.record, info);
@@ -66,9 +74,12 @@ Status ProcessVal(const SampleContext& ctx, const SampleSlot& s, int batch_idx, 
   cv::Mat out = RenderTarget(o, shape, slot, scratch);
   std::vector<BoxXyxy>& boxes = scratch->boxes_out;
   ValSample v;
+  const Clock::time_point start = Clock::now();
   YC_RETURN_IF_ERROR(RenderVal(*ctx.source, s.record, o.imgsz, scratch, &out, &boxes, &v));
-  if (o.layout == ImageLayout::kNCHW)
+  scratch->render_seconds = Since(start);
+  if (out.data != slot)
     FinishImage(out.data, shape.height, shape.width, out.step, nullptr, o.layout, slot, &scratch->chunk);
+  scratch->finish_seconds = Since(start) - scratch->render_seconds;
   AppendLabelRows(static_cast<float>(batch_idx), boxes, shape.width, shape.height, labels);
   FillInfo(scratch->views[0], s.record, info);
   info->resized_h = v.letterbox.new_h, info->resized_w = v.letterbox.new_w;
@@ -83,6 +94,7 @@ Status ProcessVal(const SampleContext& ctx, const SampleSlot& s, int batch_idx, 
 Status ProcessSample(const SampleContext& ctx, const SampleSlot& s, int batch_idx, cv::Size shape, uint8_t* slot,
                      RenderScratch* scratch, std::vector<float>* labels, SampleInfo* info) {
   scratch->views[0] = RecordView();  // so an early failure cannot name the previous sample's record
+  scratch->render_seconds = scratch->finish_seconds = 0;
   try {
     if (ctx.options->mode == LoaderMode::kTrain)
       return ProcessTrain(ctx, s, batch_idx, shape, slot, scratch, labels, info);

@@ -6,7 +6,9 @@
 #include <atomic>
 #include <cmath>
 #include <opencv2/imgproc.hpp>
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "loader/letterbox.h"
 #include "tests/loader/fake_source.h"
@@ -147,6 +149,39 @@ TEST(LoaderTest, EpochsDifferAndRepeat) {
   const auto e0_again = EpochHashes(loader.get(), 0);
   EXPECT_EQ(e0, e0_again);
   for (size_t i = 0; i < e0.size(); ++i) EXPECT_NE(e0[i], e1[i]);
+}
+
+// At an epoch's end the workers run ahead into the next epoch; what they made must be what a fresh
+// loader makes for that epoch, across the close_mosaic switch, whether StartEpoch adopts the batches
+// (epoch + 1 from batch 0) or discards them (any other start). No run-ahead past options.epochs.
+TEST(LoaderTest, RunAheadIntoTheNextEpochEqualsAFreshStart) {
+  auto src = Source(10);
+  LoaderOptions o = Train(4);  // 3 batches an epoch
+  o.prefetch = 3;
+  o.epochs = 4;
+  o.hyp.close_mosaic = 2;  // epochs 2 and 3 are letterbox epochs
+  std::vector<std::vector<uint64_t>> fresh;
+  for (int e = 0; e < 4; ++e) {
+    auto loader = Make(src, o);
+    ASSERT_TRUE(loader);
+    fresh.push_back(EpochHashes(loader.get(), e));
+    ASSERT_EQ(fresh.back().size(), 3u);
+  }
+  auto loader = Make(src, o);
+  ASSERT_TRUE(loader);
+  for (int e = 0; e < 4; ++e) EXPECT_EQ(EpochHashes(loader.get(), e), fresh[e]) << "consecutive epoch " << e;
+  // The last epoch launches nothing ahead: the sample count stays at 4 epochs' worth.
+  const uint64_t samples = loader->stats().samples;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(loader->stats().samples, samples);
+  EXPECT_EQ(samples, 4u * 10u);
+
+  auto other = Make(src, o);
+  ASSERT_TRUE(other);
+  EXPECT_EQ(EpochHashes(other.get(), 0), fresh[0]);
+  EXPECT_EQ(EpochHashes(other.get(), 1, 1), std::vector<uint64_t>(fresh[1].begin() + 1, fresh[1].end()));
+  EXPECT_EQ(EpochHashes(other.get(), 3), fresh[3]);  // skips epoch 2, which had been launched ahead
+  EXPECT_EQ(EpochHashes(other.get(), 1), fresh[1]);  // back to an earlier epoch
 }
 
 TEST(LoaderTest, RankSamplesAreTheSingleProcessSamples) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 #include <tbb/info.h>
@@ -22,13 +23,14 @@ namespace {
 
 struct BenchArgs {
   std::string cache, mode = "train", split, layout = "nchw";
-  int batch = 64, imgsz = 0, threads = 0, batches = 50, warmup = 2, profile_samples = 32, prefetch = 4;
+  int batch = 64, imgsz = 0, threads = 0, batches = 50, warmup = -1, profile_samples = 32, prefetch = 4;
   uint64_t seed = 0;
   bool compare = false, json = false, checksum = true;
 };
 
 struct RunResult {
   double images_per_second = 0, seconds = 0, wait_fraction = 0;
+  double worker_busy = 0, ms_per_sample = 0, render_ms = 0, finish_ms = 0;  // timed batches, Loader::stats()
   size_t images = 0, batches = 0;
   uint64_t checksum = 0;
 };
@@ -50,8 +52,15 @@ Result<RunResult> Run(std::shared_ptr<const RecordSource> source, const LoaderOp
   YC_RETURN_IF_ERROR(loader.StartEpoch(epoch));
   double waited = 0;
   Clock::time_point start;
-  for (int i = 0; i < a.warmup + a.batches; ++i) {
-    if (i == a.warmup) start = Clock::now();
+  Loader::Stats before;
+  // By default the warm-up outlasts the prefetch, so every pooled batch buffer has been written once
+  // (first-touch page faults) before the clock starts.
+  const int warmup = a.warmup >= 0 ? a.warmup : options.prefetch + 2;
+  for (int i = 0; i < warmup + a.batches; ++i) {
+    if (i == warmup) {
+      start = Clock::now();
+      before = loader.stats();
+    }
     std::shared_ptr<Batch> b;
     const auto t0 = Clock::now();
     Status st = loader.Next(&b);
@@ -64,7 +73,7 @@ Result<RunResult> Run(std::shared_ptr<const RecordSource> source, const LoaderOp
       return st;
     }
     if (!b) break;
-    if (i < a.warmup) continue;
+    if (i < warmup) continue;
     waited += std::chrono::duration<double>(Clock::now() - t0).count();
     r.images += static_cast<size_t>(b->size);
     ++r.batches;
@@ -75,6 +84,16 @@ Result<RunResult> Run(std::shared_ptr<const RecordSource> source, const LoaderOp
     }
   }
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const Loader::Stats after = loader.stats();
+  const double busy = after.sample_seconds - before.sample_seconds;
+  const int threads = options.threads > 0 ? options.threads : tbb::info::default_concurrency();
+  r.worker_busy = r.seconds > 0 ? busy / (r.seconds * threads) : 0;
+  if (after.samples > before.samples) {
+    const double per_sample_ms = 1e3 / static_cast<double>(after.samples - before.samples);
+    r.ms_per_sample = busy * per_sample_ms;
+    r.render_ms = (after.render_seconds - before.render_seconds) * per_sample_ms;
+    r.finish_ms = (after.finish_seconds - before.finish_seconds) * per_sample_ms;
+  }
   r.images_per_second = r.seconds > 0 ? static_cast<double>(r.images) / r.seconds : 0;
   r.wait_fraction = r.seconds > 0 ? waited / r.seconds : 0;
   r.checksum = XXH64_digest(hash);
@@ -95,6 +114,10 @@ int RunBench(const BenchArgs& a) {
   o.prefetch = a.prefetch;
   o.seed = a.seed;
   o.layout = a.layout == "nhwc" ? ImageLayout::kNHWC : ImageLayout::kNCHW;
+  // A small cache is crossed many times: every timed batch should be a mosaic batch of an epoch the
+  // loader can run ahead into, so no close_mosaic switch and no last epoch.
+  o.hyp.close_mosaic = 0;
+  o.epochs = std::numeric_limits<int>::max();
   const int threads = a.threads > 0 ? a.threads : tbb::info::default_concurrency();
   const std::string split = !a.split.empty() ? a.split : a.mode;
   const RecordSource* src = cache->split(split);
@@ -140,6 +163,10 @@ int RunBench(const BenchArgs& a) {
     j["images_per_second"] = cached->images_per_second;
     j["images_per_second_per_thread"] = per_thread;
     j["consumer_wait_fraction"] = cached->wait_fraction;
+    j["worker_busy_fraction"] = cached->worker_busy;
+    j["ms_per_sample"] = {{"total", cached->ms_per_sample},
+                          {"render", cached->render_ms},
+                          {"finish", cached->finish_ms}};
     if (a.checksum) {
       char hex[17];
       std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(cached->checksum));
@@ -160,6 +187,9 @@ int RunBench(const BenchArgs& a) {
               o.batch, o.imgsz, threads, cached->batches);
   std::printf("cache loader: %.0f img/s (%.0f img/s per thread), consumer waited %.0f%% of the time\n",
               cached->images_per_second, per_thread, 100 * cached->wait_fraction);
+  std::printf("workers: busy %.1f%% of the time, %.2f ms per sample (%s %.2f, %s %.2f)\n", 100 * cached->worker_busy,
+              cached->ms_per_sample, o.mode == LoaderMode::kTrain ? "geometry+warp" : "letterbox", cached->render_ms,
+              o.mode == LoaderMode::kTrain ? "HSV+layout" : "layout", cached->finish_ms);
   if (profile.samples > 0)
     std::printf("per sample, one thread: geometry+warp %.2f ms, HSV+layout %.2f ms (layout alone %.2f ms)\n",
                 profile.geometry_warp_ms, profile.hsv_layout_ms, profile.layout_only_ms);
@@ -181,7 +211,8 @@ Registration reg("bench", "Measure loader throughput on a cache (img/s, per thre
                    app.add_option("--threads", a->threads, "Loader threads (0: all cores)")->capture_default_str();
                    app.add_option("--batches", a->batches, "Timed batches")->capture_default_str();
                    app.add_option("--prefetch", a->prefetch, "Batches in flight")->capture_default_str();
-                   app.add_option("--warmup", a->warmup, "Untimed warm-up batches")->capture_default_str();
+                   app.add_option("--warmup", a->warmup,
+                                  "Untimed warm-up batches (default: prefetch + 2, so every batch buffer is written once)");
                    app.add_option("--layout", a->layout, "nchw | nhwc")->capture_default_str();
                    app.add_option("--seed", a->seed, "Seed")->capture_default_str();
                    app.add_option("--profile-samples", a->profile_samples, "Samples for the per-stage profile (0: skip)")
