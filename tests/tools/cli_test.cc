@@ -117,6 +117,15 @@ TEST(Cli, BenchIsDeterministicAcrossThreadCountsAndBeatsTheNaiveLoader) {
     EXPECT_EQ(j["threads"], std::stoi(threads));
     EXPECT_EQ(j["images"], 32);
     EXPECT_GT(j["naive_images_per_second"].get<double>(), 0.0);
+    // Workers' own accounting: busy a fraction of the timed window, each sample split into its stages.
+    const double busy = j["worker_busy_fraction"].get<double>();
+    EXPECT_GT(busy, 0.0);
+    EXPECT_LE(busy, 2.0);  // a short window also counts whole samples that began just before it
+    const nlohmann::json& ms = j["ms_per_sample"];
+    EXPECT_GT(ms["render"].get<double>(), 0.0);
+    EXPECT_GT(ms["finish"].get<double>(), 0.0);
+    EXPECT_NEAR(ms["total"].get<double>(), ms["render"].get<double>() + ms["finish"].get<double>(),
+                0.05 * ms["total"].get<double>() + 0.01);
     checksums.insert(j["checksum"].get<std::string>());
   }
   EXPECT_EQ(checksums.size(), 1u) << "batches must not depend on the thread count";
