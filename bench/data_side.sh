@@ -23,8 +23,8 @@ echo "== 3. loader, train mode, 640, batch 64"
 n=$(nproc)
 echo "-- the machine's own 1 -> $n thread scaling (compute- and memory-bound reference)"
 $build/bench/cpu_scaling_bench --threads 1,2,4,8,"$n" --seconds 1
-for t in 1 2 4 8 $n; do
-  $yc bench "$work/raw" --threads "$t" --batches $((8 + 4 * t)) --profile-samples 0 --no-checksum | sed -n 2p | sed "s/^/threads $t: /"
+for t in 1 2 4 8 $n; do  # 3 - 4 s per point; the second line is the workers' busy share and stage times
+  $yc bench "$work/raw" --threads "$t" --batches $((10 + 16 * t)) --profile-samples 0 --no-checksum | sed -n 2,3p | sed "s/^/threads $t: /"
 done
 $yc bench "$work/raw" --threads 1 --batches 8 --compare
 $yc bench "$work/raw" --threads "$n" --batches 60 --compare
