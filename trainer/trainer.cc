@@ -126,9 +126,6 @@ class Run {
   Status SaveRankWeights();
   Status Setup();
   Status TrainEpoch(int epoch, size_t first_batch, bool* interrupted);
-  // Starts the loader on the next epoch before this one's validation, so its first batches are
-  // prepared on the CPU while the GPU validates.
-  Status PrefetchEpoch(int epoch);
   Status EndEpoch(int epoch, bool* stop);
   Status EndEpochMain(int epoch, bool* stop);  // rank 0: validation, checkpoints, results
   // last.pt's contents now (a snapshot: it is serialised and written during the next epoch).
@@ -155,7 +152,6 @@ class Run {
   YOLOv8 model_{nullptr};
   std::unique_ptr<DeviceFeed> feed_;
   std::unique_ptr<Loader> loader_;
-  int loader_epoch_ = -1;  // the epoch the loader was started on ahead of time (-1: none)
   size_t nb_ = 0;
   OptimizerSpec spec_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
@@ -448,8 +444,9 @@ Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
     return st;
   };
   const auto t_train = Clock::now();
-  if (loader_epoch_ != epoch || first_batch > 0) YC_RETURN_IF_ERROR(loader_->StartEpoch(epoch, first_batch));
-  loader_epoch_ = -1;
+  // After the previous epoch the loader has run ahead into this one (its first batches were prepared
+  // while the GPU validated); StartEpoch adopts them, or starts afresh on resume.
+  YC_RETURN_IF_ERROR(loader_->StartEpoch(epoch, first_batch));
   YC_RETURN_IF_ERROR(next_batch());
   if (next) YC_RETURN_IF_ERROR(feed_->Stage(std::move(next)));
   int64_t images = 0;
@@ -533,13 +530,6 @@ Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
   summary_.train_seconds += epoch_train_s_;
   summary_.train_images += images;
   state_.images_seen += images;
-  return Status::OK();
-}
-
-Status Run::PrefetchEpoch(int epoch) {
-  if (epoch >= o_.epochs) return Status::OK();
-  YC_RETURN_IF_ERROR(loader_->StartEpoch(epoch));
-  loader_epoch_ = epoch;
   return Status::OK();
 }
 
@@ -725,7 +715,6 @@ Result<TrainSummary> Run::Execute() {
       summary_.interrupted = true;
       break;
     }
-    YC_RETURN_IF_ERROR(PrefetchEpoch(epoch + 1));
     bool stop = false;
     YC_RETURN_IF_ERROR(EndEpoch(epoch, &stop));
     ++summary_.epochs_run;

@@ -86,8 +86,7 @@ Result<RunResult> Run(std::shared_ptr<const RecordSource> source, const LoaderOp
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const Loader::Stats after = loader.stats();
   const double busy = after.sample_seconds - before.sample_seconds;
-  const int threads = options.threads > 0 ? options.threads : tbb::info::default_concurrency();
-  r.worker_busy = r.seconds > 0 ? busy / (r.seconds * threads) : 0;
+  r.worker_busy = r.seconds > 0 ? busy / (r.seconds * options.threads) : 0;  // threads resolved by RunBench
   if (after.samples > before.samples) {
     const double per_sample_ms = 1e3 / static_cast<double>(after.samples - before.samples);
     r.ms_per_sample = busy * per_sample_ms;
@@ -110,7 +109,8 @@ int RunBench(const BenchArgs& a) {
   o.mode = a.mode == "train" ? LoaderMode::kTrain : LoaderMode::kVal;
   o.batch = a.batch;
   o.imgsz = a.imgsz > 0 ? a.imgsz : (cache->manifest().imgsz > 0 ? cache->manifest().imgsz : 640);
-  o.threads = a.threads;
+  const int threads = a.threads > 0 ? a.threads : tbb::info::default_concurrency();
+  o.threads = threads;
   o.prefetch = a.prefetch;
   o.seed = a.seed;
   o.layout = a.layout == "nhwc" ? ImageLayout::kNHWC : ImageLayout::kNCHW;
@@ -118,7 +118,6 @@ int RunBench(const BenchArgs& a) {
   // loader can run ahead into, so no close_mosaic switch and no last epoch.
   o.hyp.close_mosaic = 0;
   o.epochs = std::numeric_limits<int>::max();
-  const int threads = a.threads > 0 ? a.threads : tbb::info::default_concurrency();
   const std::string split = !a.split.empty() ? a.split : a.mode;
   const RecordSource* src = cache->split(split);
   if (src == nullptr) return Fail("bench", Status::InvalidArgument("no split '" + split + "' in " + a.cache));
