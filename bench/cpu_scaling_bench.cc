@@ -1,9 +1,11 @@
 // How well this machine's own cores scale from 1 to N threads, as the reference the loader's scaling
 // is read against (prints only):
 //   cpu_scaling_bench [--threads 1,2,4,8,16] [--seconds 1.5]
-// Two kernels, each thread working on its own memory, no sharing and no synchronisation while timed:
-//   compute: the loader's fused AVX2 HSV kernel over an L1-resident 24 KB run of pixels (ALU bound:
-//            what turbo frequency and shared physical cores allow),
+// Three kernels, each thread working on its own memory, no sharing and no synchronisation while timed:
+//   clock:   a chain of dependent integer multiplies: the core clock each thread gets (x86),
+//   compute: the loader's fused HSV kernel (AVX-512 or AVX2, whichever the loader uses) over an
+//            L1-resident 24 KB run of pixels (ALU bound: what turbo frequency and shared physical
+//            cores allow),
 //   memory:  copying 1.2 MB images (one 640x640 RGB sample) from a 64 MB per-thread pool (what the
 //            memory system allows for the loader's streaming passes).
 // Scaling efficiency = (throughput at N) / (N x throughput at 1).
@@ -17,6 +19,7 @@
 
 #include "loader/hsv.h"
 #include "loader/rng.h"
+#include "loader/simd.h"
 
 namespace {
 
@@ -72,6 +75,25 @@ int main(int argc, char** argv) {
     }
     return runs * kRunPixels / 409600.0;  // in 640x640 images
   };
+  auto clock = [&](int, const std::atomic<bool>& stop) {
+    double cycles = 0;
+    uint64_t x = 1;
+    const uint64_t k = 3;
+    while (!stop.load(std::memory_order_relaxed)) {
+      for (int i = 0; i < 4096; ++i) {
+#if defined(__x86_64__)
+        // Four dependent 64-bit multiplies, 3 cycles each on every x86-64 core of the last decade
+        // (immediate adds would be folded away by recent renamers).
+        asm volatile("imul %1, %0\n\timul %1, %0\n\timul %1, %0\n\timul %1, %0" : "+r"(x) : "r"(k));
+        cycles += 12;
+#else
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        cycles += 4;  // a rough multiply-add latency
+#endif
+      }
+    }
+    return cycles + static_cast<double>(x & 0);  // keeps x live
+  };
   auto memory = [&](int, const std::atomic<bool>& stop) {
     std::vector<uint8_t> pool(kPoolImages * kImageBytes, 1), out(kImageBytes);
     double images = 0;
@@ -83,15 +105,17 @@ int main(int argc, char** argv) {
     return images + out[k % kImageBytes] * 0.0;  // keeps the copies observable
   };
 
-  std::printf("%-8s %20s %12s %22s %12s\n", "threads", "compute img/s/thread", "efficiency", "memory GB/s/thread",
-              "efficiency");
-  double compute1 = 0, memory1 = 0;
+  std::printf("HSV kernel: %s\n", yc::SimdLevelName(yc::ActiveSimdLevel()));
+  std::printf("%-8s %12s %8s %20s %8s %20s %8s\n", "threads", "GHz/thread", "ratio", "compute img/s/thread", "ratio",
+              "memory GB/s/thread", "ratio");
+  double clock1 = 0, compute1 = 0, memory1 = 0;
   for (int n : thread_counts) {
     if (n < 1) continue;
+    const double g = RunThreads(n, seconds, clock) / n / 1e9;
     const double c = RunThreads(n, seconds, compute) / n;
     const double m = RunThreads(n, seconds, memory) / n * kImageBytes / 1e9;
-    if (compute1 == 0) compute1 = c, memory1 = m;
-    std::printf("%-8d %20.0f %12.2f %22.2f %12.2f\n", n, c, c / compute1, m, m / memory1);
+    if (compute1 == 0) clock1 = g, compute1 = c, memory1 = m;
+    std::printf("%-8d %12.2f %8.2f %20.0f %8.2f %20.2f %8.2f\n", n, g, g / clock1, c, c / compute1, m, m / memory1);
   }
   return 0;
 }

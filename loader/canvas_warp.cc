@@ -224,6 +224,43 @@ void FixSeams(const CanvasTile* tiles, int count, const Mat3& M, const InverseMa
   }
 }
 
+// The same for an axis-aligned map rendered by the separable resampler, whose taps use exactly
+// Fixed()'s coordinates: canvas X depends on the output column only and Y on the row only, so a pixel
+// can straddle a tile edge only if its column's taps (X >> 5, + 1) or its row's lie on the two sides
+// of some tile's left/right (top/bottom) edge. Those whole columns and rows are resampled from the
+// canvas; the pixels of them that straddle nothing get the value they already had.
+void FixSeamsAxisAligned(const CanvasTile* tiles, int count, const InverseMap& map, cv::Mat* out,
+                         CanvasWarpScratch* scratch) {
+  const int W = out->cols, H = out->rows;
+  std::vector<int>& X = scratch->seam_x;
+  std::vector<int>& Y = scratch->seam_y;
+  X.resize(W), Y.resize(H);
+  int unused;
+  for (int x = 0; x < W; ++x) map.Fixed(x, 0, &X[x], &unused);
+  for (int y = 0; y < H; ++y) map.Fixed(0, y, &unused, &Y[y]);
+  // A tap pair (s, s + 1) straddles edge e (the first pixel past a boundary) when s + 1 == e.
+  auto straddles = [&](int fixed, bool columns) {
+    const int next = (fixed >> 5) + 1;
+    for (int i = 0; i < count; ++i) {
+      const CanvasTile& t = tiles[i];
+      if (t.visible.width <= 0 || t.visible.height <= 0) continue;
+      const int begin = columns ? t.origin.x : t.origin.y;
+      const int end = begin + (columns ? t.visible.width : t.visible.height);
+      if (next == begin || next == end) return true;
+    }
+    return false;
+  };
+  for (int x = 0; x < W; ++x) {
+    if (!straddles(X[x], true)) continue;
+    for (int y = 0; y < H; ++y) SampleCanvas(tiles, count, X[x], Y[y], out->ptr<uint8_t>(y) + x * 3);
+  }
+  for (int y = 0; y < H; ++y) {
+    if (!straddles(Y[y], false)) continue;
+    uint8_t* row = out->ptr<uint8_t>(y);
+    for (int x = 0; x < W; ++x) SampleCanvas(tiles, count, X[x], Y[y], row + x * 3);
+  }
+}
+
 }  // namespace
 
 void CanvasPixel(const CanvasTile* tiles, int count, int x, int y, uint8_t rgb[3]) {
@@ -252,7 +289,10 @@ void RenderCanvasWarp(const CanvasTile* tiles, int count, const Mat3& M, bool pe
     if (bounds.area() <= 0) continue;
     WarpTile(t, map, perspective, bounds, out);
   }
-  FixSeams(tiles, count, M, map, perspective, out);
+  if (separable)
+    FixSeamsAxisAligned(tiles, count, map, out, scratch);
+  else
+    FixSeams(tiles, count, M, map, perspective, out);
 }
 
 }  // namespace yc

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <opencv2/core.hpp>
+#include <vector>
 
 #include "loader/geometry.h"
 #include "loader/separable_resample.h"
@@ -32,6 +33,7 @@ enum class WarpMethod { kAuto, kOpenCV };
 struct CanvasWarpScratch {
   ResampleTaps cols, rows;
   ResampleScratch resample;
+  std::vector<int> seam_x, seam_y;  // canvas coordinates (1/32 pixel) per output column / row
 };
 
 // `out` must be allocated (CV_8UC3, the output size); its previous content is overwritten.

@@ -35,8 +35,8 @@ HsvLut MakeHsvLut(const HsvGains& gains);
 // Baseline: cv::cvtColor(RGB2HSV), per-channel table lookup, cv::cvtColor(HSV2RGB), in place.
 void ApplyHsvReference(const HsvLut& lut, cv::Mat* rgb);
 
-// Fast path on `pixels` contiguous RGB pixels, src may equal dst: the fused AVX2 kernel (hsv_simd.h)
-// when the CPU has it, else cvtColor + tables on L1-sized runs. `hsv` is caller scratch of
+// Fast path on `pixels` contiguous RGB pixels, src may equal dst: the fused AVX-512/AVX2 kernel
+// (hsv_simd.h) when the CPU has it, else cvtColor + tables on L1-sized runs. `hsv` is caller scratch of
 // kHsvChunkPixels * 3 bytes. Agrees with ApplyHsvReference within one level per channel.
 constexpr size_t kHsvChunkPixels = 2048;
 void ApplyHsv(const HsvLut& lut, const uint8_t* src, uint8_t* dst, size_t pixels, uint8_t* hsv);

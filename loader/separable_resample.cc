@@ -84,6 +84,7 @@ void Vertical(const int16_t* __restrict h0, const int16_t* __restrict h1, int f,
     return _mm_srai_epi32(_mm_add_epi32(_mm_madd_epi16(pairs, weights), round), 10);
   };
   const bool simd = SimdEnabled();
+  if (simd && HorizontalAvx512Available()) i = VerticalAvx512(h0, h1, f, count, out);
   for (; simd && i + 16 <= count; i += 16) {
     const __m128i a0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h0 + i));
     const __m128i a1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h0 + i + 8));
@@ -115,14 +116,44 @@ void ResampleSeparable(const cv::Mat& src, const ResampleTaps& cols, const Resam
   s->cached[0] = s->cached[1] = -1;
   const size_t row_bytes = static_cast<size_t>(src.cols) * 3;
 
+  const bool wide = HorizontalAvx512Available() && nx >= 16;
+  if (wide) PlanHorizontalAvx512(s->byte_offset.data(), cols.frac.data(), nx, row_bytes, &s->wide);
   auto fill = [&](int slot, int sy) {
-    Horizontal(src.ptr<uint8_t>(sy), row_bytes, s->byte_offset.data(), s->weight_pair.data(), nx, s->rows[slot].data());
+    const uint8_t* row = src.ptr<uint8_t>(sy);
+    int16_t* h = s->rows[slot].data();
+    const int32_t* offsets = s->byte_offset.data();
+    const int32_t* wpairs = s->weight_pair.data();
     s->cached[slot] = sy;
+    if (!wide) {
+      Horizontal(row, row_bytes, offsets, wpairs, nx, h);
+      return;
+    }
+    // First what the wide pass leaves (its stores are exact; the narrow ones may spill into the
+    // next block, which the wide pass then overwrites).
+    const HorizontalTables& t = s->wide;
+    for (int k = 0; k < t.columns; k += 16)
+      if (t.window[k / 16] < 0) Horizontal(row, row_bytes, offsets + k, wpairs + k, 16, h + 3 * k);
+    if (t.columns < nx)
+      Horizontal(row, row_bytes, offsets + t.columns, wpairs + t.columns, nx - t.columns, h + 3 * t.columns);
+    HorizontalAvx512(row, t, h);
   };
   auto find = [&](int sy) { return s->cached[0] == sy ? 0 : s->cached[1] == sy ? 1 : -1; };
 
+  // The source rows two output rows ahead, requested now so the horizontal pass finds them in cache
+  // (the record is in the page cache, usually not in the CPU's: each sample reads up to 4 new tiles).
+  const int span_lo = std::min(cols.source.front(), cols.source.back()) * 3;
+  const int span_bytes = (std::max(cols.source.front(), cols.source.back()) + 2) * 3 - span_lo;
+  auto prefetch_row = [&](int sy) {
+    const char* p = reinterpret_cast<const char*>(src.ptr<uint8_t>(sy)) + span_lo;
+    for (int b = 0; b < span_bytes; b += 64) __builtin_prefetch(p + b);
+  };
+  int prefetched = -1;
   for (int k = 0; k < ny; ++k) {
     const int sy = rows.source[k], f = rows.frac[k];
+    if (k + 2 < ny && rows.source[k + 2] != prefetched) {
+      prefetched = rows.source[k + 2];
+      prefetch_row(prefetched), prefetch_row(prefetched + 1);  // both taps lie inside the tile
+    }
     // A zero weight needs no second row (its product is 0 whatever the row holds).
     int i0 = find(sy), i1 = f != 0 ? find(sy + 1) : -1;
     if (i0 < 0) {

@@ -10,6 +10,8 @@
 #include <opencv2/core.hpp>
 #include <vector>
 
+#include "loader/resample_avx512.h"
+
 namespace yc {
 
 // Source taps of a run of output pixels along one axis: the first of the two source pixels, and the
@@ -24,6 +26,7 @@ struct ResampleScratch {
   std::vector<int16_t> rows[2];  // horizontally filtered source rows (3 channels, 1/32 scale)
   int cached[2] = {-1, -1};      // source row held by rows[i]
   std::vector<int32_t> byte_offset, weight_pair;
+  HorizontalTables wide;  // the AVX-512 horizontal pass's per-tile tables
 };
 
 // Writes out(y, x) for every x in cols' run and y in rows' run: bilinear samples of `src` (CV_8UC3)

@@ -1,12 +1,26 @@
-// Run-time switch for the hand-written x86 SIMD kernels (separable resampler, fused HSV). They are
-// used when the CPU supports them; tests turn them off to check the portable fallbacks, which are
-// what non-x86 hosts run.
+// Run-time choice of the hand-written x86 SIMD kernels (separable resampler, fused HSV). Each kernel
+// uses the widest instruction set that both the CPU supports and this cap allows. The cap starts at
+// the environment variable YOLOCACHE_SIMD (avx512 | avx2 | none; default avx512) so a user or a bench
+// can compare kernels side by side; tests lower it to check each kernel against the portable
+// fallbacks, which are what non-x86 hosts run. All levels produce identical bytes.
 #pragma once
 
 namespace yc {
 
-// True unless switched off; each kernel also checks its own CPU feature.
+enum class SimdLevel { kNone = 0, kAvx2 = 1, kAvx512 = 2 };
+
+SimdLevel SimdCap();
+void SetSimdCap(SimdLevel cap);
+const char* SimdLevelName(SimdLevel level);
+
+// What the running CPU supports: kAvx512 needs F, BW and VBMI (16-lane arithmetic, byte masks, byte
+// permutes), kAvx2 needs AVX2 (and with it SSSE3).
+SimdLevel CpuSimdLevel();
+// The level the kernels run at now: the lower of the CPU's and the cap.
+SimdLevel ActiveSimdLevel();
+
+// True unless the cap is kNone.
 bool SimdEnabled();
-void SetSimdEnabled(bool enabled);
+void SetSimdEnabled(bool enabled);  // kAvx512 or kNone
 
 }  // namespace yc

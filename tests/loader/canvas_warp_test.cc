@@ -128,10 +128,11 @@ TEST(CanvasWarpTest, TinyTilesAndZoomOut) {
 TEST(CanvasWarpTest, SeparablePathIsBitExactWithWarpAffineForAxisAlignedMaps) {
   const int s = 160;
   FakeSource src = FakeSource::Synthetic(4, s, 8);
-  for (int trial = 0; trial < 40; ++trial) {
-    const testing::ScopedNoSimd no_simd(trial % 2 == 1);  // odd trials: the portable resampler
+  for (int trial = 0; trial < 60; ++trial) {
+    // Each resampler in turn: portable, AVX2/SSSE3, AVX-512 (where the CPU has them).
+    const testing::ScopedSimdCap cap(testing::kAllSimdLevels[trial % 3]);
     FlipDraw flip;
-    flip.lr = trial % 4 == 1, flip.ud = trial % 8 == 3;
+    flip.lr = trial % 4 == 1, flip.ud = trial % 8 == 3 || trial % 8 == 5;
     Rng rng(13, 0, trial);
     const std::vector<CanvasTile> tiles = MosaicTiles(src, s, rng);
     const double sc = rng.Uniform(0.5, 1.5);

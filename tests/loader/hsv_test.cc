@@ -5,6 +5,8 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include "loader/hsv_kernel.h"
+#include "loader/hsv_simd.h"
 #include "tests/loader/test_util.h"
 
 namespace yc {
@@ -137,6 +139,46 @@ TEST(HsvTest, PlanarAndInterleavedAgreeInPlaceAndAtEveryLength) {
         ASSERT_EQ(r[i], out[3 * i]);
         ASSERT_EQ(gg[i], out[3 * i + 1]);
         ASSERT_EQ(b[i], out[3 * i + 2]);
+      }
+    }
+  }
+}
+
+TEST(HsvTest, AvxTwoAndAvx512KernelsGiveTheScalarFormsBytes) {
+  // Random pixels with runs of the warp's 114 fill (the AVX-512 loop writes whole fill blocks from
+  // one precomputed grey), at lengths around the 16-pixel step, in place and into planes.
+  std::vector<uint8_t> scratch(kHsvChunkPixels * 6);
+  Rng pixels_rng(31, 0, 0);
+  for (int trial = 0; trial < 24; ++trial) {
+    Rng rng(41, 0, trial);
+    HsvGains g = DrawHsvGains(rng, AugmentHyp());
+    if (trial % 4 == 3) g.h = rng.Uniform(-1, 1) * 0.5, g.s = rng.Uniform(-1, 1), g.v = rng.Uniform(-1, 1);
+    HsvLut lut = MakeHsvLut(g);
+    if (trial % 6 == 5) lut.arithmetic = false;  // the gathered-LUT variant
+    for (size_t n : {1u, 15u, 16u, 17u, 31u, 48u, 100u, 2048u}) {
+      std::vector<uint8_t> src(n * 3);
+      for (size_t i = 0; i < n; ++i) {
+        const bool fill = (i / 20) % 2 == 1;  // alternating 20-pixel runs: some blocks all fill
+        for (int c = 0; c < 3; ++c) src[3 * i + c] = fill ? 114 : static_cast<uint8_t>(pixels_rng.NextU64());
+      }
+      std::vector<uint8_t> expected(n * 3);
+      hsv_kernel::InterleavedScalar(lut, hsv_kernel::Tables(), src.data(), expected.data(), n);
+      for (SimdLevel level : {SimdLevel::kAvx2, SimdLevel::kAvx512}) {
+        const testing::ScopedSimdCap cap(level);
+        if (ActiveSimdLevel() != level) {
+          std::printf("[  NOTE    ] this CPU has no %s: that kernel is not checked here\n", SimdLevelName(level));
+          continue;
+        }
+        std::vector<uint8_t> inplace = src, r(n), gg(n), b(n);
+        ApplyHsv(lut, inplace.data(), inplace.data(), n, scratch.data());
+        ApplyHsvToPlanes(lut, src.data(), n, r.data(), gg.data(), b.data(), scratch.data());
+        for (size_t i = 0; i < n; ++i) {
+          for (int c = 0; c < 3; ++c)
+            ASSERT_EQ(inplace[3 * i + c], expected[3 * i + c]) << SimdLevelName(level) << " n " << n << " px " << i;
+          ASSERT_EQ(r[i], expected[3 * i]) << SimdLevelName(level) << " n " << n << " px " << i;
+          ASSERT_EQ(gg[i], expected[3 * i + 1]) << SimdLevelName(level) << " n " << n << " px " << i;
+          ASSERT_EQ(b[i], expected[3 * i + 2]) << SimdLevelName(level) << " n " << n << " px " << i;
+        }
       }
     }
   }

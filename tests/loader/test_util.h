@@ -20,6 +20,18 @@ struct ScopedNoSimd {
   ScopedNoSimd& operator=(const ScopedNoSimd&) = delete;
 };
 
+// Caps the x86 SIMD kernels at `level` for a scope (simd.h).
+struct ScopedSimdCap {
+  explicit ScopedSimdCap(SimdLevel level) : saved_(SimdCap()) { SetSimdCap(level); }
+  ~ScopedSimdCap() { SetSimdCap(saved_); }
+  ScopedSimdCap(const ScopedSimdCap&) = delete;
+  ScopedSimdCap& operator=(const ScopedSimdCap&) = delete;
+
+ private:
+  SimdLevel saved_;
+};
+constexpr SimdLevel kAllSimdLevels[] = {SimdLevel::kNone, SimdLevel::kAvx2, SimdLevel::kAvx512};
+
 struct ImageDiff {
   double mean_abs = 0;  // mean over all channel values
   int max_abs = 0;

@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <random>
 #include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "libcache/synth.h"
@@ -129,6 +131,14 @@ TEST(Cli, BenchIsDeterministicAcrossThreadCountsAndBeatsTheNaiveLoader) {
     checksums.insert(j["checksum"].get<std::string>());
   }
   EXPECT_EQ(checksums.size(), 1u) << "batches must not depend on the thread count";
+  // Nor on the instruction set: the AVX2 kernels give the AVX-512 kernels' bytes.
+  setenv("YOLOCACHE_SIMD", "avx2", 1);
+  CliRun avx2 = Yolocache(tmp, {"bench", cache, "--batch", "8", "--batches", "4", "--threads", "2", "--json"});
+  unsetenv("YOLOCACHE_SIMD");
+  ASSERT_EQ(avx2.exit_code, 0) << avx2.err;
+  const nlohmann::json j2 = nlohmann::json::parse(avx2.out);
+  EXPECT_NE(j2["simd"], "avx512");
+  EXPECT_EQ(j2["checksum"], *checksums.begin());
   CliRun val = Yolocache(tmp, {"bench", cache, "--mode", "val", "--batch", "4", "--batches", "2", "--json"});
   ASSERT_EQ(val.exit_code, 0) << val.err;
   EXPECT_EQ(nlohmann::json::parse(val.out)["split"], "val");

@@ -14,6 +14,7 @@
 #include "libcache/cache.h"
 #include "loader/decoding_source.h"
 #include "loader/loader.h"
+#include "loader/simd.h"
 #include "loader/stage_profile.h"
 #include "tools/yolocache/cli_util.h"
 #include "tools/yolocache/command.h"
@@ -156,6 +157,7 @@ int RunBench(const BenchArgs& a) {
     j["batch"] = o.batch;
     j["imgsz"] = o.imgsz;
     j["threads"] = threads;
+    j["simd"] = SimdLevelName(ActiveSimdLevel());
     j["batches"] = cached->batches;
     j["images"] = cached->images;
     j["seconds"] = cached->seconds;
@@ -182,8 +184,8 @@ int RunBench(const BenchArgs& a) {
     std::cout << j.dump(2) << "\n";
     return kExitOk;
   }
-  std::printf("%s mode, split %s, batch %d, imgsz %d, %d threads, %zu batches\n", a.mode.c_str(), split.c_str(),
-              o.batch, o.imgsz, threads, cached->batches);
+  std::printf("%s mode, split %s, batch %d, imgsz %d, %d threads, %zu batches, %s kernels\n", a.mode.c_str(),
+              split.c_str(), o.batch, o.imgsz, threads, cached->batches, SimdLevelName(ActiveSimdLevel()));
   std::printf("cache loader: %.0f img/s (%.0f img/s per thread), consumer waited %.0f%% of the time\n",
               cached->images_per_second, per_thread, 100 * cached->wait_fraction);
   std::printf("workers: busy %.1f%% of the time, %.2f ms per sample (%s %.2f, %s %.2f)\n", 100 * cached->worker_busy,
