@@ -139,6 +139,26 @@ TEST(Cli, BenchIsDeterministicAcrossThreadCountsAndBeatsTheNaiveLoader) {
   const nlohmann::json j2 = nlohmann::json::parse(avx2.out);
   EXPECT_NE(j2["simd"], "avx512");
   EXPECT_EQ(j2["checksum"], *checksums.begin());
+  // Side by side: every round runs each thread count; efficiency is against the round's first count.
+  CliRun scaling = Yolocache(tmp, {"bench", cache, "--batch", "8", "--batches", "1", "--scaling", "1,2", "--rounds",
+                                   "3", "--json"});
+  ASSERT_EQ(scaling.exit_code, 0) << scaling.err;
+  const nlohmann::json js = nlohmann::json::parse(scaling.out);
+  ASSERT_EQ(js["rounds"].size(), 3u);
+  for (const nlohmann::json& round : js["rounds"]) {
+    ASSERT_EQ(round.size(), 2u);
+    EXPECT_EQ(round[0]["threads"], 1);
+    EXPECT_EQ(round[1]["threads"], 2);
+    EXPECT_DOUBLE_EQ(round[0]["efficiency"].get<double>(), 1.0);
+    EXPECT_GT(round[1]["images_per_second"].get<double>(), 0.0);
+    const double one = round[0]["images_per_second"].get<double>(), two = round[1]["images_per_second"].get<double>();
+    EXPECT_NEAR(round[1]["efficiency"].get<double>(), two / 2 / one, 1e-9);
+  }
+  ASSERT_EQ(js["median_efficiency"].size(), 2u);
+  EXPECT_GT(js["median_images_per_second"][1].get<double>(), 0.0);
+  CliRun bad = Yolocache(tmp, {"bench", cache, "--scaling", "0,2"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("thread counts must be >= 1"), std::string::npos) << bad.err;
   CliRun val = Yolocache(tmp, {"bench", cache, "--mode", "val", "--batch", "4", "--batches", "2", "--json"});
   ASSERT_EQ(val.exit_code, 0) << val.err;
   EXPECT_EQ(nlohmann::json::parse(val.out)["split"], "val");

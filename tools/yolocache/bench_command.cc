@@ -1,21 +1,21 @@
 // `yolocache bench CACHE`: loader throughput on a built cache (img/s, per thread, per-stage times, a
 // checksum over every produced batch for determinism checks); `--compare` also runs, in the same
 // process on the same records, the naive loader — decode the source JPEG every time + canvas mosaic —
-// and prints the speed ratio.
-#include <chrono>
+// and prints the speed ratio; `--scaling 1,16` compares thread counts side by side in rounds.
 #include <cstdio>
 #include <iostream>
 #include <limits>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <tbb/info.h>
-#include <xxhash.h>
 
 #include "libcache/cache.h"
 #include "loader/decoding_source.h"
 #include "loader/loader.h"
 #include "loader/simd.h"
 #include "loader/stage_profile.h"
+#include "loader/throughput.h"
 #include "tools/yolocache/cli_util.h"
 #include "tools/yolocache/command.h"
 
@@ -25,80 +25,66 @@ namespace {
 struct BenchArgs {
   std::string cache, mode = "train", split, layout = "nchw";
   int batch = 64, imgsz = 0, threads = 0, batches = 50, warmup = -1, profile_samples = 32, prefetch = 4;
+  std::vector<int> scaling;  // thread counts measured side by side, in rounds
+  int rounds = 5;
   uint64_t seed = 0;
   bool compare = false, json = false, checksum = true;
 };
 
-struct RunResult {
-  double images_per_second = 0, seconds = 0, wait_fraction = 0;
-  double worker_busy = 0, ms_per_sample = 0, render_ms = 0, finish_ms = 0;  // timed batches, Loader::stats()
-  size_t images = 0, batches = 0;
-  uint64_t checksum = 0;
-};
+// The fields every --json document starts with: what was measured, and with which kernels.
+nlohmann::ordered_json JsonHeader(const BenchArgs& a, const LoaderOptions& o, const std::string& split) {
+  nlohmann::ordered_json j;
+  j["cache"] = a.cache;
+  j["mode"] = a.mode;
+  j["split"] = split;
+  j["batch"] = o.batch;
+  j["imgsz"] = o.imgsz;
+  j["simd"] = SimdLevelName(ActiveSimdLevel());
+  return j;
+}
 
-// Runs `batches` batches (after `warmup`), crossing epochs as needed. With `hash`, the checksum chains
-// the XXH3 of every batch's image bytes and label table, so equal checksums mean identical output.
-// Hashing ~80 MB a batch would make the consumer the bottleneck, so timed runs do not hash: the
-// checksum comes from a second, untimed run (batches depend only on seed/epoch/index, so it is the same).
-Result<RunResult> Run(std::shared_ptr<const RecordSource> source, const LoaderOptions& options, const BenchArgs& a,
-                      bool hash_batches = false) {
-  Result<std::unique_ptr<Loader>> created = Loader::Create(std::move(source), options);
-  if (!created.ok()) return created.status();
-  Loader& loader = *created.value();
-  using Clock = std::chrono::steady_clock;
-  RunResult r;
-  XXH64_state_t* hash = XXH64_createState();
-  XXH64_reset(hash, 0);
-  int epoch = 0;
-  YC_RETURN_IF_ERROR(loader.StartEpoch(epoch));
-  double waited = 0;
-  Clock::time_point start;
-  Loader::Stats before;
-  // By default the warm-up outlasts the prefetch, so every pooled batch buffer has been written once
-  // (first-touch page faults) before the clock starts.
-  const int warmup = a.warmup >= 0 ? a.warmup : options.prefetch + 2;
-  for (int i = 0; i < warmup + a.batches; ++i) {
-    if (i == warmup) {
-      start = Clock::now();
-      before = loader.stats();
+// --scaling: rounds of every thread count, efficiency against the first count of the same round.
+int PrintScaling(const BenchArgs& a, std::shared_ptr<const RecordSource> source, const LoaderOptions& o,
+                 const std::string& split) {
+  Result<Scaling> measured = MeasureScaling(std::move(source), o, a.scaling, a.rounds, a.batches);
+  if (!measured.ok()) return Fail("bench", measured.status());
+  const Scaling& s = *measured;
+  const char* simd = SimdLevelName(ActiveSimdLevel());
+  if (a.json) {
+    nlohmann::ordered_json j = JsonHeader(a, o, split);
+    j["threads"] = a.scaling;
+    j["batches_per_thread"] = a.batches;
+    j["median_images_per_second"] = s.median_images_per_second;
+    j["median_efficiency"] = s.median_efficiency;
+    nlohmann::ordered_json rounds = nlohmann::ordered_json::array();
+    for (const auto& round : s.rounds) {
+      nlohmann::ordered_json points = nlohmann::ordered_json::array();
+      for (const ScalingPoint& p : round)
+        points.push_back({{"threads", p.threads},
+                          {"images_per_second", p.run.images_per_second},
+                          {"efficiency", p.efficiency},
+                          {"worker_busy_fraction", p.run.worker_busy},
+                          {"ms_per_sample", p.run.ms_per_sample}});
+      rounds.push_back(points);
     }
-    std::shared_ptr<Batch> b;
-    const auto t0 = Clock::now();
-    Status st = loader.Next(&b);
-    if (st.ok() && !b) {
-      st = loader.StartEpoch(++epoch);
-      if (st.ok()) st = loader.Next(&b);
-    }
-    if (!st.ok()) {
-      XXH64_freeState(hash);
-      return st;
-    }
-    if (!b) break;
-    if (i < warmup) continue;
-    waited += std::chrono::duration<double>(Clock::now() - t0).count();
-    r.images += static_cast<size_t>(b->size);
-    ++r.batches;
-    if (hash_batches) {
-      const uint64_t parts[2] = {XXH3_64bits(b->images, b->bytes()),
-                                 XXH3_64bits(b->labels.data(), b->labels.size() * sizeof(float))};
-      XXH64_update(hash, parts, sizeof parts);
-    }
+    j["rounds"] = rounds;
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
   }
-  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  const Loader::Stats after = loader.stats();
-  const double busy = after.sample_seconds - before.sample_seconds;
-  r.worker_busy = r.seconds > 0 ? busy / (r.seconds * options.threads) : 0;  // threads resolved by RunBench
-  if (after.samples > before.samples) {
-    const double per_sample_ms = 1e3 / static_cast<double>(after.samples - before.samples);
-    r.ms_per_sample = busy * per_sample_ms;
-    r.render_ms = (after.render_seconds - before.render_seconds) * per_sample_ms;
-    r.finish_ms = (after.finish_seconds - before.finish_seconds) * per_sample_ms;
+  std::printf("%s mode, split %s, batch %d, imgsz %d, %s kernels: %zu rounds, %d timed batches per thread\n",
+              a.mode.c_str(), split.c_str(), o.batch, o.imgsz, simd, s.rounds.size(), a.batches);
+  for (size_t r = 0; r < s.rounds.size(); ++r) {
+    std::printf("round %zu:", r + 1);
+    for (const ScalingPoint& p : s.rounds[r])
+      std::printf("  %d thr %.0f img/s (%.2f ms/sample, eff %.2f)", p.threads, p.run.images_per_second,
+                  p.run.ms_per_sample, p.efficiency);
+    std::printf("\n");
   }
-  r.images_per_second = r.seconds > 0 ? static_cast<double>(r.images) / r.seconds : 0;
-  r.wait_fraction = r.seconds > 0 ? waited / r.seconds : 0;
-  r.checksum = XXH64_digest(hash);
-  XXH64_freeState(hash);
-  return r;
+  std::printf("median:");
+  for (size_t i = 0; i < a.scaling.size(); ++i)
+    std::printf("  %d thr %.0f img/s (eff %.2f)", a.scaling[i], s.median_images_per_second[i], s.median_efficiency[i]);
+  std::printf("\n");
+  return kExitOk;
 }
 
 int RunBench(const BenchArgs& a) {
@@ -124,10 +110,16 @@ int RunBench(const BenchArgs& a) {
   if (src == nullptr) return Fail("bench", Status::InvalidArgument("no split '" + split + "' in " + a.cache));
   std::shared_ptr<const RecordSource> source(cache, src);
 
-  Result<RunResult> cached = Run(source, o, a);
+  if (!a.scaling.empty()) return PrintScaling(a, source, o, split);
+  ThroughputRun run;
+  run.warmup = a.warmup;
+  run.batches = a.batches;
+  Result<Throughput> cached = MeasureThroughput(source, o, run);
   if (!cached.ok()) return Fail("bench", cached.status());
   if (a.checksum) {
-    Result<RunResult> hashed = Run(source, o, a, /*hash_batches=*/true);
+    ThroughputRun hashed_run = run;
+    hashed_run.hash = true;
+    Result<Throughput> hashed = MeasureThroughput(source, o, hashed_run);
     if (!hashed.ok()) return Fail("bench", hashed.status());
     cached->checksum = hashed->checksum;
   }
@@ -137,27 +129,22 @@ int RunBench(const BenchArgs& a) {
     if (!p.ok()) return Fail("bench", p.status());
     profile = *p;
   }
-  RunResult naive;
+  Throughput naive;
   if (a.compare) {
     Result<std::filesystem::path> root = DecodingSource::DatasetRoot(cache->manifest());
     if (!root.ok()) return Fail("bench", root.status());
     LoaderOptions n = o;
     n.path = LoaderOptions::Path::kReference;
-    Result<RunResult> r = Run(std::make_shared<DecodingSource>(source, *root, cache->manifest().imgsz), n, a);
+    Result<Throughput> r =
+        MeasureThroughput(std::make_shared<DecodingSource>(source, *root, cache->manifest().imgsz), n, run);
     if (!r.ok()) return Fail("bench", r.status());
     naive = *r;
   }
 
   const double per_thread = cached->images_per_second / threads;
   if (a.json) {
-    nlohmann::ordered_json j;
-    j["cache"] = a.cache;
-    j["mode"] = a.mode;
-    j["split"] = split;
-    j["batch"] = o.batch;
-    j["imgsz"] = o.imgsz;
+    nlohmann::ordered_json j = JsonHeader(a, o, split);
     j["threads"] = threads;
-    j["simd"] = SimdLevelName(ActiveSimdLevel());
     j["batches"] = cached->batches;
     j["images"] = cached->images;
     j["seconds"] = cached->seconds;
@@ -210,7 +197,13 @@ Registration reg("bench", "Measure loader throughput on a cache (img/s, per thre
                    app.add_option("--batch", a->batch, "Batch size")->capture_default_str();
                    app.add_option("--imgsz", a->imgsz, "Image size (default: the cache's)");
                    app.add_option("--threads", a->threads, "Loader threads (0: all cores)")->capture_default_str();
-                   app.add_option("--batches", a->batches, "Timed batches")->capture_default_str();
+                   app.add_option("--batches", a->batches, "Timed batches (with --scaling: per thread)")
+                       ->capture_default_str();
+                   app.add_option("--scaling", a->scaling,
+                                  "Thread counts to compare side by side, e.g. 1,16: rounds of each, efficiency "
+                                  "against the first count of the same round, medians")
+                       ->delimiter(',');
+                   app.add_option("--rounds", a->rounds, "Rounds for --scaling")->capture_default_str();
                    app.add_option("--prefetch", a->prefetch, "Batches in flight")->capture_default_str();
                    app.add_option("--warmup", a->warmup,
                                   "Untimed warm-up batches (default: prefetch + 2, so every batch buffer is written once)");

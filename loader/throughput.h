@@ -1,0 +1,55 @@
+// Timed runs of a Loader, for benchmarks (`yolocache bench`): images per second as the consumer sees
+// them, how long the consumer waited, the workers' own accounting (Loader::stats()) over the timed
+// window, and optionally a checksum over every produced batch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "libcache/record_source.h"
+#include "libcache/status.h"
+#include "loader/options.h"
+
+namespace yc {
+
+struct ThroughputRun {
+  int warmup = -1;    // untimed batches first; -1: prefetch + 2, so every pooled batch buffer is written once
+  int batches = 50;   // timed batches, crossing epochs as needed
+  bool hash = false;  // chain the XXH3 of every timed batch's image bytes and label table into `checksum`
+};
+
+struct Throughput {
+  double images_per_second = 0, seconds = 0;
+  double wait_fraction = 0;  // of the timed window, the consumer blocked in Next()
+  double worker_busy = 0;    // of the timed window x options.threads, workers inside samples
+  double ms_per_sample = 0, render_ms = 0, finish_ms = 0;  // per sample finished in the window
+  size_t images = 0, batches = 0;
+  uint64_t checksum = 0;  // with `hash`: equal checksums mean identical batches
+};
+
+// `options.threads` must be resolved (> 0). Hashing ~80 MB a batch would make the consumer the
+// bottleneck, so callers time one run and hash another: batches depend only on (seed, epoch, index).
+Result<Throughput> MeasureThroughput(std::shared_ptr<const RecordSource> source, const LoaderOptions& options,
+                                     const ThroughputRun& run);
+
+// Scaling across thread counts, measured side by side: `rounds` rounds, each running every count in
+// `threads` once (in order, `batches_per_thread` x count timed batches each, so every run lasts about
+// as long). On a shared host one thread's speed drifts by tens of percent within a minute; comparing
+// each count with the first count of the same round, and taking medians over rounds, keeps that drift
+// out of the ratio.
+struct ScalingPoint {
+  int threads = 0;
+  Throughput run;
+  double efficiency = 0;  // (img/s / threads) / (img/s / threads of the round's first count)
+};
+struct Scaling {
+  std::vector<std::vector<ScalingPoint>> rounds;
+  // Per thread count (in `threads` order), the median over rounds.
+  std::vector<double> median_images_per_second, median_efficiency;
+};
+Result<Scaling> MeasureScaling(std::shared_ptr<const RecordSource> source, LoaderOptions options,
+                               const std::vector<int>& threads, int rounds, int batches_per_thread);
+
+}  // namespace yc
