@@ -21,11 +21,10 @@ echo "== 2. record reads"
 $build/bench/record_read_bench --images "$(dirname "$data")/images/train2017" --threads 1 "$(nproc)" --seconds 2
 echo "== 3. loader, train mode, 640, batch 64"
 n=$(nproc)
-echo "-- the machine's own 1 -> $n thread scaling (compute- and memory-bound reference)"
+echo "-- the machine's own 1 -> $n thread scaling (clock, compute- and memory-bound reference)"
 $build/bench/cpu_scaling_bench --threads 1,2,4,8,"$n" --seconds 1
-for t in 1 2 4 8 $n; do  # 3 - 4 s per point; the second line is the workers' busy share and stage times
-  $yc bench "$work/raw" --threads "$t" --batches $((10 + 16 * t)) --profile-samples 0 --no-checksum | sed -n 2,3p | sed "s/^/threads $t: /"
-done
+# Thread counts side by side, in rounds (one thread's speed drifts on shared hosts), medians last.
+$yc bench "$work/raw" --scaling "1,2,4,8,$n" --rounds 3 --batches 12
 $yc bench "$work/raw" --threads 1 --batches 8 --compare
 $yc bench "$work/raw" --threads "$n" --batches 60 --compare
 echo "== val mode (rect, batch 64), 1 and $n threads"
