@@ -31,7 +31,8 @@ struct CanvasTile {
 enum class WarpMethod { kAuto, kOpenCV };
 
 struct CanvasWarpScratch {
-  ResampleTaps cols, rows;
+  std::vector<ResampleTaps> taps;  // per tile: columns, rows (separable path)
+  std::vector<cv::Rect> written;   // the output rectangles the tiles' resamplings write
   ResampleScratch resample;
   std::vector<int> seam_x, seam_y;  // canvas coordinates (1/32 pixel) per output column / row
 };
