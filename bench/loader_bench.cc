@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-simd", no_simd, "portable kernels only (what non-x86 hosts run)");
   CLI11_PARSE(app, argc, argv);
   cv::setNumThreads(1);  // OpenCV's own threads would blur the per-thread numbers
-  yc::SetSimdEnabled(!no_simd);
+  if (no_simd) yc::SetSimdCap(yc::SimdLevel::kNone);
 
   auto src = std::make_shared<yc::testing::FakeSource>(yc::testing::FakeSource::Synthetic(images, imgsz, 1));
   yc::LoaderOptions o;

@@ -268,9 +268,12 @@ void FillOutside(const std::vector<cv::Rect>& rects, cv::Mat* out) {
   std::pair<int, int> spans[8];
   for (int y = 0; y < out->rows; ++y) {
     int n = 0;
-    for (const cv::Rect& r : rects)
-      if (y >= r.y && y < r.y + r.height && n < 8) spans[n++] = {r.x, r.x + r.width};
-    std::sort(spans, spans + n);
+    for (const cv::Rect& r : rects) {
+      if (y < r.y || y >= r.y + r.height || n == 8) continue;
+      int i = n++;  // insertion by start: at most 8 spans
+      for (; i > 0 && spans[i - 1].first > r.x; --i) spans[i] = spans[i - 1];
+      spans[i] = {r.x, r.x + r.width};
+    }
     uint8_t* row = out->ptr<uint8_t>(y);
     int x = 0;
     for (int i = 0; i < n; ++i) {

@@ -160,9 +160,7 @@ __attribute__((target("avx2"))) void InterleavedLoop(const HsvLut& lut, const Di
 }  // namespace
 
 const Loops& Avx2Loops() {
-  static const Loops loops = {
-      {PlanarLoop<true, true>, PlanarLoop<true, false>, PlanarLoop<false, false>},
-      {InterleavedLoop<true, true>, InterleavedLoop<true, false>, InterleavedLoop<false, false>}};
+  static const Loops loops = YC_HSV_LOOPS(PlanarLoop, InterleavedLoop);
   return loops;
 }
 

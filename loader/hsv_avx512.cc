@@ -171,9 +171,7 @@ YC_AVX512 void InterleavedLoop(const HsvLut& lut, const DivTables& T, const uint
 }  // namespace
 
 const Loops& Avx512Loops() {
-  static const Loops loops = {
-      {PlanarLoop<true, true>, PlanarLoop<true, false>, PlanarLoop<false, false>},
-      {InterleavedLoop<true, true>, InterleavedLoop<true, false>, InterleavedLoop<false, false>}};
+  static const Loops loops = YC_HSV_LOOPS(PlanarLoop, InterleavedLoop);
   return loops;
 }
 

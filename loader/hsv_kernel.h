@@ -76,4 +76,12 @@ inline Variant VariantFor(const HsvLut& lut, const DivTables& T) {
   return lut.arithmetic ? kDivideArithmetic : kDivideGather;
 }
 
+// An instruction set's Loops from its loop templates `Planar<kDivide, kArithmetic>` and
+// `Interleaved<...>`, in Variant order, so that order is written once, here beside the enum.
+#define YC_HSV_LOOPS(Planar, Interleaved)                                                   \
+  ::yc::hsv_kernel::Loops {                                                                  \
+    {Planar<true, true>, Planar<true, false>, Planar<false, false>},                         \
+        {Interleaved<true, true>, Interleaved<true, false>, Interleaved<false, false>}       \
+  }
+
 }  // namespace yc::hsv_kernel

@@ -53,21 +53,6 @@ bool FloatGain(const uint8_t* table, double c, float* gain) {
   return false;
 }
 
-}  // namespace
-
-void PrepareHsvSimd(HsvLut* lut) {
-  for (int i = 0; i < 256; ++i) lut->h32[i] = lut->h[i], lut->s32[i] = lut->s[i], lut->v32[i] = lut->v[i];
-  lut->hue_shift = lut->h[0];
-  bool hue_ok = true;
-  for (int x = 0; x < 180; ++x) hue_ok = hue_ok && lut->h[x] == (x + lut->hue_shift) % 180;
-  lut->arithmetic =
-      hue_ok && FloatGain(lut->s, lut->s_mul, &lut->s_gain) && FloatGain(lut->v, lut->v_mul, &lut->v_gain);
-}
-
-bool HsvSimdAvailable() { return ActiveSimdLevel() != SimdLevel::kNone; }
-
-namespace {
-
 // The loops of the widest instruction set the CPU and the cap allow, or null (portable form).
 const hsv_kernel::Loops* ActiveLoops() {
 #ifdef YC_HSV_X86
@@ -84,6 +69,17 @@ const hsv_kernel::Loops* ActiveLoops() {
 }
 
 }  // namespace
+
+void PrepareHsvSimd(HsvLut* lut) {
+  for (int i = 0; i < 256; ++i) lut->h32[i] = lut->h[i], lut->s32[i] = lut->s[i], lut->v32[i] = lut->v[i];
+  lut->hue_shift = lut->h[0];
+  bool hue_ok = true;
+  for (int x = 0; x < 180; ++x) hue_ok = hue_ok && lut->h[x] == (x + lut->hue_shift) % 180;
+  lut->arithmetic =
+      hue_ok && FloatGain(lut->s, lut->s_mul, &lut->s_gain) && FloatGain(lut->v, lut->v_mul, &lut->v_gain);
+}
+
+bool HsvSimdAvailable() { return ActiveSimdLevel() != SimdLevel::kNone; }
 
 void HsvSimdInterleaved(const HsvLut& lut, const uint8_t* src, uint8_t* dst, size_t pixels) {
   const hsv_kernel::DivTables& T = hsv_kernel::Tables();

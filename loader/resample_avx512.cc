@@ -26,7 +26,7 @@ uint64_t LoadMask(int64_t bytes) {
 
 }  // namespace
 
-bool HorizontalAvx512Available() { return ActiveSimdLevel() == SimdLevel::kAvx512; }
+bool ResampleAvx512Available() { return ActiveSimdLevel() == SimdLevel::kAvx512; }
 
 void PlanHorizontalAvx512(const int32_t* byte_offset, const int32_t* frac, int n, size_t row_bytes,
                           HorizontalTables* t) {
@@ -84,9 +84,7 @@ YC_AVX512 static void HorizontalLoop(const uint8_t* row, const HorizontalTables&
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32), sums_b);
   }
 }
-#endif
 
-#ifdef YC_RESAMPLE_X86
 YC_AVX512 static int VerticalLoop(const int16_t* h0, const int16_t* h1, int f, int count, uint8_t* out) {
   const __m512i weights = _mm512_set1_epi32((32 - f) | (f << 16));
   const __m512i round = _mm512_set1_epi32(512);

@@ -20,8 +20,9 @@ struct HorizontalTables {
   int columns = 0;              // output columns covered by the tables (a multiple of 16)
 };
 
-// True when the CPU has AVX-512 F/BW/VBMI and the cap allows it (simd.h's ActiveSimdLevel).
-bool HorizontalAvx512Available();
+// True when the CPU has AVX-512 F/BW/VBMI and the cap allows it (simd.h's ActiveSimdLevel): both
+// passes below may run.
+bool ResampleAvx512Available();
 
 // Tables for `n` output columns: tap pairs at row bytes byte_offset[k] and byte_offset[k] + 3,
 // weights (32 - frac[k], frac[k]). Blocks whose taps span more than 128 bytes (downscaling by more

@@ -84,7 +84,7 @@ void Vertical(const int16_t* __restrict h0, const int16_t* __restrict h1, int f,
     return _mm_srai_epi32(_mm_add_epi32(_mm_madd_epi16(pairs, weights), round), 10);
   };
   const bool simd = SimdEnabled();
-  if (simd && HorizontalAvx512Available()) i = VerticalAvx512(h0, h1, f, count, out);
+  if (simd && ResampleAvx512Available()) i = VerticalAvx512(h0, h1, f, count, out);
   for (; simd && i + 16 <= count; i += 16) {
     const __m128i a0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h0 + i));
     const __m128i a1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h0 + i + 8));
@@ -116,7 +116,7 @@ void ResampleSeparable(const cv::Mat& src, const ResampleTaps& cols, const Resam
   s->cached[0] = s->cached[1] = -1;
   const size_t row_bytes = static_cast<size_t>(src.cols) * 3;
 
-  const bool wide = HorizontalAvx512Available() && nx >= 16;
+  const bool wide = ResampleAvx512Available() && nx >= 16;
   if (wide) PlanHorizontalAvx512(s->byte_offset.data(), cols.frac.data(), nx, row_bytes, &s->wide);
   auto fill = [&](int slot, int sy) {
     const uint8_t* row = src.ptr<uint8_t>(sy);

@@ -57,6 +57,5 @@ SimdLevel CpuSimdLevel() {
 SimdLevel ActiveSimdLevel() { return std::min(CpuSimdLevel(), SimdCap()); }
 
 bool SimdEnabled() { return SimdCap() != SimdLevel::kNone; }
-void SetSimdEnabled(bool enabled) { SetSimdCap(enabled ? SimdLevel::kAvx512 : SimdLevel::kNone); }
 
 }  // namespace yc

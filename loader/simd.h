@@ -2,7 +2,8 @@
 // uses the widest instruction set that both the CPU supports and this cap allows. The cap starts at
 // the environment variable YOLOCACHE_SIMD (avx512 | avx2 | none; default avx512) so a user or a bench
 // can compare kernels side by side; tests lower it to check each kernel against the portable
-// fallbacks, which are what non-x86 hosts run. All levels produce identical bytes.
+// fallbacks, which are what non-x86 hosts run. The AVX-512 and AVX2 kernels produce identical bytes;
+// the portable HSV path (cvtColor) agrees with them within one level.
 #pragma once
 
 namespace yc {
@@ -21,6 +22,5 @@ SimdLevel ActiveSimdLevel();
 
 // True unless the cap is kNone.
 bool SimdEnabled();
-void SetSimdEnabled(bool enabled);  // kAvx512 or kNone
 
 }  // namespace yc

@@ -79,8 +79,8 @@ double Median(std::vector<double> v) {
 }  // namespace
 
 Result<Scaling> MeasureScaling(std::shared_ptr<const RecordSource> source, LoaderOptions options,
-                               const std::vector<int>& threads, int rounds, int batches_per_thread) {
-  if (threads.empty() || rounds < 1 || batches_per_thread < 1)
+                               const std::vector<int>& threads, int rounds, const ThroughputRun& per_thread) {
+  if (threads.empty() || rounds < 1 || per_thread.batches < 1)
     return Status::InvalidArgument("scaling needs thread counts, >= 1 round and >= 1 batch per thread");
   for (int t : threads)
     if (t < 1) return Status::InvalidArgument("scaling: thread counts must be >= 1");
@@ -89,8 +89,8 @@ Result<Scaling> MeasureScaling(std::shared_ptr<const RecordSource> source, Loade
     std::vector<ScalingPoint> round;
     for (int t : threads) {
       options.threads = t;
-      ThroughputRun run;
-      run.batches = batches_per_thread * t;
+      ThroughputRun run = per_thread;
+      run.batches = per_thread.batches * t;
       Result<Throughput> measured = MeasureThroughput(source, options, run);
       if (!measured.ok()) return measured.status();
       ScalingPoint p;

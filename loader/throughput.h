@@ -35,7 +35,7 @@ Result<Throughput> MeasureThroughput(std::shared_ptr<const RecordSource> source,
                                      const ThroughputRun& run);
 
 // Scaling across thread counts, measured side by side: `rounds` rounds, each running every count in
-// `threads` once (in order, `batches_per_thread` x count timed batches each, so every run lasts about
+// `threads` once (in order, per_thread.batches x count timed batches each, so every run lasts about
 // as long). On a shared host one thread's speed drifts by tens of percent within a minute; comparing
 // each count with the first count of the same round, and taking medians over rounds, keeps that drift
 // out of the ratio.
@@ -49,7 +49,8 @@ struct Scaling {
   // Per thread count (in `threads` order), the median over rounds.
   std::vector<double> median_images_per_second, median_efficiency;
 };
+// `per_thread`: its warm-up as is, its batches times each count.
 Result<Scaling> MeasureScaling(std::shared_ptr<const RecordSource> source, LoaderOptions options,
-                               const std::vector<int>& threads, int rounds, int batches_per_thread);
+                               const std::vector<int>& threads, int rounds, const ThroughputRun& per_thread);
 
 }  // namespace yc

@@ -12,15 +12,7 @@
 
 namespace yc::testing {
 
-// Switches the x86 SIMD kernels off for a scope (the portable fallbacks run instead).
-struct ScopedNoSimd {
-  explicit ScopedNoSimd(bool off = true) { SetSimdEnabled(!off); }
-  ~ScopedNoSimd() { SetSimdEnabled(true); }
-  ScopedNoSimd(const ScopedNoSimd&) = delete;
-  ScopedNoSimd& operator=(const ScopedNoSimd&) = delete;
-};
-
-// Caps the x86 SIMD kernels at `level` for a scope (simd.h).
+// Caps the x86 SIMD kernels at `level` for a scope (simd.h), then restores the previous cap.
 struct ScopedSimdCap {
   explicit ScopedSimdCap(SimdLevel level) : saved_(SimdCap()) { SetSimdCap(level); }
   ~ScopedSimdCap() { SetSimdCap(saved_); }
@@ -29,6 +21,11 @@ struct ScopedSimdCap {
 
  private:
   SimdLevel saved_;
+};
+
+// Switches the x86 SIMD kernels off for a scope when `off` (the portable fallbacks run instead).
+struct ScopedNoSimd : ScopedSimdCap {
+  explicit ScopedNoSimd(bool off = true) : ScopedSimdCap(off ? SimdLevel::kNone : SimdCap()) {}
 };
 constexpr SimdLevel kAllSimdLevels[] = {SimdLevel::kNone, SimdLevel::kAvx2, SimdLevel::kAvx512};
 

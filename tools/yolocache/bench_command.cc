@@ -46,7 +46,10 @@ nlohmann::ordered_json JsonHeader(const BenchArgs& a, const LoaderOptions& o, co
 // --scaling: rounds of every thread count, efficiency against the first count of the same round.
 int PrintScaling(const BenchArgs& a, std::shared_ptr<const RecordSource> source, const LoaderOptions& o,
                  const std::string& split) {
-  Result<Scaling> measured = MeasureScaling(std::move(source), o, a.scaling, a.rounds, a.batches);
+  ThroughputRun per_thread;
+  per_thread.warmup = a.warmup;
+  per_thread.batches = a.batches;
+  Result<Scaling> measured = MeasureScaling(std::move(source), o, a.scaling, a.rounds, per_thread);
   if (!measured.ok()) return Fail("bench", measured.status());
   const Scaling& s = *measured;
   const char* simd = SimdLevelName(ActiveSimdLevel());
