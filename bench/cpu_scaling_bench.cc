@@ -1,8 +1,9 @@
 // How well this machine's own cores scale from 1 to N threads, as the reference the loader's scaling
 // is read against (prints only):
-//   cpu_scaling_bench [--threads 1,2,4,8,16] [--seconds 1.5]
+//   cpu_scaling_bench [--threads 1,2,4,8,16] [--seconds 1.5] [--kernels clock,compute,memory]
 // Three kernels, each thread working on its own memory, no sharing and no synchronisation while timed:
-//   clock:   a chain of dependent integer multiplies: the core clock each thread gets (x86),
+//   clock:   a chain of dependent integer multiplies (loader/core_clock.h): the core clock each
+//            thread gets (x86 only; elsewhere it prints 0),
 //   compute: the loader's fused HSV kernel (AVX-512 or AVX2, whichever the loader uses) over an
 //            L1-resident 24 KB run of pixels (ALU bound: what turbo frequency and shared physical
 //            cores allow),
@@ -10,13 +11,16 @@
 //            memory system allows for the loader's streaming passes).
 // Scaling efficiency = (throughput at N) / (N x throughput at 1).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "loader/core_clock.h"
 #include "loader/hsv.h"
 #include "loader/rng.h"
 #include "loader/simd.h"
@@ -56,7 +60,14 @@ int main(int argc, char** argv) {
   double seconds = 1.5;
   app.add_option("--threads", thread_counts, "Thread counts")->delimiter(',');
   app.add_option("--seconds", seconds, "Seconds per measurement");
+  // One kernel alone lets two processes (pinned with taskset) run different kernels side by side,
+  // e.g. the clock chain on one core while the others run the vector kernel.
+  std::vector<std::string> kernels{"clock", "compute", "memory"};
+  app.add_option("--kernels", kernels, "Kernels to run")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"clock", "compute", "memory"}));
   CLI11_PARSE(app, argc, argv);
+  auto wanted = [&](const char* name) { return std::find(kernels.begin(), kernels.end(), name) != kernels.end(); };
 
   yc::AugmentHyp hyp;  // Ultralytics' default HSV gains
   yc::Rng rng(0, 0, 0);
@@ -77,22 +88,8 @@ int main(int argc, char** argv) {
   };
   auto clock = [&](int, const std::atomic<bool>& stop) {
     double cycles = 0;
-    uint64_t x = 1;
-    const uint64_t k = 3;
-    while (!stop.load(std::memory_order_relaxed)) {
-      for (int i = 0; i < 4096; ++i) {
-#if defined(__x86_64__)
-        // Four dependent 64-bit multiplies, 3 cycles each on every x86-64 core of the last decade
-        // (immediate adds would be folded away by recent renamers).
-        asm volatile("imul %1, %0\n\timul %1, %0\n\timul %1, %0\n\timul %1, %0" : "+r"(x) : "r"(k));
-        cycles += 12;
-#else
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        cycles += 4;  // a rough multiply-add latency
-#endif
-      }
-    }
-    return cycles + static_cast<double>(x & 0);  // keeps x live
+    while (!stop.load(std::memory_order_relaxed)) cycles += yc::SampleCoreClock(16384).cycles;
+    return cycles;
   };
   auto memory = [&](int, const std::atomic<bool>& stop) {
     std::vector<uint8_t> pool(kPoolImages * kImageBytes, 1), out(kImageBytes);
@@ -109,13 +106,17 @@ int main(int argc, char** argv) {
   std::printf("%-8s %12s %8s %20s %8s %20s %8s\n", "threads", "GHz/thread", "ratio", "compute img/s/thread", "ratio",
               "memory GB/s/thread", "ratio");
   double clock1 = 0, compute1 = 0, memory1 = 0;
+  bool first = true;
   for (int n : thread_counts) {
     if (n < 1) continue;
-    const double g = RunThreads(n, seconds, clock) / n / 1e9;
-    const double c = RunThreads(n, seconds, compute) / n;
-    const double m = RunThreads(n, seconds, memory) / n * kImageBytes / 1e9;
-    if (compute1 == 0) clock1 = g, compute1 = c, memory1 = m;
-    std::printf("%-8d %12.2f %8.2f %20.0f %8.2f %20.2f %8.2f\n", n, g, g / clock1, c, c / compute1, m, m / memory1);
+    // A kernel not run prints 0 and ratio 0.
+    const double g = wanted("clock") ? RunThreads(n, seconds, clock) / n / 1e9 : 0;
+    const double c = wanted("compute") ? RunThreads(n, seconds, compute) / n : 0;
+    const double m = wanted("memory") ? RunThreads(n, seconds, memory) / n * kImageBytes / 1e9 : 0;
+    if (first) clock1 = g, compute1 = c, memory1 = m, first = false;
+    auto ratio = [](double x, double x1) { return x1 > 0 ? x / x1 : 0.0; };
+    std::printf("%-8d %12.2f %8.2f %20.0f %8.2f %20.2f %8.2f\n", n, g, ratio(g, clock1), c, ratio(c, compute1), m,
+                ratio(m, memory1));
   }
   return 0;
 }

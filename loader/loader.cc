@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "loader/core_clock.h"
 #include "loader/format.h"
 #include "loader/sample_processor.h"
 #include "loader/sampler.h"
@@ -111,6 +112,7 @@ struct Loader::Impl {
   std::atomic<bool> cancel{false};
   // Loader::stats(), in nanoseconds
   std::atomic<uint64_t> samples_done{0}, sample_ns{0}, render_ns{0}, finish_ns{0};
+  std::atomic<uint64_t> clock_cycles{0}, clock_ns{0};  // options.probe_core_clock
 
   // Consumer-side state (touched only by the thread calling StartEpoch/Next).
   std::deque<std::shared_ptr<Job>> inflight;  // in (epoch, index) order
@@ -168,6 +170,11 @@ struct Loader::Impl {
         std::vector<float>& labels = slot.sample_labels[i];
         labels.clear();
         RenderScratch& local = scratch.local();
+        if (options.probe_core_clock) {
+          const CoreClockSample c = SampleCoreClock(1024);
+          clock_cycles.fetch_add(static_cast<uint64_t>(c.cycles), std::memory_order_relaxed);
+          AddSeconds(&clock_ns, c.seconds);
+        }
         const auto t0 = std::chrono::steady_clock::now();
         st = ProcessSample(job->context, slot.samples[i], i, job->shape, b.images + b.image_bytes() * i, &local,
                            &labels, &b.samples[i]);
@@ -261,6 +268,8 @@ Loader::Stats Loader::stats() const {
   s.sample_seconds = seconds(impl_->sample_ns);
   s.render_seconds = seconds(impl_->render_ns);
   s.finish_seconds = seconds(impl_->finish_ns);
+  s.clock_cycles = static_cast<double>(impl_->clock_cycles.load());
+  s.clock_seconds = seconds(impl_->clock_ns);
   return s;
 }
 

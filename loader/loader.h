@@ -46,6 +46,8 @@ class Loader {
   struct Stats {
     uint64_t samples = 0;
     double sample_seconds = 0, render_seconds = 0, finish_seconds = 0;
+    // With options.probe_core_clock: the workers' probe chains, their cycles / seconds is the clock.
+    double clock_cycles = 0, clock_seconds = 0;
   };
   Stats stats() const;
 

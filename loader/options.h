@@ -70,6 +70,9 @@ struct LoaderOptions {
 
   int threads = 0;   // TBB worker threads for this loader; 0 = all hardware threads
   int prefetch = 4;  // batches in flight ahead of the consumer
+  // Benchmarks: before each sample a worker times a ~1 us multiply chain (loader/core_clock.h), so
+  // Loader::stats() reports the clock the workers ran at (~0.1% of a sample).
+  bool probe_core_clock = false;
   ImageLayout layout = ImageLayout::kNCHW;
 
   // Image path: kFast composes each mosaic tile's placement with the affine matrix and warps it

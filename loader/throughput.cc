@@ -61,6 +61,8 @@ Result<Throughput> MeasureThroughput(std::shared_ptr<const RecordSource> source,
     r.render_ms = (after.render_seconds - before.render_seconds) * per_sample_ms;
     r.finish_ms = (after.finish_seconds - before.finish_seconds) * per_sample_ms;
   }
+  const double probed = after.clock_seconds - before.clock_seconds;
+  if (probed > 0) r.core_ghz = (after.clock_cycles - before.clock_cycles) / probed * 1e-9;
   r.images_per_second = r.seconds > 0 ? static_cast<double>(r.images) / r.seconds : 0;
   r.wait_fraction = r.seconds > 0 ? waited / r.seconds : 0;
   r.checksum = XXH64_digest(hash.get());
@@ -99,18 +101,24 @@ Result<Scaling> MeasureScaling(std::shared_ptr<const RecordSource> source, Loade
       const ScalingPoint& first = round.empty() ? p : round.front();
       const double base = first.run.images_per_second / first.threads;
       p.efficiency = base > 0 ? p.run.images_per_second / t / base : 0;
+      if (p.run.core_ghz > 0 && first.run.core_ghz > 0)
+        p.cycle_efficiency = p.efficiency * first.run.core_ghz / p.run.core_ghz;
       round.push_back(p);
     }
     s.rounds.push_back(std::move(round));
   }
   for (size_t i = 0; i < threads.size(); ++i) {
-    std::vector<double> ips, eff;
+    std::vector<double> ips, eff, ghz, cycle_eff;
     for (const auto& round : s.rounds) {
       ips.push_back(round[i].run.images_per_second);
       eff.push_back(round[i].efficiency);
+      ghz.push_back(round[i].run.core_ghz);
+      cycle_eff.push_back(round[i].cycle_efficiency);
     }
     s.median_images_per_second.push_back(Median(ips));
     s.median_efficiency.push_back(Median(eff));
+    s.median_core_ghz.push_back(Median(ghz));
+    s.median_cycle_efficiency.push_back(Median(cycle_eff));
   }
   return s;
 }

@@ -25,6 +25,7 @@ struct Throughput {
   double wait_fraction = 0;  // of the timed window, the consumer blocked in Next()
   double worker_busy = 0;    // of the timed window x options.threads, workers inside samples
   double ms_per_sample = 0, render_ms = 0, finish_ms = 0;  // per sample finished in the window
+  double core_ghz = 0;  // the workers' clock in the window (options.probe_core_clock; else 0)
   size_t images = 0, batches = 0;
   uint64_t checksum = 0;  // with `hash`: equal checksums mean identical batches
 };
@@ -43,11 +44,14 @@ struct ScalingPoint {
   int threads = 0;
   Throughput run;
   double efficiency = 0;  // (img/s / threads) / (img/s / threads of the round's first count)
+  // The same per clock cycle, (img/s / threads / core GHz) / (the same of the first count): what is
+  // left of the loss once the host's clock change is taken out. 0 unless both clocks were probed.
+  double cycle_efficiency = 0;
 };
 struct Scaling {
   std::vector<std::vector<ScalingPoint>> rounds;
   // Per thread count (in `threads` order), the median over rounds.
-  std::vector<double> median_images_per_second, median_efficiency;
+  std::vector<double> median_images_per_second, median_efficiency, median_core_ghz, median_cycle_efficiency;
 };
 // `per_thread`: its warm-up as is, its batches times each count.
 Result<Scaling> MeasureScaling(std::shared_ptr<const RecordSource> source, LoaderOptions options,

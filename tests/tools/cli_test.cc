@@ -153,8 +153,19 @@ TEST(Cli, BenchIsDeterministicAcrossThreadCountsAndBeatsTheNaiveLoader) {
     EXPECT_GT(round[1]["images_per_second"].get<double>(), 0.0);
     const double one = round[0]["images_per_second"].get<double>(), two = round[1]["images_per_second"].get<double>();
     EXPECT_NEAR(round[1]["efficiency"].get<double>(), two / 2 / one, 1e-9);
+    // Per cycle: the efficiency with the workers' clock change taken out (x86-64 probes the clock).
+    const double ghz1 = round[0]["core_ghz"].get<double>(), ghz2 = round[1]["core_ghz"].get<double>();
+    if (ghz1 > 0) {
+      EXPECT_GT(ghz2, 0.0);
+      EXPECT_DOUBLE_EQ(round[0]["cycle_efficiency"].get<double>(), 1.0);
+      EXPECT_NEAR(round[1]["cycle_efficiency"].get<double>(), two / 2 / one * ghz1 / ghz2, 1e-9);
+    }
   }
   ASSERT_EQ(js["median_efficiency"].size(), 2u);
+  if (js.contains("median_core_ghz")) {
+    EXPECT_GT(js["median_core_ghz"][1].get<double>(), 0.0);
+    EXPECT_EQ(js["median_cycle_efficiency"].size(), 2u);
+  }
   EXPECT_GT(js["median_images_per_second"][1].get<double>(), 0.0);
   CliRun bad = Yolocache(tmp, {"bench", cache, "--scaling", "0,2"});
   EXPECT_EQ(bad.exit_code, 2);
