@@ -108,17 +108,16 @@ Result<Scaling> MeasureScaling(std::shared_ptr<const RecordSource> source, Loade
     s.rounds.push_back(std::move(round));
   }
   for (size_t i = 0; i < threads.size(); ++i) {
-    std::vector<double> ips, eff, ghz, cycle_eff;
-    for (const auto& round : s.rounds) {
-      ips.push_back(round[i].run.images_per_second);
-      eff.push_back(round[i].efficiency);
-      ghz.push_back(round[i].run.core_ghz);
-      cycle_eff.push_back(round[i].cycle_efficiency);
-    }
-    s.median_images_per_second.push_back(Median(ips));
-    s.median_efficiency.push_back(Median(eff));
-    s.median_core_ghz.push_back(Median(ghz));
-    s.median_cycle_efficiency.push_back(Median(cycle_eff));
+    // The median over rounds of one figure of thread count i.
+    auto median = [&](auto figure) {
+      std::vector<double> v;
+      for (const auto& round : s.rounds) v.push_back(figure(round[i]));
+      return Median(std::move(v));
+    };
+    s.median_images_per_second.push_back(median([](const ScalingPoint& p) { return p.run.images_per_second; }));
+    s.median_efficiency.push_back(median([](const ScalingPoint& p) { return p.efficiency; }));
+    s.median_core_ghz.push_back(median([](const ScalingPoint& p) { return p.run.core_ghz; }));
+    s.median_cycle_efficiency.push_back(median([](const ScalingPoint& p) { return p.cycle_efficiency; }));
   }
   return s;
 }

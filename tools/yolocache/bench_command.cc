@@ -44,6 +44,14 @@ nlohmann::ordered_json JsonHeader(const BenchArgs& a, const LoaderOptions& o, co
   return j;
 }
 
+// "2.50 GHz, eff 0.82, per cycle 0.88)" of one --scaling figure; the clock parts only where probed.
+void PrintEfficiency(double core_ghz, double efficiency, double cycle_efficiency) {
+  if (core_ghz > 0) std::printf("%.2f GHz, ", core_ghz);
+  std::printf("eff %.2f", efficiency);
+  if (cycle_efficiency > 0) std::printf(", per cycle %.2f", cycle_efficiency);
+  std::printf(")");
+}
+
 // --scaling: rounds of every thread count, efficiency against the first count of the same round.
 int PrintScaling(const BenchArgs& a, std::shared_ptr<const RecordSource> source, const LoaderOptions& o,
                  const std::string& split) {
@@ -91,20 +99,14 @@ int PrintScaling(const BenchArgs& a, std::shared_ptr<const RecordSource> source,
     std::printf("round %zu:", r + 1);
     for (const ScalingPoint& p : s.rounds[r]) {
       std::printf("  %d thr %.0f img/s (%.2f ms/sample, ", p.threads, p.run.images_per_second, p.run.ms_per_sample);
-      if (p.run.core_ghz > 0) std::printf("%.2f GHz, ", p.run.core_ghz);
-      std::printf("eff %.2f", p.efficiency);
-      if (p.cycle_efficiency > 0) std::printf(", per cycle %.2f", p.cycle_efficiency);
-      std::printf(")");
+      PrintEfficiency(p.run.core_ghz, p.efficiency, p.cycle_efficiency);
     }
     std::printf("\n");
   }
   std::printf("median:");
   for (size_t i = 0; i < a.scaling.size(); ++i) {
     std::printf("  %d thr %.0f img/s (", a.scaling[i], s.median_images_per_second[i]);
-    if (s.median_core_ghz[i] > 0) std::printf("%.2f GHz, ", s.median_core_ghz[i]);
-    std::printf("eff %.2f", s.median_efficiency[i]);
-    if (s.median_cycle_efficiency[i] > 0) std::printf(", per cycle %.2f", s.median_cycle_efficiency[i]);
-    std::printf(")");
+    PrintEfficiency(s.median_core_ghz[i], s.median_efficiency[i], s.median_cycle_efficiency[i]);
   }
   std::printf("\n");
   if (probed.probe_core_clock)
