@@ -34,7 +34,8 @@ struct RenderScratch {
   std::vector<uint8_t> chunk;   // FinishImage runs
   CanvasWarpScratch warp;       // fast path tile warps
   std::vector<BoxXyxy> boxes_out, boxes_mix, boxes_scratch;
-  // The last sample's stage times (Loader::stats): geometry + warp (or letterbox), then HSV + layout.
+  // The last sample's stage times (Loader::stats): geometry + warp (or letterbox), then HSV + layout
+  // (with the label rows and SampleInfo, so the two cover the whole sample).
   double render_seconds = 0, finish_seconds = 0;
 };
 

@@ -34,6 +34,9 @@ void FillInfo(const RecordView& view, uint64_t record, SampleInfo* info) {
 
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+// The two stages (RenderScratch::render_seconds, finish_seconds) cover the whole sample, the label
+// rows and SampleInfo counted with the finish: Loader::stats() times each sample from outside too,
+// and a worker preempted in an untimed gap would make the stages miss part of that total.
 
 Status ProcessTrain(const SampleContext& ctx, const SampleSlot& s, int batch_idx, cv::Size shape, uint8_t* slot,
                     RenderScratch* scratch, std::vector<float>* labels, SampleInfo* info) {
@@ -56,7 +59,6 @@ Status ProcessTrain(const SampleContext& ctx, const SampleSlot& s, int batch_idx
     FinishImage(out.data, shape.height, shape.width, out.step, plan.hsv.enabled ? &lut : nullptr, o.layout, slot,
                 &scratch->chunk);
   }
-  scratch->finish_seconds = Since(start) - scratch->render_seconds;
   AppendLabelRows(static_cast<float>(batch_idx), boxes, shape.width, shape.height, labels);
   const RecordView& view = scratch->views[0];
   FillInfo(view, s.record, info);
@@ -65,27 +67,28 @@ Status ProcessTrain(const SampleContext& ctx, const SampleSlot& s, int batch_idx
   info->ratio_h = static_cast<float>(loaded.height) / info->orig_h;
   info->ratio_w = static_cast<float>(loaded.width) / info->orig_w;
   info->pad_w = info->pad_h = 0;
+  scratch->finish_seconds = Since(start) - scratch->render_seconds;
   return Status::OK();
 }
 
 Status ProcessVal(const SampleContext& ctx, const SampleSlot& s, int batch_idx, cv::Size shape, uint8_t* slot,
                   RenderScratch* scratch, std::vector<float>* labels, SampleInfo* info) {
   const LoaderOptions& o = *ctx.options;
+  const Clock::time_point start = Clock::now();
   cv::Mat out = RenderTarget(o, shape, slot, scratch);
   std::vector<BoxXyxy>& boxes = scratch->boxes_out;
   ValSample v;
-  const Clock::time_point start = Clock::now();
   YC_RETURN_IF_ERROR(RenderVal(*ctx.source, s.record, o.imgsz, scratch, &out, &boxes, &v));
   scratch->render_seconds = Since(start);
   if (out.data != slot)
     FinishImage(out.data, shape.height, shape.width, out.step, nullptr, o.layout, slot, &scratch->chunk);
-  scratch->finish_seconds = Since(start) - scratch->render_seconds;
   AppendLabelRows(static_cast<float>(batch_idx), boxes, shape.width, shape.height, labels);
   FillInfo(scratch->views[0], s.record, info);
   info->resized_h = v.letterbox.new_h, info->resized_w = v.letterbox.new_w;
   info->ratio_h = static_cast<float>(v.letterbox.new_h) / info->orig_h;
   info->ratio_w = static_cast<float>(v.letterbox.new_w) / info->orig_w;
   info->pad_w = static_cast<float>(v.letterbox.left), info->pad_h = static_cast<float>(v.letterbox.top);
+  scratch->finish_seconds = Since(start) - scratch->render_seconds;
   return Status::OK();
 }
 
