@@ -140,8 +140,10 @@ TEST(Cli, BenchIsDeterministicAcrossThreadCountsAndBeatsTheNaiveLoader) {
   EXPECT_NE(j2["simd"], "avx512");
   EXPECT_EQ(j2["checksum"], *checksums.begin());
   // Side by side: every round runs each thread count; efficiency is against the round's first count.
-  CliRun scaling = Yolocache(tmp, {"bench", cache, "--batch", "8", "--batches", "1", "--scaling", "1,2", "--rounds",
-                                   "3", "--json"});
+  // One batch in flight, so most timed batches' samples run inside the timed window (the clock probe
+  // and ms_per_sample count samples finished in it).
+  CliRun scaling = Yolocache(tmp, {"bench", cache, "--batch", "8", "--batches", "4", "--prefetch", "1", "--scaling",
+                                   "1,2", "--rounds", "3", "--json"});
   ASSERT_EQ(scaling.exit_code, 0) << scaling.err;
   const nlohmann::json js = nlohmann::json::parse(scaling.out);
   ASSERT_EQ(js["rounds"].size(), 3u);
