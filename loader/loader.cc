@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -22,6 +21,7 @@
 #include "loader/format.h"
 #include "loader/sample_processor.h"
 #include "loader/sampler.h"
+#include "loader/worker_stats.h"
 
 namespace yc {
 
@@ -110,9 +110,7 @@ struct Loader::Impl {
   std::condition_variable cv;
   int running = 0;  // enqueued jobs not yet finished (guarded by mu)
   std::atomic<bool> cancel{false};
-  // Loader::stats(), in nanoseconds
-  std::atomic<uint64_t> samples_done{0}, sample_ns{0}, render_ns{0}, finish_ns{0};
-  std::atomic<uint64_t> clock_cycles{0}, clock_ns{0};  // options.probe_core_clock
+  std::unique_ptr<WorkerStats> worker_stats;  // Loader::stats()
 
   // Consumer-side state (touched only by the thread calling StartEpoch/Next).
   std::deque<std::shared_ptr<Job>> inflight;  // in (epoch, index) order
@@ -157,10 +155,6 @@ struct Loader::Impl {
       });
   }
 
-  static void AddSeconds(std::atomic<uint64_t>* ns, double seconds) {
-    ns->fetch_add(static_cast<uint64_t>(seconds * 1e9), std::memory_order_relaxed);
-  }
-
   void RunSample(Job* job, int i) {
     if (!cancel.load(std::memory_order_relaxed)) {
       BatchSlot& slot = *job->slot;
@@ -170,19 +164,13 @@ struct Loader::Impl {
         std::vector<float>& labels = slot.sample_labels[i];
         labels.clear();
         RenderScratch& local = scratch.local();
-        if (options.probe_core_clock) {
-          const CoreClockSample c = SampleCoreClock(1024);
-          clock_cycles.fetch_add(static_cast<uint64_t>(c.cycles), std::memory_order_relaxed);
-          AddSeconds(&clock_ns, c.seconds);
-        }
-        const auto t0 = std::chrono::steady_clock::now();
+        CoreClockSample clock;
+        if (options.probe_core_clock) clock = SampleCoreClock(1024);
+        worker_stats->BeginSample(options.probe_core_clock ? &clock : nullptr);
+        // ProcessSample turns exceptions into a Status, so EndSample always follows.
         st = ProcessSample(job->context, slot.samples[i], i, job->shape, b.images + b.image_bytes() * i, &local,
                            &labels, &b.samples[i]);
-        const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - t0;
-        AddSeconds(&sample_ns, spent.count());
-        AddSeconds(&render_ns, local.render_seconds);
-        AddSeconds(&finish_ns, local.finish_seconds);
-        samples_done.fetch_add(1, std::memory_order_relaxed);
+        worker_stats->EndSample(local.render_seconds, local.finish_seconds);
       } catch (const std::exception& e) {
         st = Status::IOError("loader: batch " + std::to_string(job->index) + ", sample " + std::to_string(i) + ": " +
                              e.what());
@@ -261,17 +249,7 @@ const LoaderOptions& Loader::options() const { return impl_->options; }
 size_t Loader::dataset_size() const { return impl_->source->size(); }
 size_t Loader::batches_per_epoch() const { return impl_->sampler->batches_per_epoch(); }
 
-Loader::Stats Loader::stats() const {
-  Stats s;
-  auto seconds = [](const std::atomic<uint64_t>& ns) { return static_cast<double>(ns.load()) * 1e-9; };
-  s.samples = impl_->samples_done.load();
-  s.sample_seconds = seconds(impl_->sample_ns);
-  s.render_seconds = seconds(impl_->render_ns);
-  s.finish_seconds = seconds(impl_->finish_ns);
-  s.clock_cycles = static_cast<double>(impl_->clock_cycles.load());
-  s.clock_seconds = seconds(impl_->clock_ns);
-  return s;
-}
+Loader::Stats Loader::stats() const { return impl_->worker_stats->Snapshot(); }
 
 Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const RecordSource> source, LoaderOptions options) {
   if (source == nullptr) return Status::InvalidArgument("loader: no record source");
@@ -292,6 +270,7 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const RecordSourc
     impl->thread_limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
                                                                static_cast<size_t>(threads) + 1);
   impl->arena = std::make_unique<tbb::task_arena>(threads, 0);
+  impl->worker_stats = std::make_unique<WorkerStats>(threads);
 
   // Val rect batching needs every image's size (Ultralytics uses the original image shape).
   std::vector<cv::Size> sizes;

@@ -40,12 +40,14 @@ class Loader {
   size_t dataset_size() const;
   size_t batches_per_epoch() const;
 
-  // Work done since Create, for benchmarks: samples rendered, and the workers' wall time spent on
+  // Work done since Create, for benchmarks: samples finished, and the workers' wall time spent on
   // them summed over threads, whole and per stage (geometry + warp or letterbox; HSV + layout).
-  // Busy fraction = sample_seconds / (elapsed * threads); the rest is time workers had no sample.
+  // busy_seconds adds the elapsed part of the samples in progress, so between two snapshots
+  // busy fraction = delta busy_seconds / (elapsed * threads) <= 1; the rest is time workers had no sample.
   struct Stats {
     uint64_t samples = 0;
     double sample_seconds = 0, render_seconds = 0, finish_seconds = 0;
+    double busy_seconds = 0;
     // With options.probe_core_clock: the workers' probe chains, their cycles / seconds is the clock.
     double clock_cycles = 0, clock_seconds = 0;
   };

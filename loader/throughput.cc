@@ -53,11 +53,11 @@ Result<Throughput> MeasureThroughput(std::shared_ptr<const RecordSource> source,
   }
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const Loader::Stats after = loader.stats();
-  const double busy = after.sample_seconds - before.sample_seconds;
+  const double busy = after.busy_seconds - before.busy_seconds;
   r.worker_busy = r.seconds > 0 ? busy / (r.seconds * options.threads) : 0;
   if (after.samples > before.samples) {
     const double per_sample_ms = 1e3 / static_cast<double>(after.samples - before.samples);
-    r.ms_per_sample = busy * per_sample_ms;
+    r.ms_per_sample = (after.sample_seconds - before.sample_seconds) * per_sample_ms;
     r.render_ms = (after.render_seconds - before.render_seconds) * per_sample_ms;
     r.finish_ms = (after.finish_seconds - before.finish_seconds) * per_sample_ms;
   }
