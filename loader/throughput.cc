@@ -24,9 +24,7 @@ Result<Throughput> MeasureThroughput(std::shared_ptr<const RecordSource> source,
   double waited = 0;
   Clock::time_point start;
   Loader::Stats before;
-  // By default the warm-up outlasts the prefetch, so every pooled batch buffer has been written once
-  // (first-touch page faults) before the clock starts.
-  const int warmup = run.warmup >= 0 ? run.warmup : options.prefetch + 2;
+  const int warmup = run.warmup >= 0 ? run.warmup : DefaultWarmup(options.prefetch);
   for (int i = 0; i < warmup + run.batches; ++i) {
     if (i == warmup) {
       start = Clock::now();

@@ -14,8 +14,12 @@
 
 namespace yc {
 
+// The default warm-up: it outlasts the prefetch, so every pooled batch buffer has been written once
+// (first-touch page faults) before the clock starts.
+inline int DefaultWarmup(int prefetch) { return prefetch + 2; }
+
 struct ThroughputRun {
-  int warmup = -1;    // untimed batches first; -1: prefetch + 2, so every pooled batch buffer is written once
+  int warmup = -1;    // untimed batches first; -1: DefaultWarmup(options.prefetch)
   int batches = 50;   // timed batches, crossing epochs as needed
   bool hash = false;  // chain the XXH3 of every timed batch's image bytes and label table into `checksum`
 };

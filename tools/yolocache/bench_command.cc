@@ -149,7 +149,7 @@ int RunBench(const BenchArgs& a) {
     hashed_run.hash = true;
     // The checksum covers the same batches whatever --prefetch and --warmup, which shape only the
     // timing: those after the default warm-up, so checksums from earlier runs stay comparable.
-    hashed_run.warmup = LoaderOptions().prefetch + 2;
+    hashed_run.warmup = DefaultWarmup(LoaderOptions().prefetch);
     Result<Throughput> hashed = MeasureThroughput(source, o, hashed_run);
     if (!hashed.ok()) return Fail("bench", hashed.status());
     cached->checksum = hashed->checksum;
