@@ -43,7 +43,9 @@ const char* SimdLevelName(SimdLevel level) {
 
 SimdLevel CpuSimdLevel() {
 #if defined(__x86_64__) || defined(__i386__)
+  // Every feature the AVX-512 kernels are compiled for (hsv_avx512.cc's target attribute).
   static const SimdLevel level = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                                          __builtin_cpu_supports("avx512vbmi")
                                      ? SimdLevel::kAvx512
                                  : __builtin_cpu_supports("avx2") ? SimdLevel::kAvx2

@@ -15,7 +15,8 @@ void SetSimdCap(SimdLevel cap);
 const char* SimdLevelName(SimdLevel level);
 
 // What the running CPU supports: kAvx512 needs F, BW and VBMI (16-lane arithmetic, byte masks, byte
-// permutes), kAvx2 needs AVX2 (and with it SSSE3).
+// permutes) plus VL and DQ, which the HSV kernel is compiled with (every VBMI CPU has them); kAvx2
+// needs AVX2 (and with it SSSE3).
 SimdLevel CpuSimdLevel();
 // The level the kernels run at now: the lower of the CPU's and the cap.
 SimdLevel ActiveSimdLevel();
