@@ -13,6 +13,7 @@
 #include <tbb/parallel_for.h>
 #include <xxhash.h>
 
+#include "libcache/file_read.h"
 #include "libcache/labels.h"
 
 namespace yc {
@@ -40,36 +41,33 @@ enum class ReadResult { kOk, kMissing, kTooLarge, kFailed };
 // Reads a whole file into `out` (resized to the file's size). On failure `why` says what happened.
 template <typename Buffer>
 ReadResult ReadWhole(const fs::path& path, uint64_t limit, Buffer* out, std::string* why) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *why = std::strerror(errno);
-    return errno == ENOENT ? ReadResult::kMissing : ReadResult::kFailed;
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    *why = S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file";
-    ::close(fd);
+  uint64_t size = 0;
+  Result<ScopedFd> fd = OpenRegularFile(path, &size);  // never blocks on a FIFO or device
+  if (!fd.ok()) {
+    if (fd.status().code() == Status::Code::kNotFound) {
+      *why = std::strerror(ENOENT);
+      return ReadResult::kMissing;
+    }
+    const std::string& m = fd.status().message();  // "<path>: <reason>"; the caller names the file
+    const std::string prefix = path.string() + ": ";
+    *why = m.rfind(prefix, 0) == 0 ? m.substr(prefix.size()) : m;
     return ReadResult::kFailed;
   }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size > limit) {
     *why = "file is " + std::to_string(size) + " bytes";
-    ::close(fd);
     return ReadResult::kTooLarge;
   }
   out->resize(size);
   size_t done = 0;
   while (done < size) {
-    const ssize_t n = ::read(fd, reinterpret_cast<char*>(out->data()) + done, size - done);
+    const ssize_t n = ::read(fd->get(), reinterpret_cast<char*>(out->data()) + done, size - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       *why = n < 0 ? std::strerror(errno) : "file shrank while reading";
-      ::close(fd);
       return ReadResult::kFailed;
     }
     done += static_cast<size_t>(n);
   }
-  ::close(fd);
   return ReadResult::kOk;
 }
 

@@ -11,39 +11,25 @@
 
 #include <xxhash.h>
 
+#include "libcache/file_read.h"
+
 namespace yc {
 namespace {
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 }  // namespace
 
 Result<std::unique_ptr<MappedFile>> MappedFile::Open(const std::filesystem::path& path, AccessAdvice advice,
                                                      bool willneed) {
   const std::string p = path.string();
-  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    if (errno == ENOENT) return Status::NotFound(Status::At(p, "no such file"));
-    return Status::IOError(Status::At(p, Errno("open")));
-  }
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return Status::IOError(Status::At(p, Errno("fstat")));
-  if (!S_ISREG(st.st_mode)) return Status::IOError(Status::At(p, "not a regular file"));
-  const size_t size = static_cast<size_t>(st.st_size);
+  uint64_t file_size = 0;
+  Result<ScopedFd> fd = OpenRegularFile(path, &file_size);  // a FIFO or device is refused, not waited on
+  if (!fd.ok()) return fd.status();
+  const size_t size = static_cast<size_t>(file_size);
   if (size == 0) return std::unique_ptr<MappedFile>(new MappedFile(p, nullptr, 0));
-  void* addr = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
+  void* addr = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd->get(), 0);
   if (addr == MAP_FAILED) return Status::IOError(Status::At(p, Errno("mmap")));
   int flag = MADV_NORMAL;
   if (advice == AccessAdvice::kRandom) flag = MADV_RANDOM;
@@ -68,11 +54,9 @@ void MappedFile::WillNeed(uint64_t offset, uint64_t length) const {
 
 Status HashFile(const std::filesystem::path& path, uint64_t* hash, uint64_t* size) {
   const std::string p = path.string();
-  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    if (errno == ENOENT) return Status::NotFound(Status::At(p, "no such file"));
-    return Status::IOError(Status::At(p, Errno("open")));
-  }
+  Result<ScopedFd> opened = OpenRegularFile(path);
+  if (!opened.ok()) return opened.status();
+  const ScopedFd& fd = opened.value();
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   XXH3_state_t* state = XXH3_createState();
   if (state == nullptr) return Status::IOError(Status::At(p, "out of memory for the hash state"));
@@ -101,7 +85,7 @@ Status HashFile(const std::filesystem::path& path, uint64_t* hash, uint64_t* siz
 
 Status SyncPath(const std::filesystem::path& path) {
   const std::string p = path.string();
-  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  ScopedFd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return Status::IOError(Status::At(p, Errno("open for fsync")));
   if (::fsync(fd.get()) != 0) return Status::IOError(Status::At(p, Errno("fsync")));
   return Status::OK();

@@ -102,7 +102,7 @@ TEST(ScanImage, SyntheticDatasetCases) {
   EXPECT_TRUE(missing.excluded);
   const ScannedImage dir = ScanImage(Item(d.path(), "images/dir.jpg"), opt);
   ASSERT_EQ(dir.problems.size(), 1u);
-  EXPECT_EQ(dir.problems[0].message, "cannot read image: is a directory");
+  EXPECT_EQ(dir.problems[0].message, "cannot read image: not a regular file (a directory)");
 }
 
 TEST(AuditSplit, DuplicatesOrphansSummaryJson) {
