@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
+#include <xxhash.h>
 #include <tbb/global_control.h>
 #include <tbb/info.h>
 #include <tbb/parallel_pipeline.h>
@@ -17,6 +18,7 @@
 #include "libcache/cache.h"
 #include "libcache/dataset_spec.h"
 #include "libcache/discover.h"
+#include "libcache/file_read.h"
 #include "libcache/mapped_file.h"
 
 namespace yc {
@@ -105,9 +107,14 @@ Result<PreviousBuild> OpenPrevious(const BuildOptions& o) {
       if (fp.record >= 0) map.emplace(fp.path, fp);
     }
   }
-  std::ifstream in(o.out / kAuditFileName);
-  if (in) {
-    const nlohmann::json audit = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (const std::optional<MetadataFileEntry>& listed = m.audit_report) {
+    // Cache::Open checked it; these are the bytes used, so they are bounded and checked again.
+    const fs::path audit_path = o.out / listed->file;
+    std::string text;
+    YC_RETURN_IF_ERROR(ReadRegularFile(audit_path, listed->bytes, &text));
+    if (text.size() != listed->bytes || XXH3_64bits(text.data(), text.size()) != listed->checksum)
+      return Status::Corruption(Status::At(audit_path.string(), "changed after the cache was opened; rebuild without --update"));
+    const nlohmann::json audit = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (audit.is_object() && audit.contains("problems") && audit["problems"].is_array()) {
       for (const nlohmann::json& pj : audit["problems"]) {
         try {
@@ -287,7 +294,8 @@ Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpe
   return Status::OK();
 }
 
-Status WriteAuditReport(const fs::path& path, const BuildReport& report) {
+// *written receives the file's size and checksum for the manifest, which protects audit.json.
+Status WriteAuditReport(const fs::path& path, const BuildReport& report, MetadataFileEntry* written) {
   nlohmann::ordered_json j;
   j["splits"] = nlohmann::ordered_json::object();
   nlohmann::json problems = nlohmann::json::array();
@@ -296,10 +304,12 @@ Status WriteAuditReport(const fs::path& path, const BuildReport& report) {
     for (const Problem& p : s.audit.problems) problems.push_back(p);
   }
   j["problems"] = std::move(problems);
-  std::ofstream out(path);
-  out << j.dump(2) << "\n";
+  const std::string text = j.dump(2) + "\n";
+  std::ofstream out(path, std::ios::binary);
+  out << text;
   out.close();
   if (!out) return Status::IOError(Status::At(path.string(), "cannot write audit report"));
+  *written = MetadataFileEntry{path.filename().string(), text.size(), XXH3_64bits(text.data(), text.size())};
   return Status::OK();
 }
 
@@ -391,7 +401,8 @@ Result<BuildReport> BuildCache(const BuildOptions& o) {
   }
   manifest.audit = {{"splits", audit_json}, {"report", kAuditFileName}};
   YC_RETURN_IF_ERROR(writer.value()->Finish());
-  YC_RETURN_IF_ERROR(WriteAuditReport(staging->path() / kAuditFileName, report));
+  manifest.audit_report.emplace();
+  YC_RETURN_IF_ERROR(WriteAuditReport(staging->path() / kAuditFileName, report, &*manifest.audit_report));
   YC_RETURN_IF_ERROR(WriteManifest(staging->path(), manifest));
   prev.cache.reset();  // the old cache's files are about to be swapped out
   if (o.cancel != nullptr && o.cancel->load()) return Status::Cancelled("build interrupted; nothing was written at " + o.out.string());

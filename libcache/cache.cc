@@ -8,6 +8,7 @@
 #include <xxhash.h>
 
 #include "libcache/coding.h"
+#include "libcache/file_read.h"
 #include "libcache/lmdb_store.h"
 #include "libcache/shard_reader.h"
 #include "libcache/shard_writer.h"
@@ -50,6 +51,9 @@ Status CheckDataFile(const fs::path& path, const std::string& split, uint64_t ex
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
     return Status::NotFound(Status::At(path.string(), "listed in manifest.json for split '" + split + "' but missing"));
+  // Before any reader opens it: LMDB would block on a FIFO and map a device.
+  if (!S_ISREG(st.st_mode))
+    return Status::IOError(Status::At(path.string(), std::string("not a regular file (") + FileKindName(st.st_mode) + ")"));
   if (static_cast<uint64_t>(st.st_size) != expected_bytes)
     return Status::Corruption(Status::At(path.string(), "size " + std::to_string(st.st_size) + " bytes, manifest.json says " +
                                                             std::to_string(expected_bytes)));
@@ -132,6 +136,7 @@ Result<std::unique_ptr<Cache>> Cache::Open(const fs::path& dir, const OpenOption
   if (!fs::is_directory(dir, ec)) return Status::NotFound(Status::At(dir.string(), "not a cache directory"));
   auto manifest = ReadManifest(dir);
   if (!manifest.ok()) return manifest.status();
+  if (manifest->audit_report) YC_RETURN_IF_ERROR(CheckMetadataFile(dir, *manifest->audit_report));
   std::unique_ptr<Cache> cache(new Cache());
   cache->dir_ = dir;
   cache->manifest_ = std::move(manifest.value());

@@ -39,7 +39,9 @@ struct OpenOptions {
 class Cache {
  public:
   // NotFound naming a missing manifest or data file; Corruption naming the file and what disagrees
-  // (size, checksum, record count, layout); Unsupported for a newer format.
+  // (size, checksum, record count, layout; manifest.json's own checksum, audit.json's size and
+  // checksum); IOError for a path that is not a regular file (a directory, FIFO, device: refused
+  // before it is read); Unsupported for a newer format or one from an older yolocache (rebuild).
   static Result<std::unique_ptr<Cache>> Open(const std::filesystem::path& dir, const OpenOptions& options = {});
   ~Cache();
   Cache(const Cache&) = delete;

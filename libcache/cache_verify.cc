@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "libcache/coding.h"
+#include "libcache/file_read.h"
 #include "libcache/lmdb_verify.h"
 #include "libcache/manifest.h"
 #include "libcache/mapped_file.h"
@@ -31,6 +32,10 @@ bool CheckPresence(const std::string& split, const fs::path& path, uint64_t expe
     report->problems.push_back(FileProblem(split, path, "missing (listed in manifest.json)"));
     return false;
   }
+  if (!S_ISREG(st.st_mode)) {  // never read: a FIFO blocks, a device never ends
+    report->problems.push_back(FileProblem(split, path, std::string("not a regular file (") + FileKindName(st.st_mode) + ")"));
+    return false;
+  }
   if (static_cast<uint64_t>(st.st_size) != expected_bytes)
     report->problems.push_back(FileProblem(split, path, "size " + std::to_string(st.st_size) +
                                                             " bytes, manifest.json says " + std::to_string(expected_bytes)));
@@ -39,12 +44,34 @@ bool CheckPresence(const std::string& split, const fs::path& path, uint64_t expe
   return true;
 }
 
+// The manifest's box and background counts against what the records hold; only meaningful when
+// every record of the split was read (a checksum cannot vouch for counts someone recomputed it over).
+void CheckSplitCounts(const fs::path& dir, const SplitManifest& split, uint64_t boxes, uint64_t backgrounds,
+                      VerifyReport* report) {
+  const fs::path manifest = dir / kManifestFileName;
+  if (boxes != split.boxes)
+    report->problems.push_back(FileProblem(split.name, manifest, "splits." + split.name + ".boxes: says " +
+                                                                     std::to_string(split.boxes) + ", the records hold " +
+                                                                     std::to_string(boxes)));
+  if (backgrounds != split.backgrounds)
+    report->problems.push_back(FileProblem(split.name, manifest, "splits." + split.name + ".backgrounds: says " +
+                                                                     std::to_string(split.backgrounds) +
+                                                                     ", the records hold " + std::to_string(backgrounds)));
+}
+
 void VerifyShardSplit(const fs::path& dir, const SplitManifest& split, VerifyReport* report) {
   uint64_t first = 0;  // split index of the current shard's first record, per the manifest
+  uint64_t boxes = 0, backgrounds = 0;
+  bool complete = true;  // every record decoded, so the counts above are the split's
   for (const ShardEntry& e : split.shards) {
     const fs::path path = dir / e.file;
-    if (CheckPresence(split.name, path, e.bytes, report)) {
+    if (!CheckPresence(split.name, path, e.bytes, report)) {
+      complete = false;
+    } else {
       const ShardVerifyResult r = VerifyShard(path);
+      complete = complete && r.ok() && r.records == e.records;
+      boxes += r.boxes;
+      backgrounds += r.backgrounds;
       for (const ShardProblem& sp : r.problems) {
         VerifyProblem p = FileProblem(split.name, path, "");
         if (sp.where == ShardProblem::Where::kRecord) {
@@ -68,6 +95,7 @@ void VerifyShardSplit(const fs::path& dir, const SplitManifest& split, VerifyRep
     }
     first += e.records;
   }
+  if (complete) CheckSplitCounts(dir, split, boxes, backgrounds, report);
 }
 
 void VerifyLmdbSplit(const fs::path& dir, const SplitManifest& split, const VerifyOptions& options, VerifyReport* report) {
@@ -99,6 +127,7 @@ void VerifyLmdbSplit(const fs::path& dir, const SplitManifest& split, const Veri
   if (r.walked && r.records != e.records)
     report->problems.push_back(FileProblem(split.name, path, "holds " + std::to_string(r.records) +
                                                                  " records, manifest.json says " + std::to_string(e.records)));
+  if (r.walked && r.ok() && r.records == e.records) CheckSplitCounts(dir, split, r.boxes, r.backgrounds, report);
 }
 
 }  // namespace
@@ -113,14 +142,35 @@ std::string VerifyProblem::ToString() const {
   return s + ": " + message;
 }
 
+bool LooksLikeCacheDir(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return false;
+  // symlink_status: a manifest.json that is a dangling link, a FIFO or a folder still marks a cache.
+  if (fs::exists(fs::symlink_status(dir / kManifestFileName, ec))) return true;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path name = it->path().filename();
+    const std::string ext = name.extension().string();
+    if (ext == ".shard" || ext == ".lmdb" || name == "audit.json" || name == "manifest.json.tmp") return true;
+  }
+  return false;
+}
+
 VerifyReport VerifyCache(const fs::path& dir, const VerifyOptions& options) {
   VerifyReport report;
   auto manifest = ReadManifest(dir);
   if (!manifest.ok()) {
-    report.problems.push_back(FileProblem("", dir / kManifestFileName, manifest.status().message()));
+    std::string message = manifest.status().message();
+    if (manifest.status().code() == Status::Code::kNotFound)
+      message = "missing: without it nothing in this cache can be checked or trusted (rebuild with `yolocache build`)";
+    report.problems.push_back(FileProblem("", dir / kManifestFileName, message));
     return report;
   }
   ++report.files_checked;
+  if (const auto& audit = manifest.value().audit_report) {
+    const Status s = CheckMetadataFile(dir, *audit);
+    if (!s.ok()) report.problems.push_back(FileProblem("", dir / audit->file, s.message()));
+    else ++report.files_checked;
+  }
   for (const SplitManifest& split : manifest.value().splits) {
     if (manifest.value().backend == Backend::kLmdb) VerifyLmdbSplit(dir, split, options, &report);
     else VerifyShardSplit(dir, split, &report);

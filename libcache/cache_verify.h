@@ -34,6 +34,13 @@ struct VerifyOptions {
 };
 
 // Never throws and never stops at the first problem; records are checked in parallel (TBB).
+// manifest.json (its own checksum, then every field) and the audit.json it lists are checked first;
+// a manifest that is missing, unreadable, not a regular file or damaged is one problem on its own.
 VerifyReport VerifyCache(const std::filesystem::path& dir, const VerifyOptions& options = {});
+
+// Whether `dir` is (what is left of) a cache rather than a source dataset: it has a manifest.json
+// entry of any kind, or cache files (*.shard, *.lmdb, audit.json, manifest.json.tmp). A cache whose
+// manifest was lost must be reported as broken, not audited as an empty dataset.
+bool LooksLikeCacheDir(const std::filesystem::path& dir);
 
 }  // namespace yc

@@ -31,16 +31,21 @@ void CheckAll(const std::filesystem::path& path, LmdbVerifyResult* result) {
   const size_t n = r.size();
   const size_t threads = std::max<size_t>(1, std::min<size_t>(std::thread::hardware_concurrency(), (n + 63) / 64));
   std::vector<std::vector<LmdbProblem>> found(threads);
+  std::vector<uint64_t> boxes(threads, 0), backgrounds(threads, 0);
   auto work = [&](size_t t) {
     ScratchBuffer scratch;
     for (size_t i = t; i < n; i += threads) {
       RecordView view;
       const std::string_view v = r.value(i);
       const Status s = DecodeRecord(reinterpret_cast<const uint8_t*>(v.data()), v.size(), true, &view, &scratch);
-      if (!s.ok())
+      if (!s.ok()) {
         found[t].push_back({static_cast<int64_t>(i),
                             std::string(RecordSourcePath(reinterpret_cast<const uint8_t*>(v.data()), v.size())),
                             StripRecordPrefix(s.message())});
+      } else {
+        boxes[t] += view.box_count;
+        backgrounds[t] += view.box_count == 0;
+      }
     }
   };
   std::vector<std::thread> pool;
@@ -48,12 +53,17 @@ void CheckAll(const std::filesystem::path& path, LmdbVerifyResult* result) {
   work(0);
   for (auto& th : pool) th.join();
   result->walked = true;
+  for (size_t t = 0; t < threads; ++t) {
+    result->boxes += boxes[t];
+    result->backgrounds += backgrounds[t];
+  }
   for (auto& f : found) result->problems.insert(result->problems.end(), f.begin(), f.end());
   std::sort(result->problems.begin(), result->problems.end(),
             [](const LmdbProblem& a, const LmdbProblem& b) { return a.record < b.record; });
 }
 
-// Child -> parent wire format: 'P' i64 record, u32 len, source, u32 len, message; then 'E' u64 records.
+// Child -> parent wire format: 'P' i64 record, u32 len, source, u32 len, message; then 'E' u64 records,
+// u8 walked, u64 boxes, u64 backgrounds.
 void PutString(std::string* out, const std::string& s) {
   uint8_t len[4];
   EncodeFixed32(len, static_cast<uint32_t>(s.size()));
@@ -76,6 +86,10 @@ std::string Serialize(const LmdbVerifyResult& r) {
   EncodeFixed64(count, r.records);
   out.append(reinterpret_cast<const char*>(count), 8);
   out.push_back(r.walked ? 1 : 0);
+  uint8_t totals[16];
+  EncodeFixed64(totals, r.boxes);
+  EncodeFixed64(totals + 8, r.backgrounds);
+  out.append(reinterpret_cast<const char*>(totals), 16);
   return out;
 }
 
@@ -99,9 +113,11 @@ bool Deserialize(const std::string& in, LmdbVerifyResult* r) {
     const char tag = in[pos++];
     const uint8_t* p;
     if (tag == 'E') {
-      if (!get(9, &p)) return false;
+      if (!get(25, &p)) return false;
       r->records = DecodeFixed64(p);
       r->walked = p[8] != 0;
+      r->boxes = DecodeFixed64(p + 9);
+      r->backgrounds = DecodeFixed64(p + 17);
       return pos == in.size();
     }
     if (tag != 'P') return false;

@@ -20,6 +20,8 @@ struct LmdbProblem {
 struct LmdbVerifyResult {
   uint64_t records = 0;  // entries found
   bool walked = false;   // the B-tree walk completed (counts are meaningful)
+  uint64_t boxes = 0;        // over the records that decode (all of them when ok())
+  uint64_t backgrounds = 0;  // records without boxes, likewise
   std::vector<LmdbProblem> problems;  // ordered by record
   bool ok() const { return problems.empty(); }
 };

@@ -6,14 +6,14 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <limits>
 #include <set>
-#include <sstream>
 
+#include <xxhash.h>
 #include <zstd.h>
 
 #include "libcache/coding.h"
+#include "libcache/file_read.h"
 #include "libcache/mapped_file.h"
 
 namespace yc {
@@ -22,6 +22,13 @@ namespace {
 using json = nlohmann::ordered_json;
 
 constexpr int kMaxJsonDepth = 64;  // opaque blobs included; deeper input is hostile, not a manifest
+
+// The file ends with exactly  ,\n  "manifest_checksum": "<16 lowercase hex>"\n}\n  and the value is
+// XXH3 over every byte before it (the key included). Found by position, not by parsing, so the bytes
+// that are hashed are the bytes on disk: any change to them, or to the recorded value, is a mismatch.
+constexpr std::string_view kChecksumLead = "\"manifest_checksum\": \"";
+constexpr std::string_view kChecksumTail = "\"\n}\n";
+constexpr size_t kChecksumDigits = 16;
 
 // Every validation failure in one place: "<where>: <key path>: <reason>".
 class Checker {
@@ -250,6 +257,18 @@ Status ParseRoot(const Checker& c, const json& root, Manifest* m) {
   }
   if (auto it = root.find("build_options"); it != root.end()) m->build_options = *it;
   if (auto it = root.find("audit"); it != root.end()) m->audit = *it;
+  if (root.contains("audit_report")) {
+    MetadataFileEntry e;
+    const json& r = root["audit_report"];
+    if (!r.is_object()) return c.Fail("audit_report", "expected an object");
+    YC_RETURN_IF_ERROR(c.String(r, "audit_report.file", "file", &e.file));
+    if (!IsPlainName(e.file)) return c.Fail("audit_report.file", "must be a plain file name ([A-Za-z0-9._-])");
+    if (e.file == kManifestFileName || !files.insert(e.file).second)
+      return c.Fail("audit_report.file", "'" + e.file + "' is also a data file or the manifest");
+    YC_RETURN_IF_ERROR(c.Uint(r, "audit_report.bytes", "bytes", &e.bytes, kMaxMetadataBytes));
+    YC_RETURN_IF_ERROR(c.Checksum(r, "audit_report.checksum", "checksum", &e.checksum));
+    m->audit_report = std::move(e);
+  }
   return Status::OK();
 }
 
@@ -290,7 +309,7 @@ std::string ManifestTimestampNow() {
   return buf;
 }
 
-Result<Manifest> ParseManifest(std::string_view text, const std::string& where) {
+Result<Manifest> ParseManifestContent(std::string_view text, const std::string& where) {
   const Checker c(where);
   if (!DepthWithin(text, kMaxJsonDepth))
     return c.Fail("(root)", "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
@@ -360,8 +379,68 @@ json ManifestJson(const Manifest& m, bool splice) {
   root["splits"] = std::move(splits);
   root["build_options"] = m.build_options;
   root["audit"] = m.audit;
+  if (m.audit_report) {
+    const MetadataFileEntry& e = *m.audit_report;
+    root["audit_report"] = json::object({{"file", e.file}, {"bytes", e.bytes}, {"checksum", ChecksumToHex(e.checksum)}});
+  }
   return root;
 }
+
+bool ParseLowerHex(std::string_view hex, uint64_t* out) {
+  // Lowercase only: 'a' and 'A' differ in one bit, and both spelling the same value would let that
+  // flip through.
+  uint64_t v = 0;
+  for (char ch : hex) {
+    int d;
+    if (ch >= '0' && ch <= '9') d = ch - '0';
+    else if (ch >= 'a' && ch <= 'f') d = ch - 'a' + 10;
+    else return false;
+    v = (v << 4) | static_cast<uint64_t>(d);
+  }
+  *out = v;
+  return true;
+}
+
+// Where the recorded checksum's digits start, or npos when the file does not end with the checksum line.
+size_t ChecksumValueOffset(std::string_view text) {
+  const size_t trailer = kChecksumLead.size() + kChecksumDigits + kChecksumTail.size();
+  if (text.size() < trailer) return std::string_view::npos;
+  const size_t lead = text.size() - trailer;
+  if (text.compare(lead, kChecksumLead.size(), kChecksumLead) != 0) return std::string_view::npos;
+  if (text.compare(text.size() - kChecksumTail.size(), kChecksumTail.size(), kChecksumTail) != 0)
+    return std::string_view::npos;
+  return lead + kChecksumLead.size();
+}
+
+// A manifest without a checksum line: say why it cannot be trusted, as precisely as its content allows.
+Status ExplainMissingChecksum(std::string_view text, const std::string& where) {
+  Result<Manifest> content = ParseManifestContent(text, where);
+  if (!content.ok()) return content.status();
+  if (content->format_version < kManifestFormatVersion)
+    return Status::Unsupported(where + ": built by an older yolocache (manifest format " +
+                               std::to_string(content->format_version) + ", this build reads " +
+                               std::to_string(kManifestFormatVersion) +
+                               "), rebuild with `yolocache build` (without --update)");
+  return Status::Corruption(where + ": manifest_checksum: missing or not the last line (manifest.json was edited or "
+                                    "damaged; rebuild the cache)");
+}
+
+}  // namespace
+
+Result<Manifest> ParseManifest(std::string_view text, const std::string& where) {
+  const size_t at = ChecksumValueOffset(text);
+  if (at == std::string_view::npos) return ExplainMissingChecksum(text, where);
+  uint64_t recorded = 0;
+  if (!ParseLowerHex(text.substr(at, kChecksumDigits), &recorded))
+    return Status::Corruption(where + ": manifest_checksum: expected 16 lowercase hex digits");
+  const uint64_t actual = XXH3_64bits(text.data(), at);
+  if (actual != recorded)
+    return Status::Corruption(where + ": manifest_checksum: the file hashes to " + ChecksumToHex(actual) + ", it records " +
+                              ChecksumToHex(recorded) + " (manifest.json was edited or damaged; rebuild the cache)");
+  return ParseManifestContent(text, where);
+}
+
+namespace {
 
 }  // namespace
 
@@ -384,22 +463,44 @@ std::string SerializeManifest(const Manifest& m) {
     text.replace(pos, marker.size(), block);
   }
   if (!spliced) text = Dump(ManifestJson(m, /*splice=*/false), 2);
-  text += "\n";
+  // The root is a non-empty object, so the dump ends with "\n}": the checksum becomes its last key.
+  text.resize(text.size() - 1);
+  text.insert(text.size() - 1, ",");
+  text += "  ";
+  text += kChecksumLead;
+  const uint64_t checksum = XXH3_64bits(text.data(), text.size());
+  text += ChecksumToHex(checksum);
+  text += kChecksumTail;
   return text;
 }
 
 Result<Manifest> ReadManifest(const std::filesystem::path& dir) {
   const std::filesystem::path path = dir / kManifestFileName;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) return Status::NotFound(Status::At(path.string(), "no such file"));
-    return Status::IOError(Status::At(path.string(), "cannot open"));
+  std::string text;
+  YC_RETURN_IF_ERROR(ReadRegularFile(path, kMaxMetadataBytes, &text));
+  return ParseManifest(text, path.string());
+}
+
+Status CheckMetadataFile(const std::filesystem::path& dir, const MetadataFileEntry& entry) {
+  const std::filesystem::path path = dir / entry.file;
+  uint64_t size = 0;
+  {
+    Result<ScopedFd> fd = OpenRegularFile(path, &size);  // refuses FIFOs, devices, directories
+    if (!fd.ok()) {
+      if (fd.status().code() == Status::Code::kNotFound)
+        return Status::NotFound(Status::At(path.string(), "listed in manifest.json but missing"));
+      return fd.status();
+    }
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::IOError(Status::At(path.string(), "read failed"));
-  return ParseManifest(ss.str(), path.string());
+  if (size != entry.bytes)
+    return Status::Corruption(Status::At(path.string(), "size " + std::to_string(size) + " bytes, manifest.json says " +
+                                                            std::to_string(entry.bytes)));
+  uint64_t hash = 0, hashed = 0;
+  YC_RETURN_IF_ERROR(HashFile(path, &hash, &hashed));
+  if (hashed != entry.bytes || hash != entry.checksum)
+    return Status::Corruption(Status::At(path.string(), "checksum " + ChecksumToHex(hash) + " differs from manifest.json's " +
+                                                            ChecksumToHex(entry.checksum) + " (edited or damaged)"));
+  return Status::OK();
 }
 
 Status WriteManifest(const std::filesystem::path& dir, const Manifest& manifest) {

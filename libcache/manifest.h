@@ -2,6 +2,10 @@
 // (docs/FORMAT.md, "Manifest"). Parsing validates every key it uses and reports the first bad one
 // as Corruption("<path>: <key path>: <reason>"); no exception escapes (the parser is fuzzed).
 // Unknown keys are ignored so that a newer tool may add fields without a version bump.
+//
+// The file protects itself: its last key, "manifest_checksum", is the XXH3 of every byte before
+// that value, so an edit or a flipped bit anywhere (in the content or in the recorded value) fails
+// the read. It also records the size and XXH3 of audit.json, which the cache checks on open.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +22,8 @@
 
 namespace yc {
 
-inline constexpr int kManifestFormatVersion = 1;
+// 2: manifest_checksum and audit_report. Version 1 (no checksum) is refused with a rebuild hint.
+inline constexpr int kManifestFormatVersion = 2;
 inline constexpr const char* kManifestFileName = "manifest.json";
 
 enum class Backend { kShards, kLmdb };
@@ -35,6 +40,13 @@ struct ShardEntry {
 struct LmdbEntry {
   std::string file;
   uint64_t records = 0;
+  uint64_t bytes = 0;
+  uint64_t checksum = 0;  // XXH3 over the whole file
+};
+
+// A metadata file of the cache (audit.json): read whole by its users, so bounded by kMaxMetadataBytes.
+struct MetadataFileEntry {
+  std::string file;  // plain file name in the cache root
   uint64_t bytes = 0;
   uint64_t checksum = 0;  // XXH3 over the whole file
 };
@@ -74,6 +86,7 @@ struct Manifest {
   std::vector<SplitManifest> splits;  // in build order
   nlohmann::ordered_json build_options = nlohmann::ordered_json::object();  // opaque to libcache
   nlohmann::ordered_json audit = nlohmann::ordered_json::object();          // opaque to libcache
+  std::optional<MetadataFileEntry> audit_report;  // the builder's audit.json; absent for bare caches
 
   const SplitManifest* FindSplit(const std::string& name) const;
 };
@@ -81,12 +94,25 @@ struct Manifest {
 // The current time in the manifest's `created` format.
 std::string ManifestTimestampNow();
 
-// `where` names the source in messages (usually the file path).
+// `where` names the source in messages (usually the file path). Checks manifest_checksum first
+// (Corruption when it is absent or differs), then every field. A manifest without the checksum that
+// is otherwise valid gets Unsupported "built by an older yolocache ... rebuild" (format 1) or
+// Corruption (a current one whose checksum line was edited away).
 Result<Manifest> ParseManifest(std::string_view json_text, const std::string& where = kManifestFileName);
-std::string SerializeManifest(const Manifest& manifest);  // pretty-printed, stable key order
+// Every field, without the checksum, and format versions 1..current: for telling "a yolocache manifest,
+// maybe damaged or old" from a foreign file (so a stale cache can be rebuilt over), and for the fuzzer.
+// Never use it to trust a cache's contents.
+Result<Manifest> ParseManifestContent(std::string_view json_text, const std::string& where = kManifestFileName);
+// Pretty-printed, stable key order, ending with the manifest_checksum line.
+std::string SerializeManifest(const Manifest& manifest);
 
-// <dir>/manifest.json.
+// <dir>/manifest.json via ParseManifest. Only a regular file (or a link to one) of at most
+// kMaxMetadataBytes is read: a directory, FIFO or device is refused at once (IOError naming it and its
+// kind), a missing one is NotFound.
 Result<Manifest> ReadManifest(const std::filesystem::path& dir);
+// Checks <dir>/<entry.file> is a regular file of entry.bytes bytes whose XXH3 is entry.checksum;
+// NotFound / IOError / Corruption naming the file.
+Status CheckMetadataFile(const std::filesystem::path& dir, const MetadataFileEntry& entry);
 // Atomic: writes manifest.json.tmp, fsyncs it, renames over manifest.json, fsyncs the directory.
 Status WriteManifest(const std::filesystem::path& dir, const Manifest& manifest);
 

@@ -1,5 +1,6 @@
 #include "libcache/shard_verify.h"
 
+#include <atomic>
 #include <optional>
 
 #include <tbb/enumerable_thread_specific.h>
@@ -73,17 +74,24 @@ ShardVerifyResult VerifyShardBytes(const uint8_t* data, size_t size) {
   std::vector<std::optional<ShardProblem>> record_problems(index.size());
   std::vector<std::optional<ShardProblem>> padding_problems(index.size());
   tbb::enumerable_thread_specific<ScratchBuffer> scratch;
+  std::atomic<uint64_t> boxes{0}, backgrounds{0};
   auto check_records = [&] {
     tbb::parallel_for(tbb::blocked_range<size_t>(0, index.size()), [&](const tbb::blocked_range<size_t>& r) {
       ScratchBuffer& buf = scratch.local();
+      uint64_t range_boxes = 0, range_backgrounds = 0;
       for (size_t i = r.begin(); i != r.end(); ++i) {
         const ShardIndexEntry& e = index[i];
         const uint8_t* rec = data + e.offset;
         RecordView view;
         Status st = DecodeRecord(rec, e.size, /*verify_checksum=*/true, &view, &buf);
         std::string message;
-        if (!st.ok()) message = StripPrefix(st.message(), "record: ");
-        else if (DecodeFixed64(rec + kRecordChecksumOffset) != e.checksum) message = "checksum differs from the index's copy";
+        if (!st.ok()) {
+          message = StripPrefix(st.message(), "record: ");
+        } else {
+          range_boxes += view.box_count;
+          range_backgrounds += view.box_count == 0;
+          if (DecodeFixed64(rec + kRecordChecksumOffset) != e.checksum) message = "checksum differs from the index's copy";
+        }
         if (!message.empty()) {
           ShardProblem p = Problem(ShardProblem::Where::kRecord, message, static_cast<int64_t>(i));
           p.source = std::string(RecordSourcePath(rec, e.size));
@@ -102,10 +110,14 @@ ShardVerifyResult VerifyShardBytes(const uint8_t* data, size_t size) {
           }
         }
       }
+      boxes += range_boxes;
+      backgrounds += range_backgrounds;
     });
   };
   auto hash_shard = [&] { result.computed_checksum = XXH3_64bits(data, footer_offset); };
   tbb::parallel_invoke(check_records, hash_shard);
+  result.boxes = boxes.load();
+  result.backgrounds = backgrounds.load();
 
   for (size_t i = 0; i < index.size(); ++i) {
     if (record_problems[i]) result.problems.push_back(std::move(*record_problems[i]));

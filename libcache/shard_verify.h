@@ -25,6 +25,8 @@ struct ShardVerifyResult {
   uint64_t records = 0;               // records listed by the footer (0 if it is unreadable)
   uint64_t stored_checksum = 0;       // the footer's shard checksum (0 if unreadable)
   uint64_t computed_checksum = 0;     // XXH3 over the bytes before the footer
+  uint64_t boxes = 0;                 // over the records that decode (all of them when ok())
+  uint64_t backgrounds = 0;           // records without boxes, likewise
   std::vector<ShardProblem> problems;  // in file order
   bool ok() const { return problems.empty(); }
 };

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "libcache/coding.h"
 #include "libcache/shard_format.h"
 #include "tests/libcache/cache_test_util.h"
 #include "tests/test_support.h"
@@ -13,6 +14,7 @@ namespace yc {
 namespace {
 
 using testing::BuildTestCache;
+using testing::HostileFile;
 using testing::ConcurrentReadMismatches;
 using testing::TempDir;
 using testing::TestCache;
@@ -195,6 +197,112 @@ TEST(CacheTest, WriterRejectsMisuse) {
   ASSERT_TRUE(writer.value()->EndSplit(&files).ok());
   EXPECT_TRUE(files.shards.empty());
   EXPECT_TRUE(writer.value()->Finish().ok());
+}
+
+// manifest.json missing, a folder, a FIFO, a link to /dev/zero or followed by a 2 GB tail: Open fails
+// at once, naming the file, and never reads without end.
+TEST(CacheTest, OpenRefusesAHostileManifestWithoutReadingIt) {
+  for (HostileFile kind : testing::kHostileFiles) {
+    SCOPED_TRACE(testing::HostileFileName(kind));
+    TempDir dir;
+    BuildTestCache(dir.path(), WriterOptions{}, {{"train", 3}});
+    const std::filesystem::path manifest = dir / "manifest.json";
+    testing::MakeHostile(manifest, kind);
+    testing::ExpectReturnsWithin(std::chrono::seconds(20), manifest, [&] {
+      auto cache = Cache::Open(dir.path());
+      ASSERT_FALSE(cache.ok());
+      EXPECT_NE(cache.status().message().find(manifest.string()), std::string::npos) << cache.status().ToString();
+      if (kind == HostileFile::kMissing) EXPECT_EQ(cache.status().code(), Status::Code::kNotFound);
+    });
+  }
+}
+
+// The same for a data file, on both backends (LMDB would block on a FIFO in mdb_env_open).
+TEST(CacheTest, OpenRefusesAHostileDataFileWithoutReadingIt) {
+  for (Backend backend : {Backend::kShards, Backend::kLmdb}) {
+    for (HostileFile kind : testing::kHostileFiles) {
+      SCOPED_TRACE(std::string(BackendName(backend)) + ", " + testing::HostileFileName(kind));
+      TempDir dir;
+      WriterOptions options;
+      options.backend = backend;
+      const TestCache built = BuildTestCache(dir.path(), options, {{"train", 3}});
+      const SplitManifest& split = built.manifest.splits[0];
+      const std::filesystem::path file = dir / (backend == Backend::kLmdb ? split.lmdb->file : split.shards[0].file);
+      testing::MakeHostile(file, kind);
+      testing::ExpectReturnsWithin(std::chrono::seconds(20), file, [&] {
+        for (bool verify_files : {false, true}) {
+          OpenOptions o;
+          o.verify_files = verify_files;
+          auto cache = Cache::Open(dir.path(), o);
+          ASSERT_FALSE(cache.ok());
+          EXPECT_NE(cache.status().message().find(file.string()), std::string::npos) << cache.status().ToString();
+        }
+      });
+    }
+  }
+}
+
+// imgsz, a class name, a source hash, a box count edited in manifest.json: Open fails on its checksum.
+TEST(CacheTest, OpenRefusesAnEditedManifest) {
+  TempDir dir;
+  TestCache built = BuildTestCache(dir.path(), WriterOptions{}, {{"train", 4}});
+  testing::AddAuditReport(dir.path(), &built);
+  ASSERT_TRUE(Cache::Open(dir.path()).ok());
+  const std::filesystem::path path = dir / "manifest.json";
+  const std::string original = testing::ReadFile(path);
+  const std::string boxes = "\"boxes\": " + std::to_string(built.manifest.splits[0].boxes);
+  const std::string hash = ChecksumToHex(built.manifest.splits[0].sources[1].hash);
+  const std::vector<std::pair<std::string, std::string>> edits = {
+      {"\"imgsz\": 24", "\"imgsz\": 4096"},
+      {"\"b\"", "\"person\""},
+      {boxes, boxes + "1"},
+      {hash, ChecksumToHex(built.manifest.splits[0].sources[1].hash + 1)},
+  };
+  for (const auto& [from, to] : edits) {
+    std::string edited = original;
+    const size_t at = edited.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    edited.replace(at, from.size(), to);
+    testing::WriteFile(path, edited);
+    auto cache = Cache::Open(dir.path());
+    ASSERT_FALSE(cache.ok()) << from << " -> " << to;
+    EXPECT_EQ(cache.status().code(), Status::Code::kCorruption);
+    EXPECT_NE(cache.status().message().find(path.string() + ": manifest_checksum"), std::string::npos)
+        << cache.status().ToString();
+  }
+}
+
+// audit.json is checked on every open: edited, resized, missing or not a regular file.
+TEST(CacheTest, OpenChecksTheAuditReport) {
+  TempDir dir;
+  TestCache built = BuildTestCache(dir.path(), WriterOptions{}, {{"train", 3}});
+  testing::AddAuditReport(dir.path(), &built);
+  ASSERT_TRUE(Cache::Open(dir.path()).ok());
+  const std::filesystem::path audit = dir / "audit.json";
+  const std::string bytes = testing::ReadFile(audit);
+  std::string edited = bytes;
+  edited[edited.find("warning")] = 'W';  // same size, different content
+  testing::WriteFile(audit, edited);
+  auto cache = Cache::Open(dir.path());
+  EXPECT_EQ(cache.status().code(), Status::Code::kCorruption);
+  EXPECT_NE(cache.status().message().find(audit.string() + ": checksum"), std::string::npos) << cache.status().ToString();
+  testing::WriteFile(audit, bytes + "\n");
+  cache = Cache::Open(dir.path());
+  EXPECT_EQ(cache.status().code(), Status::Code::kCorruption);
+  EXPECT_NE(cache.status().message().find(audit.string() + ": size"), std::string::npos) << cache.status().ToString();
+  for (HostileFile kind : testing::kHostileFiles) {
+    SCOPED_TRACE(testing::HostileFileName(kind));
+    testing::WriteFile(audit, bytes);
+    testing::MakeHostile(audit, kind);
+    testing::ExpectReturnsWithin(std::chrono::seconds(20), audit, [&] {
+      auto c = Cache::Open(dir.path());
+      ASSERT_FALSE(c.ok());
+      EXPECT_NE(c.status().message().find(audit.string()), std::string::npos) << c.status().ToString();
+    });
+    std::filesystem::remove_all(audit);
+  }
+  testing::WriteFile(audit, bytes);
+  EXPECT_TRUE(Cache::Open(dir.path()).ok());
 }
 
 }  // namespace

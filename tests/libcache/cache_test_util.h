@@ -2,16 +2,25 @@
 // manifest composed from the SplitFiles it returns.
 #pragma once
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
+#include <functional>
+#include <future>
 #include <map>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <xxhash.h>
 
 #include "libcache/cache.h"
 #include "libcache/manifest.h"
 #include "tests/libcache/storage_test_util.h"
+#include "tests/test_support.h"
 
 namespace yc::testing {
 
@@ -65,6 +74,59 @@ inline TestCache BuildTestCache(const std::filesystem::path& dir, const WriterOp
   EXPECT_TRUE(writer.value()->Finish().ok());
   EXPECT_TRUE(WriteManifest(dir, m).ok());
   return out;
+}
+
+// Adds an audit.json the way the builder does (its size and checksum recorded in the manifest).
+inline void AddAuditReport(const std::filesystem::path& dir, TestCache* cache) {
+  std::string text = "{\n  \"splits\": {},\n  \"problems\": [\n";
+  for (int i = 0; i < 20; ++i)
+    text += std::string(i ? ",\n" : "") + "    {\"split\": \"train\", \"file\": \"images/" + std::to_string(i) +
+            ".jpg\", \"severity\": \"warning\", \"code\": \"duplicate-image\", \"message\": \"same bytes\"}";
+  text += "\n  ]\n}\n";
+  WriteFile(dir / "audit.json", text);
+  cache->manifest.audit_report = MetadataFileEntry{"audit.json", text.size(), XXH3_64bits(text.data(), text.size())};
+  EXPECT_TRUE(WriteManifest(dir, cache->manifest).ok());
+}
+
+// What a hostile or unlucky user may leave where a cache file should be.
+enum class HostileFile { kMissing, kDirectory, kFifo, kDevZero, kSparseTail };
+inline const char* HostileFileName(HostileFile kind) {
+  switch (kind) {
+    case HostileFile::kMissing: return "missing";
+    case HostileFile::kDirectory: return "a directory";
+    case HostileFile::kFifo: return "a FIFO";
+    case HostileFile::kDevZero: return "a link to /dev/zero";
+    case HostileFile::kSparseTail: return "followed by a 2 GB sparse tail";
+  }
+  return "?";
+}
+inline constexpr HostileFile kHostileFiles[] = {HostileFile::kMissing, HostileFile::kDirectory, HostileFile::kFifo,
+                                               HostileFile::kDevZero, HostileFile::kSparseTail};
+
+// Turns `path` (an existing file) into `kind`; the sparse tail costs no disk.
+inline void MakeHostile(const std::filesystem::path& path, HostileFile kind) {
+  if (kind == HostileFile::kSparseTail) {
+    ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(uint64_t{2} << 30)), 0);
+    return;
+  }
+  std::filesystem::remove(path);
+  if (kind == HostileFile::kDirectory) std::filesystem::create_directory(path);
+  if (kind == HostileFile::kFifo) ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+  if (kind == HostileFile::kDevZero) std::filesystem::create_symlink("/dev/zero", path);
+}
+
+// Runs `fn` and fails the test if it takes longer than `limit`. A call stuck opening the FIFO at
+// `fifo` (if any) is released by opening its write end, so a hang fails instead of blocking the suite.
+inline void ExpectReturnsWithin(std::chrono::seconds limit, const std::filesystem::path& fifo,
+                                const std::function<void()>& fn) {
+  std::future<void> done = std::async(std::launch::async, fn);
+  if (done.wait_for(limit) == std::future_status::ready) return done.get();
+  ADD_FAILURE() << "still running after " << limit.count() << " s (blocked on " << fifo << "?)";
+  for (int i = 0; i < 100 && done.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready; ++i) {
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+  }
+  done.wait();
 }
 
 }  // namespace yc::testing

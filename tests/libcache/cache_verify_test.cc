@@ -1,6 +1,11 @@
 #include "libcache/cache_verify.h"
 
+#include <random>
+
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "libcache/cache.h"
 
 #include "libcache/shard_format.h"
 #include "libcache/shard_reader.h"
@@ -148,6 +153,139 @@ TEST(CacheVerifyTest, ManifestChecksumMismatchOnAnIntactShard) {
   const VerifyReport report = VerifyCache(dir.path());
   ASSERT_EQ(report.problems.size(), 1u) << Describe(report);
   EXPECT_NE(report.problems[0].message.find("stale or replaced"), std::string::npos);
+}
+
+// Flips `bit` of byte `offset` in `path`.
+void FlipBit(const std::filesystem::path& path, size_t offset, int bit) {
+  std::string bytes = testing::ReadFile(path);
+  bytes[offset] = static_cast<char>(bytes[offset] ^ (1 << bit));
+  testing::WriteFile(path, bytes);
+}
+
+// 200 seeded single-bit flips in manifest.json and 100 in audit.json: every one is a problem that
+// names the file (before the checksums, 75 of 300 and all 150 went through).
+TEST(CacheVerifyTest, EverySingleBitFlipInTheMetadataIsCaught) {
+  TempDir dir;
+  TestCache built = BuildTestCache(dir.path(), WriterOptions{}, {{"train", 3}, {"val", 2}});
+  testing::AddAuditReport(dir.path(), &built);
+  ASSERT_TRUE(VerifyCache(dir.path()).ok());
+  std::mt19937 rng(1818);
+  for (const auto& [name, flips] : {std::pair<std::string, int>{"manifest.json", 200}, {"audit.json", 100}}) {
+    const std::filesystem::path path = dir / name;
+    const std::string original = testing::ReadFile(path);
+    for (int k = 0; k < flips; ++k) {
+      const size_t offset = rng() % original.size();
+      const int bit = static_cast<int>(rng() % 8);
+      FlipBit(path, offset, bit);
+      const VerifyReport report = VerifyCache(dir.path());
+      ASSERT_FALSE(report.ok()) << name << ": bit " << bit << " of byte " << offset << " flipped, verify says OK";
+      EXPECT_NE(report.problems[0].file.find(name), std::string::npos) << Describe(report);
+      EXPECT_FALSE(Cache::Open(dir.path()).ok()) << name << ": bit " << bit << " of byte " << offset;
+      testing::WriteFile(path, original);
+    }
+  }
+  EXPECT_TRUE(VerifyCache(dir.path()).ok());
+}
+
+TEST(CacheVerifyTest, AHostileManifestIsOneProblemAndNothingIsRead) {
+  for (testing::HostileFile kind : testing::kHostileFiles) {
+    SCOPED_TRACE(testing::HostileFileName(kind));
+    TempDir dir;
+    BuildTestCache(dir.path(), WriterOptions{}, {{"train", 3}});
+    const std::filesystem::path manifest = dir / "manifest.json";
+    testing::MakeHostile(manifest, kind);
+    EXPECT_TRUE(LooksLikeCacheDir(dir.path()));
+    testing::ExpectReturnsWithin(std::chrono::seconds(20), manifest, [&] {
+      const VerifyReport report = VerifyCache(dir.path());
+      ASSERT_EQ(report.problems.size(), 1u) << Describe(report);
+      EXPECT_EQ(report.problems[0].file, manifest.string());
+      if (kind == testing::HostileFile::kMissing)
+        EXPECT_NE(report.problems[0].message.find("missing"), std::string::npos) << report.problems[0].message;
+    });
+  }
+}
+
+TEST(CacheVerifyTest, HostileDataFilesAreReportedNotRead) {
+  for (Backend backend : {Backend::kShards, Backend::kLmdb}) {
+    for (testing::HostileFile kind : {testing::HostileFile::kDirectory, testing::HostileFile::kFifo,
+                                      testing::HostileFile::kDevZero}) {
+      SCOPED_TRACE(std::string(BackendName(backend)) + ", " + testing::HostileFileName(kind));
+      TempDir dir;
+      WriterOptions options;
+      options.backend = backend;
+      TestCache built = BuildTestCache(dir.path(), options, {{"train", 3}});
+      testing::AddAuditReport(dir.path(), &built);
+      const SplitManifest& split = built.manifest.splits[0];
+      const std::filesystem::path file = dir / (backend == Backend::kLmdb ? split.lmdb->file : split.shards[0].file);
+      testing::MakeHostile(file, kind);
+      testing::MakeHostile(dir / "audit.json", kind);
+      testing::ExpectReturnsWithin(std::chrono::seconds(20), file, [&] {
+        const VerifyReport report = VerifyCache(dir.path());
+        const std::string text = Describe(report);
+        ASSERT_EQ(report.problems.size(), 2u) << text;
+        EXPECT_NE(text.find("audit.json: not a regular file"), std::string::npos) << text;
+        EXPECT_NE(text.find(file.string() + ": not a regular file"), std::string::npos) << text;
+      });
+    }
+  }
+}
+
+TEST(CacheVerifyTest, AnOldFormatManifestAsksForARebuild) {
+  TempDir dir;
+  TestCache built = BuildTestCache(dir.path(), WriterOptions{}, {{"train", 3}});
+  built.manifest.format_version = 1;
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(SerializeManifest(built.manifest));
+  j.erase("manifest_checksum");
+  testing::WriteFile(dir / "manifest.json", j.dump(2) + "\n");
+  const VerifyReport report = VerifyCache(dir.path());
+  ASSERT_EQ(report.problems.size(), 1u) << Describe(report);
+  EXPECT_NE(report.problems[0].message.find("built by an older yolocache"), std::string::npos) << Describe(report);
+  EXPECT_NE(report.problems[0].message.find("yolocache build"), std::string::npos) << Describe(report);
+  auto cache = Cache::Open(dir.path());
+  EXPECT_EQ(cache.status().code(), Status::Code::kUnsupported);
+  EXPECT_NE(cache.status().message().find("built by an older yolocache"), std::string::npos) << cache.status().ToString();
+}
+
+// Box and background counts are checked against the records, so an edit is caught even by someone
+// who rewrote the manifest with a fresh checksum.
+TEST(CacheVerifyTest, EditedCountsAreCaughtEvenWithARecomputedChecksum) {
+  for (Backend backend : {Backend::kShards, Backend::kLmdb}) {
+    SCOPED_TRACE(BackendName(backend));
+    TempDir dir;
+    WriterOptions options;
+    options.backend = backend;
+    options.shard_size = 8 * 1024;
+    TestCache built = BuildTestCache(dir.path(), options, {{"train", 12}, {"val", 3}});
+    ASSERT_TRUE(VerifyCache(dir.path()).ok()) << Describe(VerifyCache(dir.path()));
+    built.manifest.splits[0].boxes += 1;
+    built.manifest.splits[1].backgrounds = built.manifest.splits[1].backgrounds == 0 ? 1 : 0;
+    ASSERT_TRUE(WriteManifest(dir.path(), built.manifest).ok());
+    ASSERT_TRUE(ReadManifest(dir.path()).ok());
+    const VerifyReport report = VerifyCache(dir.path());
+    const std::string text = Describe(report);
+    ASSERT_EQ(report.problems.size(), 2u) << text;
+    EXPECT_NE(text.find("manifest.json: splits.train.boxes: says"), std::string::npos) << text;
+    EXPECT_NE(text.find("manifest.json: splits.val.backgrounds: says"), std::string::npos) << text;
+  }
+}
+
+TEST(CacheVerifyTest, LooksLikeCacheDirTellsCachesFromDatasets) {
+  TempDir dir;
+  EXPECT_FALSE(LooksLikeCacheDir(dir.path()));
+  EXPECT_FALSE(LooksLikeCacheDir(dir / "absent"));
+  std::filesystem::create_directories(dir / "images" / "train");
+  testing::WriteFile(dir / "data.yaml", "path: .\ntrain: images/train\nnames: [a]\n");
+  EXPECT_FALSE(LooksLikeCacheDir(dir.path()));
+  EXPECT_FALSE(LooksLikeCacheDir(dir / "data.yaml"));
+  for (const char* name : {"train-00000.shard", "val.lmdb", "audit.json", "manifest.json.tmp", "manifest.json"}) {
+    SCOPED_TRACE(name);
+    TempDir cache;
+    testing::WriteFile(cache / name, "x");
+    EXPECT_TRUE(LooksLikeCacheDir(cache.path()));
+  }
+  TempDir dangling;
+  std::filesystem::create_symlink(dangling / "nowhere", dangling / "manifest.json");
+  EXPECT_TRUE(LooksLikeCacheDir(dangling.path()));
 }
 
 }  // namespace

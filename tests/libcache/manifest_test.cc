@@ -1,6 +1,17 @@
 #include "libcache/manifest.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <functional>
+#include <random>
+
 #include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include "libcache/coding.h"
+#include "libcache/file_read.h"
 
 #include "tests/test_support.h"
 
@@ -132,7 +143,8 @@ void ExpectRejected(const std::function<void(json&)>& edit, const std::string& k
                     Status::Code code = Status::Code::kCorruption, Backend backend = Backend::kShards) {
   json j = json::parse(SerializeManifest(SampleManifest(backend)));
   edit(j);
-  auto parsed = ParseManifest(j.dump(), "cache/manifest.json");
+  // The field checks themselves: ParseManifest would already refuse the edit by its checksum.
+  auto parsed = ParseManifestContent(j.dump(), "cache/manifest.json");
   ASSERT_FALSE(parsed.ok()) << "accepted after editing " << key;
   EXPECT_EQ(parsed.status().code(), code) << parsed.status().ToString();
   EXPECT_NE(parsed.status().message().find("cache/manifest.json: " + key), std::string::npos)
@@ -159,7 +171,8 @@ TEST(ManifestTest, RejectsWrongTypesAndValues) {
   ExpectRejected([](json& j) { j = json::array(); }, "(root)");
   ExpectRejected([](json& j) { j["format"] = "ffcv"; }, "format");
   ExpectRejected([](json& j) { j["format_version"] = 0; }, "format_version");
-  ExpectRejected([](json& j) { j["format_version"] = 2; }, "format_version", Status::Code::kUnsupported);
+  ExpectRejected([](json& j) { j["format_version"] = kManifestFormatVersion + 1; }, "format_version",
+                 Status::Code::kUnsupported);
   ExpectRejected([](json& j) { j["format_version"] = "1"; }, "format_version");
   ExpectRejected([](json& j) { j["imgsz"] = -640; }, "imgsz");
   ExpectRejected([](json& j) { j["imgsz"] = 640.5; }, "imgsz");
@@ -209,14 +222,149 @@ TEST(ManifestTest, RejectsMalformedJsonAndHostileNesting) {
   std::string nested = "1";
   for (int i = 0; i < 40; ++i) nested = "[" + nested + "]";
   j["audit"] = json::parse(nested);
-  EXPECT_TRUE(ParseManifest(j.dump()).ok());
+  EXPECT_TRUE(ParseManifestContent(j.dump()).ok());
 }
 
 TEST(ManifestTest, UnknownKeysAreIgnored) {
   json j = json::parse(SerializeManifest(SampleManifest()));
   j["future_field"] = {{"x", 1}};
   j["splits"]["train"]["future"] = true;
-  EXPECT_TRUE(ParseManifest(j.dump()).ok());
+  EXPECT_TRUE(ParseManifestContent(j.dump()).ok());
+  // ... and covered by the checksum like everything else once written by the serializer's rules.
+  EXPECT_FALSE(ParseManifest(j.dump()).ok());
+}
+
+Manifest WithAuditReport() {
+  Manifest m = SampleManifest();
+  m.audit_report = MetadataFileEntry{"audit.json", 1234, 0x0badc0ffee0ddf00ULL};
+  return m;
+}
+
+TEST(ManifestTest, ChecksumIsTheLastLineAndCoversEveryByteBeforeIt) {
+  const std::string text = SerializeManifest(WithAuditReport());
+  const std::string lead = "\"manifest_checksum\": \"";
+  const size_t at = text.rfind(lead);
+  ASSERT_NE(at, std::string::npos) << text;
+  EXPECT_EQ(text.substr(at + lead.size() + 16), "\"\n}\n");
+  EXPECT_EQ(text.substr(at + lead.size(), 16), ChecksumToHex(XXH3_64bits(text.data(), at + lead.size())));
+  auto parsed = ParseManifest(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ExpectSame(WithAuditReport(), parsed.value());
+  ASSERT_TRUE(parsed->audit_report.has_value());
+  EXPECT_EQ(parsed->audit_report->file, "audit.json");
+  EXPECT_EQ(parsed->audit_report->bytes, 1234u);
+  EXPECT_EQ(parsed->audit_report->checksum, 0x0badc0ffee0ddf00ULL);
+  EXPECT_EQ(SerializeManifest(parsed.value()), text);
+}
+
+// A bit flipped anywhere (content, key, recorded value, the closing lines) must fail the parse: one
+// seeded bit in every byte of the file.
+TEST(ManifestTest, EveryByteWithAFlippedBitIsRejected) {
+  for (Backend backend : {Backend::kShards, Backend::kLmdb}) {
+    Manifest m = WithAuditReport();
+    if (backend == Backend::kLmdb) m = SampleManifest(Backend::kLmdb);
+    const std::string text = SerializeManifest(m);
+    std::mt19937 rng(18);
+    for (size_t i = 0; i < text.size(); ++i) {
+      std::string damaged = text;
+      damaged[i] = static_cast<char>(damaged[i] ^ (1 << (rng() % 8)));
+      auto parsed = ParseManifest(damaged, "m.json");
+      ASSERT_FALSE(parsed.ok()) << "byte " << i << " of " << text.size() << " flipped, still accepted";
+      EXPECT_EQ(parsed.status().message().rfind("m.json: ", 0), 0u) << parsed.status().message();
+    }
+  }
+}
+
+TEST(ManifestTest, EditedValuesAreRejectedByTheChecksum) {
+  const std::string text = SerializeManifest(WithAuditReport());
+  const std::vector<std::pair<std::string, std::string>> edits = {
+      {"\"imgsz\": 640", "\"imgsz\": 4096"},
+      {"\"bicycle\"", "\"bicyclf\""},
+      {"\"boxes\": 17", "\"boxes\": 18"},
+      {ChecksumToHex(0x1111111111111111ULL), ChecksumToHex(0x1111111111111112ULL)},
+      {"\"bytes\": 1234", "\"bytes\": 1235"},
+      {"0badc0ffee0ddf00", "0badc0ffee0ddf01"},
+  };
+  for (const auto& [from, to] : edits) {
+    std::string edited = text;
+    const size_t at = edited.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    edited.replace(at, from.size(), to);
+    auto parsed = ParseManifest(edited, "c/manifest.json");
+    ASSERT_FALSE(parsed.ok()) << from << " -> " << to;
+    EXPECT_EQ(parsed.status().code(), Status::Code::kCorruption);
+    EXPECT_NE(parsed.status().message().find("c/manifest.json: manifest_checksum"), std::string::npos)
+        << parsed.status().message();
+  }
+  // An uppercase spelling of the same value is one bit away from the lowercase one: refused too.
+  std::string upper = text;
+  const size_t lead = upper.rfind("\": \"") + 4;
+  for (size_t i = lead; i < lead + 16; ++i) upper[i] = static_cast<char>(std::toupper(static_cast<unsigned char>(upper[i])));
+  if (upper != text) EXPECT_FALSE(ParseManifest(upper).ok());
+}
+
+TEST(ManifestTest, OldFormatWithoutChecksumAsksForARebuild) {
+  Manifest m = SampleManifest();
+  m.format_version = 1;
+  json j = json::parse(SerializeManifest(m));
+  j.erase("manifest_checksum");  // format 1 as the previous yolocache wrote it
+  auto parsed = ParseManifest(j.dump(2) + "\n", "old/manifest.json");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), Status::Code::kUnsupported);
+  const std::string msg = parsed.status().message();
+  EXPECT_EQ(msg.rfind("old/manifest.json: ", 0), 0u) << msg;
+  EXPECT_NE(msg.find("older yolocache"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("rebuild with `yolocache build`"), std::string::npos) << msg;
+  EXPECT_TRUE(ParseManifestContent(j.dump()).ok()) << "still recognisable as ours";
+
+  // A current-format manifest whose checksum line was removed is damage, not age.
+  json current = json::parse(SerializeManifest(SampleManifest()));
+  current.erase("manifest_checksum");
+  parsed = ParseManifest(current.dump(2) + "\n", "c/manifest.json");
+  EXPECT_EQ(parsed.status().code(), Status::Code::kCorruption);
+  EXPECT_NE(parsed.status().message().find("manifest_checksum: missing"), std::string::npos) << parsed.status().message();
+}
+
+TEST(ManifestTest, AuditReportEntryIsValidated) {
+  const auto rejected = [](const std::function<void(json&)>& edit, const std::string& key) {
+    json j = json::parse(SerializeManifest(WithAuditReport()));
+    edit(j);
+    auto parsed = ParseManifestContent(j.dump(), "c/manifest.json");
+    ASSERT_FALSE(parsed.ok()) << key;
+    EXPECT_NE(parsed.status().message().find("c/manifest.json: " + key), std::string::npos) << parsed.status().message();
+  };
+  rejected([](json& j) { j["audit_report"] = 3; }, "audit_report");
+  rejected([](json& j) { j["audit_report"]["file"] = "../audit.json"; }, "audit_report.file");
+  rejected([](json& j) { j["audit_report"]["file"] = "train-00000.shard"; }, "audit_report.file");
+  rejected([](json& j) { j["audit_report"]["file"] = "manifest.json"; }, "audit_report.file");
+  rejected([](json& j) { j["audit_report"]["bytes"] = kMaxMetadataBytes + 1; }, "audit_report.bytes");
+  rejected([](json& j) { j["audit_report"].erase("checksum"); }, "audit_report.checksum");
+}
+
+// manifest.json that is not a regular file, or far too big, is refused before it is read.
+TEST(ManifestTest, ReadRefusesWhatIsNotASmallRegularFile) {
+  TempDir dir;
+  const std::filesystem::path path = dir / "manifest.json";
+  EXPECT_EQ(ReadManifest(dir.path()).status().code(), Status::Code::kNotFound);
+  std::filesystem::create_directory(path);
+  auto read = ReadManifest(dir.path());
+  EXPECT_EQ(read.status().code(), Status::Code::kIOError);
+  EXPECT_NE(read.status().message().find("a directory"), std::string::npos) << read.status().message();
+  std::filesystem::remove(path);
+  ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+  read = ReadManifest(dir.path());  // would block in open(2) without O_NONBLOCK
+  EXPECT_NE(read.status().message().find("a FIFO"), std::string::npos) << read.status().message();
+  std::filesystem::remove(path);
+  std::filesystem::create_symlink("/dev/zero", path);
+  read = ReadManifest(dir.path());  // would read forever
+  EXPECT_NE(read.status().message().find("character device"), std::string::npos) << read.status().message();
+  std::filesystem::remove(path);
+  // A valid manifest followed by a 2 GB sparse tail: refused by size, not read.
+  testing::WriteFile(path, SerializeManifest(SampleManifest()));
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(uint64_t{2} << 30)), 0);
+  read = ReadManifest(dir.path());
+  EXPECT_EQ(read.status().code(), Status::Code::kIOError);
+  EXPECT_NE(read.status().message().find("bytes, more than"), std::string::npos) << read.status().message();
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 // The `yolocache` binary as a user runs it: exit codes, --json documents, --help, and kill -9 in the
 // middle of a build over an existing cache.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <set>
 #include <thread>
@@ -224,6 +226,138 @@ TEST(Cli, KillNineDuringARebuildNeverBreaksTheExistingCache) {
   ASSERT_EQ(Yolocache(tmp, {"build", yaml, "-o", cache, "--imgsz", "160"}).exit_code, 0);
   for (const auto& e : fs::directory_iterator(tmp.path()))
     EXPECT_EQ(e.path().filename().string().find(".building-"), std::string::npos) << e.path();
+}
+
+// Runs yolocache like Yolocache, but kills it after `limit` (exit_code -1 then), so a hang fails the test.
+CliRun YolocacheWithin(const TempDir& tmp, const std::vector<std::string>& args, std::chrono::seconds limit) {
+  CliRun r;
+  const pid_t pid = Spawn(args, tmp / "stdout", tmp / "stderr");
+  if (pid < 0) return r;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      r.err = "killed after " + std::to_string(limit.count()) + " s\n";
+      return r;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = testing::ReadFile(tmp / "stdout");
+  r.err += testing::ReadFile(tmp / "stderr");
+  return r;
+}
+
+// A small cache built by the binary, as in the issue's reproduction.
+fs::path BuildSmallCache(const TempDir& tmp) {
+  SynthOptions o;
+  o.train_images = 16;
+  o.val_images = 8;
+  o.min_side = 64;
+  o.max_side = 160;
+  EXPECT_TRUE(GenerateSynthDataset(tmp / "ds", o).ok());
+  CliRun b = Yolocache(tmp, {"build", (tmp / "ds" / "data.yaml").string(), "-o", (tmp / "c").string(), "--imgsz", "64"});
+  EXPECT_EQ(b.exit_code, 0) << b.err;
+  return tmp / "c";
+}
+
+// Issue 18: a cache whose manifest.json is missing, a folder, a FIFO, a link to /dev/zero, or has a
+// 2 GB tail was "OK: 0 errors". Now: exit 1 naming manifest.json, within seconds.
+TEST(Cli, VerifyFailsOnACacheWithoutAUsableManifest) {
+  TempDir tmp;
+  const fs::path cache = BuildSmallCache(tmp);
+  struct Case {
+    const char* name;
+    std::function<void(const fs::path&)> damage;
+  };
+  const std::vector<Case> cases = {
+      {"missing", [](const fs::path& m) { fs::remove(m); }},
+      {"a directory", [](const fs::path& m) { fs::remove(m); fs::create_directory(m); }},
+      {"a FIFO", [](const fs::path& m) { fs::remove(m); ASSERT_EQ(::mkfifo(m.c_str(), 0644), 0); }},
+      {"a link to /dev/zero", [](const fs::path& m) { fs::remove(m); fs::create_symlink("/dev/zero", m); }},
+      {"a 2 GB sparse tail", [](const fs::path& m) { ASSERT_EQ(::truncate(m.c_str(), off_t{2} << 30), 0); }},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].name);
+    const fs::path broken = tmp / "cn";
+    fs::remove_all(broken);
+    fs::copy(cache, broken, fs::copy_options::recursive);
+    cases[i].damage(broken / "manifest.json");
+    const bool json = i % 2 == 1;  // both outputs, without running every case twice
+    std::vector<std::string> args = {"verify", broken.string()};
+    if (json) args.push_back("--json");
+    CliRun r = YolocacheWithin(tmp, args, std::chrono::seconds(30));
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.out.find("manifest.json"), std::string::npos) << r.out << r.err;
+    if (json && r.exit_code == 1) {
+      EXPECT_FALSE(nlohmann::json::parse(r.out)["ok"].get<bool>());
+    } else if (!json) {
+      EXPECT_NE(r.out.find("FAILED"), std::string::npos) << r.out;
+    }
+  }
+  // A dataset folder is still audited as one.
+  CliRun r = Yolocache(tmp, {"verify", (tmp / "ds").string(), "-q"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("dataset:"), std::string::npos) << r.out;
+}
+
+// Edits to manifest.json (imgsz, a class name, a source hash, a box count) and to audit.json used to
+// pass `verify`; now each is exit 1 naming the file.
+TEST(Cli, VerifyFailsOnEditedMetadata) {
+  TempDir tmp;
+  const fs::path cache = BuildSmallCache(tmp);
+  using Edit = std::function<void(nlohmann::ordered_json&)>;
+  const std::vector<std::pair<const char*, Edit>> edits = {
+      {"imgsz", [](nlohmann::ordered_json& m) { m["imgsz"] = 4096; }},
+      {"class name", [](nlohmann::ordered_json& m) { m["names"][0] = "not-a-class"; }},
+      {"source hash", [](nlohmann::ordered_json& m) { m["splits"]["train"]["sources"][0]["hash"] = "0123456789abcdef"; }},
+      {"box count", [](nlohmann::ordered_json& m) { m["splits"]["train"]["boxes"] = m["splits"]["train"]["boxes"].get<int>() + 1; }},
+  };
+  const std::string original = testing::ReadFile(cache / "manifest.json");
+  for (const auto& [what, edit] : edits) {
+    SCOPED_TRACE(what);
+    nlohmann::ordered_json m = nlohmann::ordered_json::parse(original);
+    edit(m);
+    testing::WriteFile(cache / "manifest.json", m.dump(2) + "\n");  // as a user's script would
+    CliRun r = Yolocache(tmp, {"verify", cache.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.out.find("manifest.json: manifest_checksum"), std::string::npos) << r.out;
+  }
+  testing::WriteFile(cache / "manifest.json", original);
+  const std::string audit = testing::ReadFile(cache / "audit.json");
+  nlohmann::ordered_json a = nlohmann::ordered_json::parse(audit);
+  a["splits"]["train"]["images"] = a["splits"]["train"]["images"].get<int>() + 1;
+  testing::WriteFile(cache / "audit.json", a.dump(2) + "\n");
+  CliRun r = Yolocache(tmp, {"verify", cache.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("audit.json"), std::string::npos) << r.out;
+  testing::WriteFile(cache / "audit.json", audit);
+  EXPECT_EQ(Yolocache(tmp, {"verify", cache.string(), "-q"}).exit_code, 0);
+}
+
+// A cache written by the previous yolocache (manifest format 1, no checksum): verify and
+// build --update say to rebuild, and a plain build replaces it.
+TEST(Cli, AnOldFormatCacheAsksForARebuild) {
+  TempDir tmp;
+  const fs::path cache = BuildSmallCache(tmp);
+  nlohmann::ordered_json m = nlohmann::ordered_json::parse(testing::ReadFile(cache / "manifest.json"));
+  m["format_version"] = 1;
+  m.erase("manifest_checksum");
+  m.erase("audit_report");
+  testing::WriteFile(cache / "manifest.json", m.dump(2) + "\n");
+  CliRun v = Yolocache(tmp, {"verify", cache.string()});
+  EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
+  EXPECT_NE(v.out.find("built by an older yolocache"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("rebuild with `yolocache build`"), std::string::npos) << v.out;
+  const std::string yaml = (tmp / "ds" / "data.yaml").string();
+  CliRun u = Yolocache(tmp, {"build", yaml, "-o", cache.string(), "--imgsz", "64", "--update"});
+  EXPECT_NE(u.exit_code, 0);
+  EXPECT_NE(u.err.find("rebuild without --update"), std::string::npos) << u.err;
+  CliRun b = Yolocache(tmp, {"build", yaml, "-o", cache.string(), "--imgsz", "64"});
+  EXPECT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(Yolocache(tmp, {"verify", cache.string(), "-q"}).exit_code, 0);
 }
 
 }  // namespace

@@ -112,10 +112,11 @@ int VerifyCacheDir(const VerifyArgs& a) {
   std::vector<SourceChange> changes;
   if (!a.source.empty()) {
     Result<Manifest> manifest = ReadManifest(a.path);
-    if (!manifest.ok()) return Fail("verify", manifest.status());
-    Result<std::vector<SourceChange>> diff = DiffSources(*manifest, a.source);
-    if (!diff.ok()) return Fail("verify", diff.status());
-    changes = std::move(diff.value());
+    if (manifest.ok()) {  // otherwise the report already says why the manifest cannot be used
+      Result<std::vector<SourceChange>> diff = DiffSources(*manifest, a.source);
+      if (!diff.ok()) return Fail("verify", diff.status());
+      changes = std::move(diff.value());
+    }
   }
   const bool failed = !report.ok() || (a.strict && !changes.empty());
   if (a.json) {
@@ -175,7 +176,8 @@ Registration reg("verify",
                    app.add_flag("-q,--quiet", a->quiet, "Only the summary");
                    app.add_option("--max-problems", a->max_problems, "Problems listed in the text output")
                        ->capture_default_str();
-                   return [a] { return IsCacheDir(a->path) ? VerifyCacheDir(*a) : VerifySource(*a); };
+                   // A folder with cache files but no valid manifest is a broken cache, not a dataset.
+                   return [a] { return LooksLikeCacheDir(a->path) ? VerifyCacheDir(*a) : VerifySource(*a); };
                  });
 
 }  // namespace
