@@ -8,11 +8,11 @@
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
-#include <xxhash.h>
 #include <tbb/global_control.h>
 #include <tbb/info.h>
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
+#include <xxhash.h>
 
 #include "libcache/atomic_dir.h"
 #include "libcache/cache.h"

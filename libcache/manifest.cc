@@ -440,10 +440,6 @@ Result<Manifest> ParseManifest(std::string_view text, const std::string& where) 
   return ParseManifestContent(text, where);
 }
 
-namespace {
-
-}  // namespace
-
 std::string SerializeManifest(const Manifest& m) {
   std::string text = Dump(ManifestJson(m, /*splice=*/true), 2);
   bool spliced = true;
