@@ -17,6 +17,7 @@
 #include "libcache/cache.h"
 #include "libcache/dataset_spec.h"
 #include "libcache/discover.h"
+#include "libcache/file_read.h"
 #include "libcache/mapped_file.h"
 
 namespace yc {
@@ -105,9 +106,9 @@ Result<PreviousBuild> OpenPrevious(const BuildOptions& o) {
       if (fp.record >= 0) map.emplace(fp.path, fp);
     }
   }
-  std::ifstream in(o.out / kAuditFileName);
-  if (in) {
-    const nlohmann::json audit = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::string audit_text;  // read without blocking: a FIFO left as audit.json only loses carried warnings
+  if (ReadRegularFile(o.out / kAuditFileName, kMaxMetadataBytes, &audit_text).ok()) {
+    const nlohmann::json audit = nlohmann::json::parse(audit_text, nullptr, /*allow_exceptions=*/false);
     if (audit.is_object() && audit.contains("problems") && audit["problems"].is_array()) {
       for (const nlohmann::json& pj : audit["problems"]) {
         try {
@@ -297,7 +298,8 @@ Status WriteAuditReport(const fs::path& path, const BuildReport& report) {
   }
   j["problems"] = std::move(problems);
   std::ofstream out(path);
-  out << j.dump(2) << "\n";
+  // Problems are valid UTF-8 already (problem.h); the handler only guards what might slip through.
+  out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   out.close();
   if (!out) return Status::IOError(Status::At(path.string(), "cannot write audit report"));
   return Status::OK();

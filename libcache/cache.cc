@@ -8,6 +8,7 @@
 #include <xxhash.h>
 
 #include "libcache/coding.h"
+#include "libcache/file_read.h"
 #include "libcache/lmdb_store.h"
 #include "libcache/shard_reader.h"
 #include "libcache/shard_writer.h"
@@ -50,6 +51,8 @@ Status CheckDataFile(const fs::path& path, const std::string& split, uint64_t ex
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
     return Status::NotFound(Status::At(path.string(), "listed in manifest.json for split '" + split + "' but missing"));
+  if (!S_ISREG(st.st_mode))  // a FIFO in place of a shard: say so (opening it is refused too, never blocks)
+    return Status::DataError(Status::At(path.string(), std::string("not a regular file (") + FileKindName(st.st_mode) + ")"));
   if (static_cast<uint64_t>(st.st_size) != expected_bytes)
     return Status::Corruption(Status::At(path.string(), "size " + std::to_string(st.st_size) + " bytes, manifest.json says " +
                                                             std::to_string(expected_bytes)));

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "libcache/coding.h"
+#include "libcache/file_read.h"
 #include "libcache/lmdb_verify.h"
 #include "libcache/manifest.h"
 #include "libcache/mapped_file.h"
@@ -31,6 +32,10 @@ bool CheckPresence(const std::string& split, const fs::path& path, uint64_t expe
     report->problems.push_back(FileProblem(split, path, "missing (listed in manifest.json)"));
     return false;
   }
+  if (!S_ISREG(st.st_mode)) {  // a FIFO would block the checks below; a device would never end
+    report->problems.push_back(FileProblem(split, path, std::string("not a regular file (") + FileKindName(st.st_mode) + ")"));
+    return false;
+  }
   if (static_cast<uint64_t>(st.st_size) != expected_bytes)
     report->problems.push_back(FileProblem(split, path, "size " + std::to_string(st.st_size) +
                                                             " bytes, manifest.json says " + std::to_string(expected_bytes)));
@@ -39,9 +44,18 @@ bool CheckPresence(const std::string& split, const fs::path& path, uint64_t expe
   return true;
 }
 
-void VerifyShardSplit(const fs::path& dir, const SplitManifest& split, VerifyReport* report) {
+bool Cancelled(const VerifyOptions& options) {
+  return options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed);
+}
+
+void VerifyShardSplit(const fs::path& dir, const SplitManifest& split, const VerifyOptions& options,
+                      VerifyReport* report) {
   uint64_t first = 0;  // split index of the current shard's first record, per the manifest
   for (const ShardEntry& e : split.shards) {
+    if (Cancelled(options)) {  // between shards: one shard (<= --shard-size) takes about a second
+      report->cancelled = true;
+      return;
+    }
     const fs::path path = dir / e.file;
     if (CheckPresence(split.name, path, e.bytes, report)) {
       const ShardVerifyResult r = VerifyShard(path);
@@ -122,8 +136,12 @@ VerifyReport VerifyCache(const fs::path& dir, const VerifyOptions& options) {
   }
   ++report.files_checked;
   for (const SplitManifest& split : manifest.value().splits) {
+    if (report.cancelled || Cancelled(options)) {
+      report.cancelled = true;
+      break;
+    }
     if (manifest.value().backend == Backend::kLmdb) VerifyLmdbSplit(dir, split, options, &report);
-    else VerifyShardSplit(dir, split, &report);
+    else VerifyShardSplit(dir, split, options, &report);
   }
   return report;
 }

@@ -14,7 +14,9 @@
 #include <zstd.h>
 
 #include "libcache/coding.h"
+#include "libcache/file_read.h"
 #include "libcache/mapped_file.h"
+#include "libcache/path_text.h"
 
 namespace yc {
 namespace {
@@ -181,6 +183,11 @@ Status ParseSplit(const Checker& c, const Manifest& m, const json& s, const std:
     if (!e.is_object()) return c.Fail(ep, "expected an object");
     SourceFingerprint f;
     YC_RETURN_IF_ERROR(c.String(e, Key(ep, "path"), "path", &f.path));
+    if (e.contains("path_hex")) {  // the exact bytes of a name that is not UTF-8 (path_text.h)
+      std::string hex;
+      YC_RETURN_IF_ERROR(c.String(e, Key(ep, "path_hex"), "path_hex", &hex));
+      if (!HexToBytes(hex, &f.path)) return c.Fail(Key(ep, "path_hex"), "expected an even number of hex digits");
+    }
     YC_RETURN_IF_ERROR(c.Uint(e, Key(ep, "size"), "size", &f.size));
     YC_RETURN_IF_ERROR(c.Int(e, Key(ep, "mtime_ns"), "mtime_ns", &f.mtime_ns, std::numeric_limits<int64_t>::min(),
                              std::numeric_limits<int64_t>::max()));
@@ -310,7 +317,8 @@ namespace {
 
 json SourceJson(const SourceFingerprint& f) {
   json e = json::object();
-  e["path"] = f.path;
+  e["path"] = PrintableText(f.path);  // readable and valid UTF-8 ...
+  if (!IsUtf8(f.path)) e["path_hex"] = HexBytes(f.path);  // ... and exact when the name is not UTF-8
   e["size"] = f.size;
   e["mtime_ns"] = f.mtime_ns;
   e["hash"] = ChecksumToHex(f.hash);
@@ -390,16 +398,9 @@ std::string SerializeManifest(const Manifest& m) {
 
 Result<Manifest> ReadManifest(const std::filesystem::path& dir) {
   const std::filesystem::path path = dir / kManifestFileName;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) return Status::NotFound(Status::At(path.string(), "no such file"));
-    return Status::IOError(Status::At(path.string(), "cannot open"));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::IOError(Status::At(path.string(), "read failed"));
-  return ParseManifest(ss.str(), path.string());
+  std::string text;
+  YC_RETURN_IF_ERROR(ReadRegularFile(path, kMaxMetadataBytes, &text));  // a FIFO is refused, not waited on
+  return ParseManifest(text, path.string());
 }
 
 Status WriteManifest(const std::filesystem::path& dir, const Manifest& manifest) {
