@@ -36,7 +36,7 @@ ThreadBuffers& Buffers() {
   return b;
 }
 
-enum class ReadResult { kOk, kMissing, kTooLarge, kFailed };
+enum class ReadResult { kOk, kMissing, kNotRegular, kTooLarge, kFailed };
 
 // Reads a whole file into `out` (resized to the file's size). On failure `why` says what happened.
 template <typename Buffer>
@@ -51,7 +51,8 @@ ReadResult ReadWhole(const fs::path& path, uint64_t limit, Buffer* out, std::str
     const std::string& m = fd.status().message();  // "<path>: <reason>"; the caller names the file
     const std::string prefix = path.string() + ": ";
     *why = m.rfind(prefix, 0) == 0 ? m.substr(prefix.size()) : m;
-    return ReadResult::kFailed;
+    // DataError: a FIFO, device or directory where a file belongs (see OpenRegularFile).
+    return fd.status().code() == Status::Code::kDataError ? ReadResult::kNotRegular : ReadResult::kFailed;
   }
   if (size > limit) {
     *why = "file is " + std::to_string(size) + " bytes";
@@ -81,6 +82,18 @@ void CountProblems(const std::vector<Problem>& problems, AuditSummary* s) {
     ++s->problem_counts[static_cast<size_t>(p.code)];
     ++(p.severity == Severity::kError ? s->errors : s->warnings);
   }
+}
+
+// A folder that could not be listed hides every image in it: an error, so verify fails rather than
+// reporting a clean dataset with fewer images.
+void AddUnreadableFolders(const fs::path& root, const std::vector<UnreadableFolder>& folders, SplitAudit* audit) {
+  std::vector<Problem> found;
+  for (const UnreadableFolder& f : folders) {
+    found.push_back({audit->split, RelativePath(root, f.folder), "cannot list folder: " + f.reason,
+                     ProblemCode::kUnreadable, Severity::kError});
+  }
+  CountProblems(found, &audit->summary);
+  audit->problems.insert(audit->problems.end(), found.begin(), found.end());
 }
 
 }  // namespace
@@ -125,6 +138,8 @@ ScannedImage ScanImage(const SourceItem& item, const ScanOptions& options) {
       if (options.keep_pixels && !dec.has_error()) out.rgb = std::move(dec.rgb);
       dec.rgb = cv::Mat();
     }
+  } else if (read == ReadResult::kNotRegular) {
+    Add(&out, options, file, ProblemCode::kNotRegularFile, Severity::kError, "image is " + why);
   } else if (read == ReadResult::kTooLarge) {
     Add(&out, options, file, ProblemCode::kUnsupportedFormat, Severity::kError, why + ", too large for an image");
   } else {
@@ -148,6 +163,8 @@ void ScanLabel(const SourceItem& item, const ScanOptions& options, ScannedImage*
     ParseLabels(buf.label, options.nc, &buf.parsed);
     for (Issue& i : buf.parsed.issues) Add(&out, options, label_file, i.code, i.severity, std::move(i.message));
     out.boxes = buf.parsed.boxes;
+  } else if (lread == ReadResult::kNotRegular) {
+    Add(&out, options, label_file, ProblemCode::kNotRegularFile, Severity::kError, "label is " + why);
   } else if (lread == ReadResult::kTooLarge) {
     Add(&out, options, label_file, ProblemCode::kUnreadable, Severity::kError, why + ", too large for a label file");
   } else if (lread == ReadResult::kFailed) {
@@ -269,8 +286,10 @@ Result<DatasetAudit> AuditDataset(const DatasetSpec& spec, const ScanOptions& op
                                   const std::function<void(const std::string&, size_t, size_t)>& progress,
                                   const std::atomic<bool>* cancel) {
   std::vector<std::vector<SourceItem>> lists;
-  for (const SplitSpec& split : spec.splits) {
-    Result<std::vector<SourceItem>> items = ListSplitFiles(spec, split);
+  std::vector<std::vector<UnreadableFolder>> unreadable(spec.splits.size());
+  for (size_t si = 0; si < spec.splits.size(); ++si) {
+    const SplitSpec& split = spec.splits[si];
+    Result<std::vector<SourceItem>> items = ListSplitFiles(spec, split, &unreadable[si]);
     if (!items.ok()) return items.status().WithContext("split " + split.name);
     lists.push_back(std::move(items.value()));
   }
@@ -290,6 +309,7 @@ Result<DatasetAudit> AuditDataset(const DatasetSpec& spec, const ScanOptions& op
     ctx.cancel = cancel;
     if (progress) ctx.progress = [&](size_t done, size_t total) { progress(name, done, total); };
     SplitAudit audit = AuditSplit(name, lists[si], opt, ctx);
+    AddUnreadableFolders(spec.root, unreadable[si], &audit);
     out.cancelled = out.cancelled || audit.cancelled;
     out.splits.push_back(std::move(audit));
     if (out.cancelled) break;

@@ -112,7 +112,8 @@ struct DatasetAudit {
 };
 
 // Lists and audits every split of `spec` (nc from spec.names when it has any), with orphan checks
-// across splits sharing label folders and duplicate-image checks across splits.
+// across splits sharing label folders and duplicate-image checks across splits. A folder of a split
+// that cannot be listed (permissions) is an `unreadable` error naming the folder; the rest is audited.
 Result<DatasetAudit> AuditDataset(const DatasetSpec& spec, const ScanOptions& options,
                                   const std::function<void(const std::string& split, size_t done, size_t total)>&
                                       progress = {},

@@ -304,8 +304,9 @@ Status WriteAuditReport(const fs::path& path, const BuildReport& report, Metadat
     for (const Problem& p : s.audit.problems) problems.push_back(p);
   }
   j["problems"] = std::move(problems);
-  const std::string text = j.dump(2) + "\n";
+  const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   std::ofstream out(path, std::ios::binary);
+  // Problems are valid UTF-8 already (problem.h); the handler only guards what might slip through.
   out << text;
   out.close();
   if (!out) return Status::IOError(Status::At(path.string(), "cannot write audit report"));

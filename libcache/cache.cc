@@ -53,7 +53,7 @@ Status CheckDataFile(const fs::path& path, const std::string& split, uint64_t ex
     return Status::NotFound(Status::At(path.string(), "listed in manifest.json for split '" + split + "' but missing"));
   // Before any reader opens it: LMDB would block on a FIFO and map a device.
   if (!S_ISREG(st.st_mode))
-    return Status::IOError(Status::At(path.string(), std::string("not a regular file (") + FileKindName(st.st_mode) + ")"));
+    return Status::DataError(Status::At(path.string(), std::string("not a regular file (") + FileKindName(st.st_mode) + ")"));
   if (static_cast<uint64_t>(st.st_size) != expected_bytes)
     return Status::Corruption(Status::At(path.string(), "size " + std::to_string(st.st_size) + " bytes, manifest.json says " +
                                                             std::to_string(expected_bytes)));

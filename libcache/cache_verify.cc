@@ -59,11 +59,20 @@ void CheckSplitCounts(const fs::path& dir, const SplitManifest& split, uint64_t 
                                                                      ", the records hold " + std::to_string(backgrounds)));
 }
 
-void VerifyShardSplit(const fs::path& dir, const SplitManifest& split, VerifyReport* report) {
+bool Cancelled(const VerifyOptions& options) {
+  return options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed);
+}
+
+void VerifyShardSplit(const fs::path& dir, const SplitManifest& split, const VerifyOptions& options,
+                      VerifyReport* report) {
   uint64_t first = 0;  // split index of the current shard's first record, per the manifest
   uint64_t boxes = 0, backgrounds = 0;
   bool complete = true;  // every record decoded, so the counts above are the split's
   for (const ShardEntry& e : split.shards) {
+    if (Cancelled(options)) {  // between shards: one shard (<= --shard-size) takes about a second
+      report->cancelled = true;
+      return;
+    }
     const fs::path path = dir / e.file;
     if (!CheckPresence(split.name, path, e.bytes, report)) {
       complete = false;
@@ -172,8 +181,12 @@ VerifyReport VerifyCache(const fs::path& dir, const VerifyOptions& options) {
     else ++report.files_checked;
   }
   for (const SplitManifest& split : manifest.value().splits) {
+    if (report.cancelled || Cancelled(options)) {
+      report.cancelled = true;
+      break;
+    }
     if (manifest.value().backend == Backend::kLmdb) VerifyLmdbSplit(dir, split, options, &report);
-    else VerifyShardSplit(dir, split, &report);
+    else VerifyShardSplit(dir, split, options, &report);
   }
   return report;
 }

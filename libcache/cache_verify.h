@@ -4,6 +4,7 @@
 // within its file, and the source image path when the record header is still readable).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -26,11 +27,13 @@ struct VerifyReport {
   uint64_t records_checked = 0;
   uint64_t bytes_checked = 0;
   std::vector<VerifyProblem> problems;
+  bool cancelled = false;  // stopped early through VerifyOptions::cancel (the report is partial)
   bool ok() const { return problems.empty(); }
 };
 
 struct VerifyOptions {
   bool isolate_lmdb = true;  // walk LMDB B-trees in a child process (lmdb_verify.h)
+  const std::atomic<bool>* cancel = nullptr;  // set to stop early (Ctrl-C): checked between files
 };
 
 // Never throws and never stops at the first problem; records are checked in parallel (TBB).

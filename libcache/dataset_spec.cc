@@ -2,19 +2,19 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <map>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
 
+#include "libcache/file_read.h"
 #include "libcache/image_format.h"
 
 namespace yc {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr uintmax_t kMaxYamlBytes = 16u << 20;  // a data YAML is a few KB; refuse to slurp anything huge
+constexpr uint64_t kMaxYamlBytes = 16u << 20;  // a data YAML is a few KB; refuse to slurp anything huge
 
 Status Bad(const fs::path& yaml, const std::string& reason) {
   return Status::DataError(Status::At(yaml.string(), reason));
@@ -153,18 +153,13 @@ Status ReadNames(const fs::path& yaml, const YAML::Node& root, std::vector<std::
 }
 
 Result<DatasetSpec> LoadYaml(const fs::path& yaml) {
-  std::error_code ec;
-  const uintmax_t bytes = fs::file_size(yaml, ec);
-  if (ec) return Status::IOError(Status::At(yaml.string(), ec.message()));
-  if (bytes > kMaxYamlBytes) return Bad(yaml, "too large for a dataset YAML (" + std::to_string(bytes) + " bytes)");
-  std::ifstream in(yaml, std::ios::binary);
-  if (!in) return Status::IOError(Status::At(yaml.string(), "cannot open"));
-  std::ostringstream buf;
-  buf << in.rdbuf();
+  // Read through ReadRegularFile: a FIFO or device given as the YAML is refused, never waited on.
+  std::string contents;
+  YC_RETURN_IF_ERROR(ReadRegularFile(yaml, kMaxYamlBytes, &contents));
 
   YAML::Node doc;
   try {
-    doc = YAML::Load(buf.str());
+    doc = YAML::Load(contents);
   } catch (const YAML::ParserException& e) {
     return Bad(yaml, "line " + std::to_string(e.mark.line + 1) + ": invalid YAML (" + e.msg + ")");
   } catch (const YAML::Exception& e) {

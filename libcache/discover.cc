@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <set>
 #include <unordered_set>
+
+#include "libcache/file_read.h"
 
 namespace yc {
 namespace fs = std::filesystem;
@@ -20,8 +21,17 @@ bool Hidden(const fs::path& p) {
   return !name.empty() && name[0] == '.';
 }
 
+// A folder (or list file) that cannot be read: an error, or noted in *unreadable when the caller
+// collects them and goes on with the rest.
+Status NoteUnreadable(const fs::path& path, const std::string& reason, std::vector<UnreadableFolder>* unreadable) {
+  if (unreadable == nullptr) return Status::IOError(Status::At(path.string(), "cannot list folder: " + reason));
+  unreadable->push_back({path, reason});
+  return Status::OK();
+}
+
 // Recursive listing that follows symlinked folders but visits each real folder once (no loops).
-Status WalkImages(const fs::path& top, std::vector<fs::path>* out) {
+// Permission errors are not skipped: a chmod 000 folder would otherwise look like an empty one.
+Status WalkImages(const fs::path& top, std::vector<fs::path>* out, std::vector<UnreadableFolder>* unreadable) {
   std::set<fs::path> visited;
   std::vector<fs::path> stack{top};
   while (!stack.empty()) {
@@ -29,11 +39,17 @@ Status WalkImages(const fs::path& top, std::vector<fs::path>* out) {
     stack.pop_back();
     std::error_code ec;
     const fs::path real = fs::canonical(dir, ec);
-    if (ec || !visited.insert(real).second) continue;
-    fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
-    if (ec) return Status::IOError(Status::At(dir.string(), ec.message()));
+    if (ec) {
+      YC_RETURN_IF_ERROR(NoteUnreadable(dir, ec.message(), unreadable));
+      continue;
+    }
+    if (!visited.insert(real).second) continue;
+    fs::directory_iterator it(dir, ec);
+    if (ec) {
+      YC_RETURN_IF_ERROR(NoteUnreadable(dir, ec.message(), unreadable));
+      continue;
+    }
     for (fs::directory_iterator end; it != end; it.increment(ec)) {
-      if (ec) return Status::IOError(Status::At(dir.string(), ec.message()));
       const fs::path& p = it->path();
       if (Hidden(p)) continue;
       std::error_code sec;
@@ -43,6 +59,7 @@ Status WalkImages(const fs::path& top, std::vector<fs::path>* out) {
         out->push_back(p);
       }
     }
+    if (ec) YC_RETURN_IF_ERROR(NoteUnreadable(dir, ec.message(), unreadable));
   }
   return Status::OK();
 }
@@ -54,12 +71,18 @@ std::string Trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
+// The list is read whole through ReadRegularFile: a FIFO given as a list is refused instead of
+// blocking, and a list that is a device is not read without end.
 Status ReadList(const fs::path& list, const fs::path& root, std::vector<fs::path>* out) {
-  std::ifstream in(list, std::ios::binary);
-  if (!in) return Status::IOError(Status::At(list.string(), "cannot open image list"));
-  std::string line;
-  while (std::getline(in, line)) {
-    line = Trim(line);
+  std::string text;
+  const Status st = ReadRegularFile(list, kMaxMetadataBytes, &text);
+  if (!st.ok()) return st.WithContext("image list");
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = Trim(text.substr(begin, end - begin));
+    begin = end + 1;
     if (line.empty()) continue;
     fs::path p;
     if (line.rfind("./", 0) == 0) {
@@ -70,7 +93,6 @@ Status ReadList(const fs::path& list, const fs::path& root, std::vector<fs::path
     }
     if (IsImageFile(p)) out->push_back(p.lexically_normal());
   }
-  if (in.bad()) return Status::IOError(Status::At(list.string(), "read failed"));
   return Status::OK();
 }
 
@@ -98,12 +120,13 @@ std::string RelativePath(const fs::path& root, const fs::path& path) {
   return rel.generic_string();
 }
 
-Result<std::vector<SourceItem>> ListSplitFiles(const DatasetSpec& spec, const SplitSpec& split) {
+Result<std::vector<SourceItem>> ListSplitFiles(const DatasetSpec& spec, const SplitSpec& split,
+                                               std::vector<UnreadableFolder>* unreadable) {
   std::vector<fs::path> images;
   for (const fs::path& input : split.inputs) {
     std::error_code ec;
     if (fs::is_directory(input, ec)) {
-      YC_RETURN_IF_ERROR(WalkImages(input, &images));
+      YC_RETURN_IF_ERROR(WalkImages(input, &images, unreadable));
     } else if (IsImageFile(input)) {
       images.push_back(input);
     } else if (fs::exists(input, ec)) {

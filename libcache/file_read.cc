@@ -43,7 +43,7 @@ Result<ScopedFd> OpenRegularFile(const std::filesystem::path& path, uint64_t* si
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return Status::IOError(Status::At(p, std::string("fstat: ") + std::strerror(errno)));
   if (!S_ISREG(st.st_mode))
-    return Status::IOError(Status::At(p, std::string("not a regular file (") + FileKindName(st.st_mode) + ")"));
+    return Status::DataError(Status::At(p, std::string("not a regular file (") + FileKindName(st.st_mode) + ")"));
   // Regular files ignore O_NONBLOCK today; clearing it keeps reads blocking should that ever change.
   const int flags = ::fcntl(fd.get(), F_GETFL);
   if (flags >= 0) ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
@@ -51,7 +51,11 @@ Result<ScopedFd> OpenRegularFile(const std::filesystem::path& path, uint64_t* si
   return fd;
 }
 
-Status ReadRegularFile(const std::filesystem::path& path, uint64_t max_bytes, std::string* out) {
+namespace {
+
+// Shared by the string and byte-vector forms; `Buffer` has resize/size/data over 1-byte elements.
+template <typename Buffer>
+Status ReadWholeRegularFile(const std::filesystem::path& path, uint64_t max_bytes, Buffer* out) {
   uint64_t size = 0;
   Result<ScopedFd> fd = OpenRegularFile(path, &size);
   if (!fd.ok()) return fd.status();
@@ -76,7 +80,7 @@ Status ReadRegularFile(const std::filesystem::path& path, uint64_t max_bytes, st
       }
       out->resize(static_cast<size_t>(std::min<uint64_t>(max_bytes, out->size() + (uint64_t{1} << 16))));
     }
-    const ssize_t n = ::read(fd->get(), out->data() + done, out->size() - done);
+    const ssize_t n = ::read(fd->get(), reinterpret_cast<char*>(out->data()) + done, out->size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
       return Status::IOError(Status::At(p, std::string("read: ") + std::strerror(errno)));
@@ -86,6 +90,16 @@ Status ReadRegularFile(const std::filesystem::path& path, uint64_t max_bytes, st
   }
   out->resize(done);
   return Status::OK();
+}
+
+}  // namespace
+
+Status ReadRegularFile(const std::filesystem::path& path, uint64_t max_bytes, std::string* out) {
+  return ReadWholeRegularFile(path, max_bytes, out);
+}
+
+Status ReadRegularFile(const std::filesystem::path& path, uint64_t max_bytes, std::vector<uint8_t>* out) {
+  return ReadWholeRegularFile(path, max_bytes, out);
 }
 
 }  // namespace yc

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "libcache/status.h"
 
@@ -20,6 +21,7 @@ namespace yc {
 // Size bounds for files that are read whole. Metadata (manifest.json, audit.json, data YAMLs, list
 // files) is small by nature; a bigger file is damaged or hostile and is refused before it is read.
 inline constexpr uint64_t kMaxMetadataBytes = uint64_t{1} << 30;  // 1 GiB: a manifest of ~5M sources
+inline constexpr uint64_t kMaxImageFileBytes = (uint64_t{1} << 31) - 1;  // decoders take int sizes
 inline constexpr uint64_t kMaxLabelFileBytes = uint64_t{64} << 20;  // 64 MiB: ~1.5M label rows
 
 // An owned file descriptor, closed on destruction.
@@ -45,13 +47,16 @@ class ScopedFd {
 };
 
 // Opens `path` read-only if it is a regular file (symbolic links are followed). NotFound when it does
-// not exist; IOError "<path>: not a regular file (a FIFO)" and the like for anything else, without
-// blocking. `size` (optional) receives the file's size.
+// not exist; DataError "<path>: not a regular file (a FIFO)" and the like, without blocking, when it
+// is something else (the input is wrong, not the disk: `verify` exits 1 for it); IOError when it
+// cannot be opened. `size` (optional) receives the file's size.
 Result<ScopedFd> OpenRegularFile(const std::filesystem::path& path, uint64_t* size = nullptr);
 
 // Reads the whole regular file into *out. A file larger than `max_bytes` is refused before reading
 // (IOError naming the size and the bound), and so is one that grows past the bound while being read.
+// The buffer is reused: its capacity is kept, so a per-thread buffer does not allocate per file.
 Status ReadRegularFile(const std::filesystem::path& path, uint64_t max_bytes, std::string* out);
+Status ReadRegularFile(const std::filesystem::path& path, uint64_t max_bytes, std::vector<uint8_t>* out);
 
 // A readable name for the kind of a non-regular file ("a directory", "a FIFO", ...), from st_mode.
 const char* FileKindName(unsigned mode);

@@ -10,6 +10,7 @@
 #include <lmdb.h>
 
 #include "libcache/coding.h"
+#include "libcache/file_read.h"
 #include "libcache/mapped_file.h"
 #include "libcache/record_format.h"
 
@@ -156,12 +157,10 @@ Result<std::unique_ptr<LmdbReader>> LmdbReader::Open(const std::filesystem::path
   r->options_ = options;
   const std::string& p = r->path_;
 
-  struct stat st;
-  if (::stat(p.c_str(), &st) != 0) {
-    if (errno == ENOENT) return Status::NotFound(Status::At(p, "no such file"));
-    return Status::IOError(Status::At(p, std::string("stat: ") + std::strerror(errno)));
-  }
-  if (!S_ISREG(st.st_mode)) return Status::IOError(Status::At(p, "not a regular file"));
+  // Opened through OpenRegularFile first: a FIFO or device is refused here, without blocking, instead
+  // of hanging inside mdb_env_open.
+  uint64_t file_size = 0;
+  YC_RETURN_IF_ERROR(OpenRegularFile(p, &file_size).status());
 
   r->env_ = std::make_unique<Env>();
   int rc = mdb_env_create(&r->env_->env);
@@ -177,9 +176,9 @@ Result<std::unique_ptr<LmdbReader>> LmdbReader::Open(const std::filesystem::path
   rc = mdb_env_stat(r->env_->env, &est);
   if (rc != 0) return LmdbError(p, "mdb_env_stat", rc);
   const uint64_t needed = (static_cast<uint64_t>(info.me_last_pgno) + 1) * est.ms_psize;
-  if (needed > static_cast<uint64_t>(st.st_size))
+  if (needed > file_size)
     return Status::Corruption(Status::At(p, "truncated: LMDB pages end at " + std::to_string(needed) +
-                                                " bytes but the file has " + std::to_string(st.st_size)));
+                                                " bytes but the file has " + std::to_string(file_size)));
 
   rc = mdb_txn_begin(r->env_->env, nullptr, MDB_RDONLY, &r->env_->txn);
   if (rc != 0) return LmdbError(p, "mdb_txn_begin", rc);
@@ -190,7 +189,7 @@ Result<std::unique_ptr<LmdbReader>> LmdbReader::Open(const std::filesystem::path
   rc = mdb_stat(r->env_->txn, dbi, &dst);
   if (rc != 0) return LmdbError(p, "mdb_stat", rc);
   // Each entry occupies at least a few bytes of the file: a larger count is a damaged meta page.
-  if (dst.ms_entries > static_cast<uint64_t>(st.st_size) / 8)
+  if (dst.ms_entries > file_size / 8)
     return Status::Corruption(Status::At(p, "entry count larger than the file can hold"));
   r->values_.reserve(dst.ms_entries);
 

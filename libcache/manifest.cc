@@ -15,6 +15,7 @@
 #include "libcache/coding.h"
 #include "libcache/file_read.h"
 #include "libcache/mapped_file.h"
+#include "libcache/path_text.h"
 
 namespace yc {
 namespace {
@@ -188,6 +189,11 @@ Status ParseSplit(const Checker& c, const Manifest& m, const json& s, const std:
     if (!e.is_object()) return c.Fail(ep, "expected an object");
     SourceFingerprint f;
     YC_RETURN_IF_ERROR(c.String(e, Key(ep, "path"), "path", &f.path));
+    if (e.contains("path_hex")) {  // the exact bytes of a name that is not UTF-8 (path_text.h)
+      std::string hex;
+      YC_RETURN_IF_ERROR(c.String(e, Key(ep, "path_hex"), "path_hex", &hex));
+      if (!HexToBytes(hex, &f.path)) return c.Fail(Key(ep, "path_hex"), "expected an even number of hex digits");
+    }
     YC_RETURN_IF_ERROR(c.Uint(e, Key(ep, "size"), "size", &f.size));
     YC_RETURN_IF_ERROR(c.Int(e, Key(ep, "mtime_ns"), "mtime_ns", &f.mtime_ns, std::numeric_limits<int64_t>::min(),
                              std::numeric_limits<int64_t>::max()));
@@ -329,7 +335,8 @@ namespace {
 
 json SourceJson(const SourceFingerprint& f) {
   json e = json::object();
-  e["path"] = f.path;
+  e["path"] = PrintableText(f.path);  // readable and valid UTF-8 ...
+  if (!IsUtf8(f.path)) e["path_hex"] = HexBytes(f.path);  // ... and exact when the name is not UTF-8
   e["size"] = f.size;
   e["mtime_ns"] = f.mtime_ns;
   e["hash"] = ChecksumToHex(f.hash);

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "libcache/path_text.h"
+
 namespace yc {
 namespace {
 
@@ -14,6 +16,7 @@ constexpr const char* kNames[kProblemCodeCount] = {
     "label-class-out-of-range",
     "label-duplicate",    "label-zero-size",
     "label-orphan",       "duplicate-image",
+    "not-regular-file",
 };
 
 }  // namespace
@@ -46,16 +49,22 @@ Severity DefaultSeverity(ProblemCode code) {
 }
 
 void to_json(nlohmann::json& j, const Problem& p) {
-  j = nlohmann::json{{"split", p.split},
-                     {"file", p.file},
+  // File names are bytes, JSON is UTF-8: "file" is always printable, "file_hex" keeps the exact bytes
+  // of a name that is not UTF-8 (path_text.h). Messages may quote such a name too.
+  j = nlohmann::json{{"split", PrintableText(p.split)},
+                     {"file", PrintableText(p.file)},
                      {"severity", SeverityName(p.severity)},
                      {"code", ProblemCodeName(p.code)},
-                     {"message", p.message}};
+                     {"message", PrintableText(p.message)}};
+  if (!IsUtf8(p.file)) j["file_hex"] = HexBytes(p.file);
 }
 
 void from_json(const nlohmann::json& j, Problem& p) {
   p.split = j.value("split", "");
   p.file = j.value("file", "");
+  const auto hex = j.find("file_hex");
+  std::string exact;
+  if (hex != j.end() && hex->is_string() && HexToBytes(hex->get<std::string>(), &exact)) p.file = std::move(exact);
   p.message = j.value("message", "");
   p.severity = j.value("severity", "error") == "warning" ? Severity::kWarning : Severity::kError;
   p.code = ProblemCodeFromName(j.value("code", "")).value_or(ProblemCode::kCorruptData);

@@ -33,8 +33,10 @@ enum class ProblemCode : uint8_t {
   kLabelZeroSize,          // w or h <= 0 (warning: the row is dropped)
   kLabelOrphan,            // a label file that no image maps to (warning)
   kDuplicateImage,         // byte-identical to an earlier image (warning: both kept, as Ultralytics)
+  kNotRegularFile,         // the image or label path is a FIFO, device, socket or directory (never opened
+                           // for reading: a FIFO would block the scan forever)
 };
-inline constexpr int kProblemCodeCount = 15;
+inline constexpr int kProblemCodeCount = 16;
 
 enum class Severity : uint8_t { kWarning = 0, kError = 1 };
 
@@ -61,7 +63,8 @@ struct Problem {
   Severity severity = Severity::kError;
 };
 
-// {"split","file","severity":"error"|"warning","code","message"}
+// {"split","file","severity":"error"|"warning","code","message"}, plus "file_hex" (the exact bytes)
+// when the file name is not valid UTF-8; "file" then shows the invalid bytes as \xNN (path_text.h).
 void to_json(nlohmann::json& j, const Problem& p);
 void from_json(const nlohmann::json& j, Problem& p);
 

@@ -19,7 +19,9 @@ const char* SourceChangeKindName(SourceChange::Kind kind) {
   return "?";
 }
 
-Result<std::vector<SourceChange>> DiffSources(const Manifest& manifest, const std::filesystem::path& source) {
+Result<std::vector<SourceChange>> DiffSources(const Manifest& manifest, const std::filesystem::path& source,
+                                              const std::atomic<bool>* cancel) {
+  const auto cancelled = [cancel] { return cancel != nullptr && cancel->load(std::memory_order_relaxed); };
   Result<DatasetSpec> spec = LoadDatasetSpec(source);
   if (!spec.ok()) return spec.status();
   std::vector<SourceChange> changes;
@@ -37,11 +39,12 @@ Result<std::vector<SourceChange>> DiffSources(const Manifest& manifest, const st
     std::vector<char> changed(items.size(), 0);
     tbb::parallel_for(size_t{0}, items.size(), [&](size_t i) {
       const auto it = built.find(items[i].rel);
-      if (it == built.end()) return;
+      if (it == built.end() || cancelled()) return;
       uint64_t hash = 0, size = 0;
       const Status st = HashFile(items[i].image, &hash, &size);
       changed[i] = !st.ok() || size != it->second->size || hash != it->second->hash;
     });
+    if (cancelled()) return Status::Cancelled("interrupted");
     for (size_t i = 0; i < items.size(); ++i) {
       const auto it = built.find(items[i].rel);
       if (it == built.end()) {

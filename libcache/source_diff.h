@@ -3,6 +3,7 @@
 // that keeps the size, which Ultralytics' size-only cache hash misses, is still found).
 #pragma once
 
+#include <atomic>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -22,6 +23,8 @@ const char* SourceChangeKindName(SourceChange::Kind kind);  // "added" | "remove
 
 // `source` is the data YAML or directory (usually manifest.dataset_yaml). Only splits present in the
 // manifest are compared.
-Result<std::vector<SourceChange>> DiffSources(const Manifest& manifest, const std::filesystem::path& source);
+// `cancel` (optional) stops the hashing early: the result is then Cancelled.
+Result<std::vector<SourceChange>> DiffSources(const Manifest& manifest, const std::filesystem::path& source,
+                                              const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace yc

@@ -156,14 +156,14 @@ const std::vector<std::string>& SynthClassNames() {
   return names;
 }
 
-Result<SynthReport> GenerateSynthDataset(const fs::path& out, const SynthOptions& o) {
-  if (o.classes < 1 || o.classes > 8) return Status::InvalidArgument("synth: --classes must be 1..8");
-  if (o.min_side < 16 || o.max_side < o.min_side) return Status::InvalidArgument("synth: need 16 <= min-side <= max-side");
-  if (o.train_images < 0 || o.val_images < 0 || o.corrupt < 0) return Status::InvalidArgument("synth: counts must be >= 0");
+namespace {
+
+bool Cancelled(const SynthOptions& o) { return o.cancel != nullptr && o.cancel->load(std::memory_order_relaxed); }
+
+// Writes the dataset into `out` (empty or absent); stops at the first error or at a cancel.
+Status WriteSynthDataset(const fs::path& out, const SynthOptions& o, SynthReport* report_out) {
+  SynthReport& report = *report_out;
   std::error_code ec;
-  if (fs::exists(out, ec) && !fs::is_empty(out, ec))
-    return Status::InvalidArgument(Status::At(out.string(), "exists and is not empty; synth never overwrites files"));
-  SynthReport report;
   const std::vector<std::string>& all_names = SynthClassNames();
   const SplitPlan plans[] = {{"train", o.train_images}, {"val", o.val_images}};
   for (const SplitPlan& plan : plans) {
@@ -171,6 +171,7 @@ Result<SynthReport> GenerateSynthDataset(const fs::path& out, const SynthOptions
     fs::create_directories(out / "labels" / plan.name, ec);
     if (ec) return Status::IOError(Status::At((out / "images" / plan.name).string(), ec.message()));
     for (int i = 0; i < plan.count; ++i) {
+      if (Cancelled(o)) return Status::Cancelled("interrupted");
       Rng rng(Mix(Mix(o.seed, plan.name[0]), static_cast<uint64_t>(i)));
       cv::theRNG().state = rng.Next() | 1;
       const int w = rng.Int(o.min_side, o.max_side), h = rng.Int(o.min_side, o.max_side);
@@ -198,7 +199,7 @@ Result<SynthReport> GenerateSynthDataset(const fs::path& out, const SynthOptions
       char stem[32];
       std::snprintf(stem, sizeof stem, "synth_%06d", i);
       Result<std::string> jpeg = EncodeJpeg(img.data, w, h, o.jpeg_quality);
-      if (!jpeg.ok()) return jpeg.status();
+      YC_RETURN_IF_ERROR(jpeg.status());
       YC_RETURN_IF_ERROR(WriteText(out / "images" / plan.name / (std::string(stem) + ".jpg"), *jpeg));
       if (background) {
         ++report.backgrounds;
@@ -220,7 +221,7 @@ Result<SynthReport> GenerateSynthDataset(const fs::path& out, const SynthOptions
     cv::Mat img(o.min_side, o.min_side, CV_8UC3);
     DrawBackground(img, rng);
     Result<std::string> jpeg = EncodeJpeg(img.data, img.cols, img.rows, o.jpeg_quality);
-    if (!jpeg.ok()) return jpeg.status();
+    YC_RETURN_IF_ERROR(jpeg.status());
     const std::string good_label = "0 0.5 0.5 0.2 0.2\n";
     std::string image_bytes = *jpeg, label = good_label;
     fs::path image_path = train_img / (stem + ".jpg");
@@ -244,7 +245,39 @@ Result<SynthReport> GenerateSynthDataset(const fs::path& out, const SynthOptions
        << "path: .\ntrain: images/train\nval: images/val\nnc: " << o.classes << "\nnames:\n";
   for (int c = 0; c < o.classes; ++c) yaml << "  " << c << ": " << all_names[c] << "\n";
   report.yaml = out / "data.yaml";
-  YC_RETURN_IF_ERROR(WriteText(report.yaml, yaml.str()));
+  return WriteText(report.yaml, yaml.str());
+}
+
+// Removes what WriteSynthDataset wrote: `out` itself when it did not exist, else its entries (it was
+// empty before, so nothing of the user's is touched).
+void RemovePartialOutput(const fs::path& out, bool existed) {
+  std::error_code ec;
+  if (!existed) {
+    fs::remove_all(out, ec);
+    return;
+  }
+  for (fs::directory_iterator it(out, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code rec;
+    fs::remove_all(it->path(), rec);
+  }
+}
+
+}  // namespace
+
+Result<SynthReport> GenerateSynthDataset(const fs::path& out, const SynthOptions& o) {
+  if (o.classes < 1 || o.classes > 8) return Status::InvalidArgument("synth: --classes must be 1..8");
+  if (o.min_side < 16 || o.max_side < o.min_side) return Status::InvalidArgument("synth: need 16 <= min-side <= max-side");
+  if (o.train_images < 0 || o.val_images < 0 || o.corrupt < 0) return Status::InvalidArgument("synth: counts must be >= 0");
+  std::error_code ec;
+  const bool existed = fs::exists(out, ec);
+  if (existed && !fs::is_empty(out, ec))
+    return Status::InvalidArgument(Status::At(out.string(), "exists and is not empty; synth never overwrites files"));
+  SynthReport report;
+  const Status st = WriteSynthDataset(out, o, &report);
+  if (!st.ok()) {
+    RemovePartialOutput(out, existed);  // interrupted or failed: no half-written dataset is left
+    return st;
+  }
   return report;
 }
 

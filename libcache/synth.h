@@ -4,6 +4,7 @@
 // With `corrupt` > 0 it also adds broken files of several kinds, for exercising the audit.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -24,6 +25,7 @@ struct SynthOptions {
   int corrupt = 0;         // broken files added to the train split (cycled through the kinds below)
   int jpeg_quality = 90;
   uint64_t seed = 0;
+  const std::atomic<bool>* cancel = nullptr;  // set to stop (Ctrl-C): the partial output is removed
 };
 
 struct SynthReport {
@@ -33,7 +35,8 @@ struct SynthReport {
 };
 
 // Writes <out>/data.yaml, <out>/images/{train,val}/*.jpg, <out>/labels/{train,val}/*.txt.
-// Fails if <out> exists and is not empty (never overwrites a user's files).
+// Fails if <out> exists and is not empty (never overwrites a user's files). On any failure, and when
+// cancelled (Status::Cancelled), what was written is removed again.
 Result<SynthReport> GenerateSynthDataset(const std::filesystem::path& out, const SynthOptions& options);
 
 // Class names used by the generator, in class-id order.

@@ -1,10 +1,10 @@
 #include "loader/decoding_source.h"
 
 #include <cstring>
-#include <fstream>
 
 #include "libcache/dataset_spec.h"
 #include "libcache/decode.h"
+#include "libcache/file_read.h"
 
 namespace yc {
 
@@ -24,11 +24,9 @@ Status DecodingSource::Read(size_t index, RecordView* out, ScratchBuffer* scratc
   RecordView labels;
   YC_RETURN_IF_ERROR(labels_->Read(index, &labels, &label_scratch));
   const std::filesystem::path path = root_ / std::string(labels.source);
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return Status::IOError(Status::At(path.string(), "cannot open source image"));
-  file.resize(static_cast<size_t>(in.tellg()));
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(file.data()), static_cast<std::streamsize>(file.size()));
+  // Never blocks on a FIFO left where the image was, and never reads a device without end.
+  const Status read = ReadRegularFile(path, kMaxImageFileBytes, &file);
+  if (!read.ok()) return read.WithContext("source image");
   DecodeOptions options;
   options.imgsz = imgsz_;
   DecodeImage(file.data(), file.size(), options, &decoded);

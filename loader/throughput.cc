@@ -26,6 +26,7 @@ Result<Throughput> MeasureThroughput(std::shared_ptr<const RecordSource> source,
   Loader::Stats before;
   const int warmup = run.warmup >= 0 ? run.warmup : DefaultWarmup(options.prefetch);
   for (int i = 0; i < warmup + run.batches; ++i) {
+    if (run.cancel != nullptr && run.cancel->load(std::memory_order_relaxed)) return Status::Cancelled("interrupted");
     if (i == warmup) {
       start = Clock::now();
       before = loader.stats();

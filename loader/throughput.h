@@ -3,6 +3,7 @@
 // window, and optionally a checksum over every produced batch.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -22,6 +23,7 @@ struct ThroughputRun {
   int warmup = -1;    // untimed batches first; -1: DefaultWarmup(options.prefetch)
   int batches = 50;   // timed batches, crossing epochs as needed
   bool hash = false;  // chain the XXH3 of every timed batch's image bytes and label table into `checksum`
+  const std::atomic<bool>* cancel = nullptr;  // set to stop (Ctrl-C): checked per batch, gives Cancelled
 };
 
 struct Throughput {

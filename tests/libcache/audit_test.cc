@@ -34,7 +34,7 @@ TEST(Problem, NamesAreStable) {
   const char* expected[] = {"unreadable",       "empty-file",         "unsupported-format",       "extension-mismatch",
                             "truncated",        "corrupt-data",       "too-small",                "label-columns",
                             "label-not-number", "label-out-of-range", "label-class-out-of-range", "label-duplicate",
-                            "label-zero-size",  "label-orphan",       "duplicate-image"};
+                            "label-zero-size",  "label-orphan",       "duplicate-image",          "not-regular-file"};
   ASSERT_EQ(std::size(expected), static_cast<size_t>(kProblemCodeCount));
   for (int i = 0; i < kProblemCodeCount; ++i) {
     EXPECT_STREQ(ProblemCodeName(static_cast<ProblemCode>(i)), expected[i]);
@@ -102,7 +102,8 @@ TEST(ScanImage, SyntheticDatasetCases) {
   EXPECT_TRUE(missing.excluded);
   const ScannedImage dir = ScanImage(Item(d.path(), "images/dir.jpg"), opt);
   ASSERT_EQ(dir.problems.size(), 1u);
-  EXPECT_EQ(dir.problems[0].message, "cannot read image: not a regular file (a directory)");
+  EXPECT_EQ(dir.problems[0].code, ProblemCode::kNotRegularFile);
+  EXPECT_EQ(dir.problems[0].message, "image is not a regular file (a directory)");
 }
 
 TEST(AuditSplit, DuplicatesOrphansSummaryJson) {

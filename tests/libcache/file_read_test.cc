@@ -61,7 +61,7 @@ TEST(FileReadTest, FifoIsRefusedWithoutBlocking) {
     std::string text;
     return ReadRegularFile(fifo, 100, &text);
   });
-  EXPECT_EQ(st.code(), Status::Code::kIOError);
+  EXPECT_EQ(st.code(), Status::Code::kDataError);
   EXPECT_NE(st.message().find("a FIFO"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("label.txt"), std::string::npos) << st.message();
 }

@@ -58,6 +58,7 @@ int PrintScaling(const BenchArgs& a, std::shared_ptr<const RecordSource> source,
   ThroughputRun per_thread;
   per_thread.warmup = a.warmup;
   per_thread.batches = a.batches;
+  per_thread.cancel = InstallInterruptFlag();
   // All cores busy run at a lower clock than one alone (shared power budget); probing it separates
   // that from the loader's own scaling.
   LoaderOptions probed = o;
@@ -90,7 +91,7 @@ int PrintScaling(const BenchArgs& a, std::shared_ptr<const RecordSource> source,
       rounds.push_back(points);
     }
     j["rounds"] = rounds;
-    std::cout << j.dump(2) << "\n";
+    std::cout << JsonText(j) << "\n";
     return kExitOk;
   }
   std::printf("%s mode, split %s, batch %d, imgsz %d, %s kernels: %zu rounds, %d timed batches per thread\n",
@@ -142,6 +143,7 @@ int RunBench(const BenchArgs& a) {
   ThroughputRun run;
   run.warmup = a.warmup;
   run.batches = a.batches;
+  run.cancel = InstallInterruptFlag();  // every timed loop below polls it (exit 130)
   Result<Throughput> cached = MeasureThroughput(source, o, run);
   if (!cached.ok()) return Fail("bench", cached.status());
   if (a.checksum) {
@@ -199,7 +201,7 @@ int RunBench(const BenchArgs& a) {
       j["naive_images_per_second"] = naive.images_per_second;
       j["speedup_vs_naive"] = naive.images_per_second > 0 ? cached->images_per_second / naive.images_per_second : 0;
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << JsonText(j) << "\n";
     return kExitOk;
   }
   std::printf("%s mode, split %s, batch %d, imgsz %d, %d threads, %zu batches, %s kernels\n", a.mode.c_str(),

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "libcache/builder.h"
+#include "libcache/path_text.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache/cli_util.h"
 #include "tools/yolocache/command.h"
@@ -41,8 +42,8 @@ int RunBuild(BuildArgs& args) {
   const BuildReport& r = *report;
   if (args.json) {
     nlohmann::ordered_json j;
-    j["cache"] = r.cache_dir.string();
-    j["audit_report"] = r.audit_report.string();
+    j["cache"] = PrintableText(r.cache_dir.string());
+    j["audit_report"] = PrintableText(r.audit_report.string());
     for (const SplitBuildStats& s : r.splits) {
       j["splits"][s.split] = {{"images", s.audit.summary.images}, {"records", s.records},
                               {"reused", s.reused},               {"excluded", s.audit.summary.excluded},
@@ -53,7 +54,7 @@ int RunBuild(BuildArgs& args) {
     j["bytes_on_disk"] = r.bytes_on_disk;
     j["seconds"] = r.seconds;
     j["images_per_second"] = r.images_per_second();
-    std::cout << j.dump(2) << "\n";
+    std::cout << JsonText(j) << "\n";
     return kExitOk;
   }
   for (const SplitBuildStats& s : r.splits) {

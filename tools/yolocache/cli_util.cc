@@ -1,5 +1,7 @@
 #include "tools/yolocache/cli_util.h"
 
+#include <signal.h>
+
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -13,8 +15,14 @@ extern "C" void OnSignal(int) { g_interrupted.store(true); }
 }  // namespace
 
 const std::atomic<bool>* InstallInterruptFlag() {
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
+  // SA_RESTART keeps a signal from failing an ordinary write with EINTR (which would read as an I/O
+  // error, exit 3); no read we do can block for long, so the loops see the flag soon. SIGHUP (the
+  // terminal went away) stops the work the same way as SIGTERM, with the same clean-up.
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
   return &g_interrupted;
 }
 
@@ -60,9 +68,16 @@ int Fail(const std::string& command, const Status& status) {
   return ExitCodeFor(status);
 }
 
+std::string JsonText(const nlohmann::ordered_json& j) {
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 bool IsCacheDir(const std::string& path) {
+  // Anything named manifest.json counts (a FIFO too): opening the cache then says what is wrong with
+  // it, rather than auditing the cache folder as if it were a dataset.
   std::error_code ec;
-  return std::filesystem::is_regular_file(std::filesystem::path(path) / kManifestFileName, ec);
+  const auto type = std::filesystem::symlink_status(std::filesystem::path(path) / kManifestFileName, ec).type();
+  return !ec && type != std::filesystem::file_type::not_found && type != std::filesystem::file_type::none;
 }
 
 }  // namespace yc::cli

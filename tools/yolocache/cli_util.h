@@ -4,12 +4,15 @@
 #include <atomic>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "libcache/record_format.h"
 #include "libcache/status.h"
 
 namespace yc::cli {
 
-// Installs SIGINT/SIGTERM handlers that set the returned flag (long work checks it and stops cleanly).
+// Installs SIGINT/SIGTERM/SIGHUP handlers that set the returned flag: every long loop polls it, stops,
+// removes what it had started (staging folders, partial outputs) and the command exits 130.
 const std::atomic<bool>* InstallInterruptFlag();
 
 // "none" | "zstd" | "zstd:LEVEL".
@@ -20,6 +23,11 @@ Status ParseByteSize(const std::string& text, uint64_t* out);
 
 // Prints "yolocache <cmd>: <status>" to stderr and returns the exit code for it.
 int Fail(const std::string& command, const Status& status);
+
+// `j` as indented text for --json output. Strings put in it should already be valid UTF-8 (paths
+// through PrintableText, path_text.h); anything that slipped through is shown as U+FFFD rather than
+// aborting the command after its work is done.
+std::string JsonText(const nlohmann::ordered_json& j);
 
 // True when the path is a built cache (has manifest.json) rather than a source dataset.
 bool IsCacheDir(const std::string& path);

@@ -10,6 +10,7 @@
 
 #include "libcache/cache.h"
 #include "libcache/jpeg_encode.h"
+#include "libcache/path_text.h"
 #include "loader/draw.h"
 #include "loader/loader.h"
 #include "tools/common/progress_bar.h"
@@ -53,10 +54,10 @@ int Summary(const Cache& cache, const InspectArgs& a) {
   const double ratio = disk > 0 && pixels > 0 ? static_cast<double>(pixels) / static_cast<double>(disk) : 1.0;
   if (a.json) {
     nlohmann::ordered_json j;
-    j["cache"] = cache.dir().string();
+    j["cache"] = PrintableText(cache.dir().string());
     j["format_version"] = m.format_version;
     j["created"] = m.created;
-    j["dataset"] = m.dataset_yaml;
+    j["dataset"] = PrintableText(m.dataset_yaml);
     j["imgsz"] = m.imgsz;
     j["backend"] = BackendName(m.backend);
     j["codec"] = CodecKindName(m.codec.kind);
@@ -70,7 +71,7 @@ int Summary(const Cache& cache, const InspectArgs& a) {
                              {"backgrounds", s.backgrounds}, {"excluded", s.excluded},
                              {"pixel_bytes", s.pixel_bytes}, {"class_counts", ClassCounts(m, s.name)}};
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << JsonText(j) << "\n";
     return kExitOk;
   }
   std::printf("cache     %s\n", cache.dir().c_str());
@@ -116,11 +117,13 @@ int WriteRecord(const Cache& cache, const InspectArgs& a) {
   }
   DrawBoxes(boxes, cache.manifest().names, &rgb);
   if (Status st = WriteJpeg(a.out, rgb.data, rgb.cols, rgb.rows); !st.ok()) return Fail("inspect", st);
-  std::cout << a.split << " record " << a.record << ": " << v.source << "  stored " << v.width << "x" << v.height
+  std::cout << a.split << " record " << a.record << ": " << PrintableText(v.source) << "  stored " << v.width << "x" << v.height
             << ", original " << v.orig_width << "x" << v.orig_height << ", " << v.box_count << " boxes -> " << a.out
             << "\n";
   return kExitOk;
 }
+
+bool Interrupted(const std::atomic<bool>* cancel) { return cancel->load(std::memory_order_relaxed); }
 
 // A train-mode loader over the cache's train split, as training would see it at `epoch`.
 Result<std::unique_ptr<Loader>> AugmentedLoader(const std::shared_ptr<Cache>& cache, const InspectArgs& a, int batch) {
@@ -142,8 +145,10 @@ int WritePreview(const std::shared_ptr<Cache>& cache, const InspectArgs& a) {
   const int n = std::max(1, a.preview_count);
   Result<std::unique_ptr<Loader>> loader = AugmentedLoader(cache, a, n);
   if (!loader.ok()) return Fail("inspect", loader.status());
+  const std::atomic<bool>* cancel = InstallInterruptFlag();
   std::shared_ptr<Batch> batch;
   if (Status st = loader.value()->Next(&batch); !st.ok() || !batch) return Fail("inspect", st.ok() ? Status::DataError("empty split") : st);
+  if (Interrupted(cancel)) return Fail("inspect", Status::Cancelled("interrupted"));  // before any output
   const int cols = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(batch->size))));
   const int rows = (batch->size + cols - 1) / cols;
   const int tile = std::min(batch->width, 480);
@@ -159,23 +164,23 @@ int WritePreview(const std::shared_ptr<Cache>& cache, const InspectArgs& a) {
   return kExitOk;
 }
 
-int ExportAugmented(const std::shared_ptr<Cache>& cache, const InspectArgs& a) {
-  const fs::path dir = a.export_dir;
+// Writes the export into `dir` (created, empty); stops at the first error or when interrupted.
+Status ExportInto(const std::shared_ptr<Cache>& cache, const InspectArgs& a, const fs::path& dir,
+                  const std::atomic<bool>* cancel) {
   std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_empty(dir, ec))
-    return Fail("inspect", Status::InvalidArgument(Status::At(dir.string(), "exists and is not empty")));
   fs::create_directories(dir / "images" / "train", ec);
   fs::create_directories(dir / "labels" / "train", ec);
-  if (ec) return Fail("inspect", Status::IOError(Status::At(dir.string(), ec.message())));
+  if (ec) return Status::IOError(Status::At(dir.string(), ec.message()));
   Result<std::unique_ptr<Loader>> loader = AugmentedLoader(cache, a, 16);
-  if (!loader.ok()) return Fail("inspect", loader.status());
+  if (!loader.ok()) return loader.status();
   ProgressBar bar("export", static_cast<size_t>(a.export_count));
   int written = 0, epoch = a.epoch;
   while (written < a.export_count) {
+    if (Interrupted(cancel)) return Status::Cancelled("interrupted");
     std::shared_ptr<Batch> batch;
-    if (Status st = loader.value()->Next(&batch); !st.ok()) return Fail("inspect", st);
+    YC_RETURN_IF_ERROR(loader.value()->Next(&batch));
     if (!batch) {  // next epoch: fresh augmentations of the same records
-      if (Status st = loader.value()->StartEpoch(++epoch); !st.ok()) return Fail("inspect", st);
+      YC_RETURN_IF_ERROR(loader.value()->StartEpoch(++epoch));
       continue;
     }
     std::vector<std::string> label_text(static_cast<size_t>(batch->size));
@@ -189,18 +194,46 @@ int ExportAugmented(const std::shared_ptr<Cache>& cache, const InspectArgs& a) {
       char stem[32];
       std::snprintf(stem, sizeof stem, "aug_%07d", written);
       const fs::path img = dir / "images" / "train" / (std::string(stem) + ".jpg");
-      if (Status st = WriteJpeg(img, batch->image(i), batch->width, batch->height, 95); !st.ok()) return Fail("inspect", st);
-      std::ofstream(dir / "labels" / "train" / (std::string(stem) + ".txt")) << label_text[static_cast<size_t>(i)];
+      YC_RETURN_IF_ERROR(WriteJpeg(img, batch->image(i), batch->width, batch->height, 95));
+      const fs::path label = dir / "labels" / "train" / (std::string(stem) + ".txt");
+      std::ofstream out(label);
+      out << label_text[static_cast<size_t>(i)];
+      out.close();
+      if (!out) return Status::IOError(Status::At(label.string(), "cannot write"));
       bar.Update(static_cast<size_t>(written + 1));
     }
   }
   bar.Finish();
-  std::ofstream yaml(dir / "data.yaml");
+  const fs::path yaml_path = dir / "data.yaml";
+  std::ofstream yaml(yaml_path);
   yaml << "# " << a.export_count << " augmented samples of " << cache->dir().string() << " (yolocache inspect)\n"
        << "path: .\ntrain: images/train\nval: images/train\nnames:\n";
   const std::vector<std::string>& names = cache->manifest().names;
   for (size_t c = 0; c < names.size(); ++c) yaml << "  " << c << ": " << names[c] << "\n";
-  std::cout << "exported " << written << " augmented samples -> " << dir.string() << " (data.yaml, images/, labels/)\n";
+  yaml.close();
+  if (!yaml) return Status::IOError(Status::At(yaml_path.string(), "cannot write"));
+  return Status::OK();
+}
+
+int ExportAugmented(const std::shared_ptr<Cache>& cache, const InspectArgs& a) {
+  const fs::path dir = a.export_dir;
+  std::error_code ec;
+  const bool existed = fs::exists(dir, ec);
+  if (existed && !fs::is_empty(dir, ec))
+    return Fail("inspect", Status::InvalidArgument(Status::At(dir.string(), "exists and is not empty")));
+  const Status st = ExportInto(cache, a, dir, InstallInterruptFlag());
+  if (!st.ok()) {
+    // Interrupted or failed: no half export is left. The folder was empty or absent, so only what this
+    // command wrote is removed.
+    if (!existed) {
+      fs::remove_all(dir, ec);
+    } else {
+      for (const char* entry : {"images", "labels", "data.yaml"}) fs::remove_all(dir / entry, ec);
+    }
+    return Fail("inspect", st);
+  }
+  std::cout << "exported " << a.export_count << " augmented samples -> " << dir.string()
+            << " (data.yaml, images/, labels/)\n";
   return kExitOk;
 }
 

@@ -3,7 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "libcache/path_text.h"
 #include "libcache/synth.h"
+#include "tools/yolocache/cli_util.h"
 #include "tools/yolocache/command.h"
 
 namespace yc::cli {
@@ -16,16 +18,18 @@ struct SynthArgs {
 };
 
 int RunSynth(const SynthArgs& args) {
-  Result<SynthReport> report = GenerateSynthDataset(args.out, args.options);
+  SynthOptions options = args.options;
+  options.cancel = InstallInterruptFlag();
+  Result<SynthReport> report = GenerateSynthDataset(args.out, options);
   if (!report.ok()) {
     std::cerr << "yolocache synth: " << report.status().ToString() << "\n";
     return ExitCodeFor(report.status());
   }
   if (args.json) {
-    nlohmann::json j = {{"yaml", report->yaml.string()},         {"images", report->images},
+    nlohmann::ordered_json j = {{"yaml", PrintableText(report->yaml.string())},         {"images", report->images},
                         {"boxes", report->boxes},                {"backgrounds", report->backgrounds},
                         {"corrupt_files", report->corrupt_files}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << JsonText(j) << "\n";
   } else {
     std::cout << "wrote " << report->images << " images (" << report->backgrounds << " backgrounds), "
               << report->boxes << " boxes, " << report->corrupt_files.size() << " broken files\n"

@@ -11,6 +11,7 @@
 #include "libcache/cache_verify.h"
 #include "libcache/dataset_spec.h"
 #include "libcache/manifest.h"
+#include "libcache/path_text.h"
 #include "libcache/source_diff.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache/cli_util.h"
@@ -72,7 +73,7 @@ int VerifySource(const VerifyArgs& a) {
   const bool failed = total.errors > 0 || (a.strict && total.warnings > 0);
   if (a.json) {
     nlohmann::ordered_json j;
-    j["source"] = spec->source.string();
+    j["source"] = PrintableText(spec->source.string());
     j["splits"] = nlohmann::ordered_json::object();
     nlohmann::json problems = nlohmann::json::array();
     for (const SplitAudit& s : audit->splits) {
@@ -82,10 +83,10 @@ int VerifySource(const VerifyArgs& a) {
     j["total"] = nlohmann::json(total);
     j["problems"] = std::move(problems);
     j["ok"] = !failed;
-    std::cout << j.dump(2) << "\n";
+    std::cout << JsonText(j) << "\n";
     return failed ? kExitProblems : kExitOk;
   }
-  std::cout << "dataset: " << spec->source.string() << " (root " << spec->root.string() << ", "
+  std::cout << "dataset: " << PrintableText(spec->source.string()) << " (root " << PrintableText(spec->root.string()) << ", "
             << spec->names.size() << " classes)\n\n";
   PrintAuditTable(*audit, spec->names);
   int shown = 0;
@@ -96,7 +97,7 @@ int VerifySource(const VerifyArgs& a) {
     for (const Problem& p : s.problems) {
       if (a.quiet || shown >= a.max_problems) break;
       std::cout << "  " << SeverityName(p.severity) << " " << ProblemCodeName(p.code) << " [" << p.split << "] "
-                << p.file << ": " << p.message << "\n";
+                << PrintableText(p.file) << ": " << PrintableText(p.message) << "\n";
       ++shown;
     }
   }
@@ -108,12 +109,15 @@ int VerifySource(const VerifyArgs& a) {
 }
 
 int VerifyCacheDir(const VerifyArgs& a) {
-  VerifyReport report = VerifyCache(a.path);
+  VerifyOptions options;
+  options.cancel = InstallInterruptFlag();
+  VerifyReport report = VerifyCache(a.path, options);
+  if (report.cancelled) return Fail("verify", Status::Cancelled("interrupted"));
   std::vector<SourceChange> changes;
   if (!a.source.empty()) {
     Result<Manifest> manifest = ReadManifest(a.path);
     if (manifest.ok()) {  // otherwise the report already says why the manifest cannot be used
-      Result<std::vector<SourceChange>> diff = DiffSources(*manifest, a.source);
+      Result<std::vector<SourceChange>> diff = DiffSources(*manifest, a.source, options.cancel);
       if (!diff.ok()) return Fail("verify", diff.status());
       changes = std::move(diff.value());
     }
@@ -121,32 +125,36 @@ int VerifyCacheDir(const VerifyArgs& a) {
   const bool failed = !report.ok() || (a.strict && !changes.empty());
   if (a.json) {
     nlohmann::ordered_json j;
-    j["cache"] = a.path;
+    j["cache"] = PrintableText(a.path);
     j["ok"] = !failed;
     j["files_checked"] = report.files_checked;
     j["records_checked"] = report.records_checked;
     j["bytes_checked"] = report.bytes_checked;
     nlohmann::json problems = nlohmann::json::array();
     for (const VerifyProblem& p : report.problems) {
-      problems.push_back({{"split", p.split}, {"file", p.file}, {"record", p.record}, {"file_record", p.file_record},
-                          {"source", p.source}, {"severity", "error"}, {"code", "cache-corrupt"}, {"message", p.message}});
+      problems.push_back({{"split", p.split}, {"file", PrintableText(p.file)}, {"record", p.record},
+                          {"file_record", p.file_record}, {"source", PrintableText(p.source)}, {"severity", "error"},
+                          {"code", "cache-corrupt"}, {"message", PrintableText(p.message)}});
     }
     j["problems"] = std::move(problems);
     if (!a.source.empty()) {
       nlohmann::json cj = nlohmann::json::array();
-      for (const SourceChange& c : changes)
-        cj.push_back({{"change", SourceChangeKindName(c.kind)}, {"split", c.split}, {"file", c.path}});
+      for (const SourceChange& c : changes) {
+        nlohmann::json e = {{"change", SourceChangeKindName(c.kind)}, {"split", c.split}, {"file", PrintableText(c.path)}};
+        if (!IsUtf8(c.path)) e["file_hex"] = HexBytes(c.path);  // the exact name, as in audit.json
+        cj.push_back(std::move(e));
+      }
       j["source_changes"] = std::move(cj);
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << JsonText(j) << "\n";
     return failed ? kExitProblems : kExitOk;
   }
-  std::cout << "cache: " << a.path << ": " << report.files_checked << " files, " << report.records_checked
+  std::cout << "cache: " << PrintableText(a.path) << ": " << report.files_checked << " files, " << report.records_checked
             << " records, " << HumanBytes(static_cast<double>(report.bytes_checked)) << " checked\n";
   int shown = 0;
   for (const VerifyProblem& p : report.problems) {
     if (shown++ >= a.max_problems) break;
-    std::cout << "  error " << p.ToString() << "\n";
+    std::cout << "  error " << PrintableText(p.ToString()) << "\n";
   }
   if (report.problems.size() > static_cast<size_t>(a.max_problems))
     std::cout << "  ... " << report.problems.size() - a.max_problems << " more\n";
@@ -154,9 +162,9 @@ int VerifyCacheDir(const VerifyArgs& a) {
     std::map<std::string, int> counts;
     for (const SourceChange& c : changes) {
       ++counts[SourceChangeKindName(c.kind)];
-      if (shown++ < a.max_problems) std::cout << "  " << SourceChangeKindName(c.kind) << " [" << c.split << "] " << c.path << "\n";
+      if (shown++ < a.max_problems) std::cout << "  " << SourceChangeKindName(c.kind) << " [" << c.split << "] " << PrintableText(c.path) << "\n";
     }
-    std::cout << "source " << a.source << " since the build: " << counts["added"] << " added, " << counts["removed"]
+    std::cout << "source " << PrintableText(a.source) << " since the build: " << counts["added"] << " added, " << counts["removed"]
               << " removed, " << counts["changed"] << " changed\n";
   }
   std::cout << (failed ? "FAILED" : "OK") << ": " << report.problems.size() << " problems\n";
