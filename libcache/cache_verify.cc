@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include "libcache/cache.h"
 #include "libcache/coding.h"
 #include "libcache/lmdb_verify.h"
 #include "libcache/manifest.h"
@@ -39,12 +40,12 @@ bool CheckPresence(const std::string& split, const fs::path& path, uint64_t expe
   return true;
 }
 
-void VerifyShardSplit(const fs::path& dir, const SplitManifest& split, VerifyReport* report) {
+void VerifyShardSplit(const fs::path& dir, const SplitManifest& split, const RecordLimits& limits, VerifyReport* report) {
   uint64_t first = 0;  // split index of the current shard's first record, per the manifest
   for (const ShardEntry& e : split.shards) {
     const fs::path path = dir / e.file;
     if (CheckPresence(split.name, path, e.bytes, report)) {
-      const ShardVerifyResult r = VerifyShard(path);
+      const ShardVerifyResult r = VerifyShard(path, limits);
       for (const ShardProblem& sp : r.problems) {
         VerifyProblem p = FileProblem(split.name, path, "");
         if (sp.where == ShardProblem::Where::kRecord) {
@@ -70,7 +71,8 @@ void VerifyShardSplit(const fs::path& dir, const SplitManifest& split, VerifyRep
   }
 }
 
-void VerifyLmdbSplit(const fs::path& dir, const SplitManifest& split, const VerifyOptions& options, VerifyReport* report) {
+void VerifyLmdbSplit(const fs::path& dir, const SplitManifest& split, const RecordLimits& limits,
+                     const VerifyOptions& options, VerifyReport* report) {
   const LmdbEntry& e = *split.lmdb;
   const fs::path path = dir / e.file;
   if (!CheckPresence(split.name, path, e.bytes, report)) return;
@@ -83,7 +85,7 @@ void VerifyLmdbSplit(const fs::path& dir, const SplitManifest& split, const Veri
   if (hash != e.checksum)
     report->problems.push_back(FileProblem(split.name, path, "file checksum " + ChecksumToHex(hash) +
                                                                  " differs from manifest.json's " + ChecksumToHex(e.checksum)));
-  const LmdbVerifyResult r = VerifyLmdbRecords(path, options.isolate_lmdb);
+  const LmdbVerifyResult r = VerifyLmdbRecords(path, options.isolate_lmdb, limits);
   report->records_checked += r.records;
   for (const LmdbProblem& lp : r.problems) {
     VerifyProblem p = FileProblem(split.name, path, lp.message);
@@ -121,9 +123,10 @@ VerifyReport VerifyCache(const fs::path& dir, const VerifyOptions& options) {
     return report;
   }
   ++report.files_checked;
+  const RecordLimits limits = ManifestRecordLimits(manifest.value());
   for (const SplitManifest& split : manifest.value().splits) {
-    if (manifest.value().backend == Backend::kLmdb) VerifyLmdbSplit(dir, split, options, &report);
-    else VerifyShardSplit(dir, split, &report);
+    if (manifest.value().backend == Backend::kLmdb) VerifyLmdbSplit(dir, split, limits, options, &report);
+    else VerifyShardSplit(dir, split, limits, &report);
   }
   return report;
 }
