@@ -61,12 +61,13 @@ Status CheckDataFile(const fs::path& path, const std::string& split, uint64_t ex
 }
 
 Result<std::unique_ptr<RecordSource>> OpenShardSplit(const fs::path& dir, const SplitManifest& split,
-                                                     const OpenOptions& options) {
+                                                     const RecordLimits& limits, const OpenOptions& options) {
   std::vector<std::unique_ptr<ShardReader>> readers;
   ShardReaderOptions ro;
   ro.verify_checksums = options.verify_checksums;
   ro.advice = options.advice;
   ro.willneed = options.willneed;
+  ro.limits = limits;
   for (const ShardEntry& e : split.shards) {
     const fs::path path = dir / e.file;
     YC_RETURN_IF_ERROR(CheckDataFile(path, split.name, e.bytes));
@@ -92,7 +93,7 @@ Result<std::unique_ptr<RecordSource>> OpenShardSplit(const fs::path& dir, const 
 }
 
 Result<std::unique_ptr<RecordSource>> OpenLmdbSplit(const fs::path& dir, const SplitManifest& split,
-                                                    const OpenOptions& options) {
+                                                    const RecordLimits& limits, const OpenOptions& options) {
   const LmdbEntry& e = *split.lmdb;
   const fs::path path = dir / e.file;
   YC_RETURN_IF_ERROR(CheckDataFile(path, split.name, e.bytes));
@@ -103,7 +104,7 @@ Result<std::unique_ptr<RecordSource>> OpenLmdbSplit(const fs::path& dir, const S
       return Status::Corruption(Status::At(path.string(), "content checksum mismatch (computed " + ChecksumToHex(actual) +
                                                               ", expected " + ChecksumToHex(e.checksum) + ")"));
   }
-  auto reader = LmdbReader::Open(path, LmdbReaderOptions{options.verify_checksums});
+  auto reader = LmdbReader::Open(path, LmdbReaderOptions{options.verify_checksums, limits});
   if (!reader.ok()) return reader.status();
   if (reader.value()->size() != e.records)
     return Status::Corruption(Status::At(path.string(), "holds " + std::to_string(reader.value()->size()) +
@@ -129,6 +130,13 @@ bool IsPlainSplitName(const std::string& name) {
 // ---------------------------------------------------------------------------------------------
 // Cache
 
+RecordLimits ManifestRecordLimits(const Manifest& m) {
+  RecordLimits limits;
+  limits.class_count = static_cast<uint32_t>(m.names.size());
+  limits.max_side = m.imgsz > 0 ? static_cast<uint32_t>(m.imgsz) : 0;
+  return limits;
+}
+
 Cache::~Cache() = default;
 
 Result<std::unique_ptr<Cache>> Cache::Open(const fs::path& dir, const OpenOptions& options) {
@@ -140,9 +148,10 @@ Result<std::unique_ptr<Cache>> Cache::Open(const fs::path& dir, const OpenOption
   std::unique_ptr<Cache> cache(new Cache());
   cache->dir_ = dir;
   cache->manifest_ = std::move(manifest.value());
+  const RecordLimits limits = ManifestRecordLimits(cache->manifest_);
   for (const SplitManifest& split : cache->manifest_.splits) {
-    auto source = cache->manifest_.backend == Backend::kLmdb ? OpenLmdbSplit(dir, split, options)
-                                                             : OpenShardSplit(dir, split, options);
+    auto source = cache->manifest_.backend == Backend::kLmdb ? OpenLmdbSplit(dir, split, limits, options)
+                                                             : OpenShardSplit(dir, split, limits, options);
     if (!source.ok()) return source.status();
     if (source.value()->size() != split.records)
       return Status::Corruption(Status::At((dir / kManifestFileName).string(),

@@ -36,6 +36,10 @@ struct OpenOptions {
   bool willneed = false;  // start reading every shard into the page cache at open
 };
 
+// What a manifest says about every record of its cache (class count, imgsz), for the readers and
+// verify to check each record against.
+RecordLimits ManifestRecordLimits(const Manifest& manifest);
+
 class Cache {
  public:
   // NotFound naming a missing manifest or data file; Corruption naming the file and what disagrees

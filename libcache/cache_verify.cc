@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include "libcache/cache.h"
 #include "libcache/coding.h"
 #include "libcache/file_read.h"
 #include "libcache/lmdb_verify.h"
@@ -63,8 +64,8 @@ bool Cancelled(const VerifyOptions& options) {
   return options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed);
 }
 
-void VerifyShardSplit(const fs::path& dir, const SplitManifest& split, const VerifyOptions& options,
-                      VerifyReport* report) {
+void VerifyShardSplit(const fs::path& dir, const SplitManifest& split, const RecordLimits& limits,
+                      const VerifyOptions& options, VerifyReport* report) {
   uint64_t first = 0;  // split index of the current shard's first record, per the manifest
   uint64_t boxes = 0, backgrounds = 0;
   bool complete = true;  // every record decoded, so the counts above are the split's
@@ -77,7 +78,7 @@ void VerifyShardSplit(const fs::path& dir, const SplitManifest& split, const Ver
     if (!CheckPresence(split.name, path, e.bytes, report)) {
       complete = false;
     } else {
-      const ShardVerifyResult r = VerifyShard(path);
+      const ShardVerifyResult r = VerifyShard(path, limits);
       complete = complete && r.ok() && r.records == e.records;
       boxes += r.boxes;
       backgrounds += r.backgrounds;
@@ -107,7 +108,8 @@ void VerifyShardSplit(const fs::path& dir, const SplitManifest& split, const Ver
   if (complete) CheckSplitCounts(dir, split, boxes, backgrounds, report);
 }
 
-void VerifyLmdbSplit(const fs::path& dir, const SplitManifest& split, const VerifyOptions& options, VerifyReport* report) {
+void VerifyLmdbSplit(const fs::path& dir, const SplitManifest& split, const RecordLimits& limits,
+                     const VerifyOptions& options, VerifyReport* report) {
   const LmdbEntry& e = *split.lmdb;
   const fs::path path = dir / e.file;
   if (!CheckPresence(split.name, path, e.bytes, report)) return;
@@ -120,7 +122,7 @@ void VerifyLmdbSplit(const fs::path& dir, const SplitManifest& split, const Veri
   if (hash != e.checksum)
     report->problems.push_back(FileProblem(split.name, path, "file checksum " + ChecksumToHex(hash) +
                                                                  " differs from manifest.json's " + ChecksumToHex(e.checksum)));
-  const LmdbVerifyResult r = VerifyLmdbRecords(path, options.isolate_lmdb);
+  const LmdbVerifyResult r = VerifyLmdbRecords(path, options.isolate_lmdb, limits);
   report->records_checked += r.records;
   for (const LmdbProblem& lp : r.problems) {
     VerifyProblem p = FileProblem(split.name, path, lp.message);
@@ -180,13 +182,14 @@ VerifyReport VerifyCache(const fs::path& dir, const VerifyOptions& options) {
     if (!s.ok()) report.problems.push_back(FileProblem("", dir / audit->file, s.message()));
     else ++report.files_checked;
   }
+  const RecordLimits limits = ManifestRecordLimits(manifest.value());
   for (const SplitManifest& split : manifest.value().splits) {
     if (report.cancelled || Cancelled(options)) {
       report.cancelled = true;
       break;
     }
-    if (manifest.value().backend == Backend::kLmdb) VerifyLmdbSplit(dir, split, options, &report);
-    else VerifyShardSplit(dir, split, options, &report);
+    if (manifest.value().backend == Backend::kLmdb) VerifyLmdbSplit(dir, split, limits, options, &report);
+    else VerifyShardSplit(dir, split, limits, options, &report);
   }
   return report;
 }

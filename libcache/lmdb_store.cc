@@ -225,7 +225,8 @@ Status LmdbReader::Read(size_t i, RecordView* out, ScratchBuffer* scratch) const
     return Status::InvalidArgument(Status::At(path_, "record " + std::to_string(i) + " out of range (" +
                                                          std::to_string(values_.size()) + " records)"));
   const std::string_view v = values_[i];
-  Status s = DecodeRecord(reinterpret_cast<const uint8_t*>(v.data()), v.size(), options_.verify_checksums, out, scratch);
+  Status s = DecodeRecord(reinterpret_cast<const uint8_t*>(v.data()), v.size(), options_.verify_checksums, out, scratch,
+                          options_.limits);
   if (!s.ok()) return s.WithContext(path_ + ": record " + std::to_string(i));
   out->index = i;
   return Status::OK();

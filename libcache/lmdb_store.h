@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "libcache/record_format.h"
 #include "libcache/record_source.h"
 #include "libcache/status.h"
 
@@ -76,6 +77,7 @@ class LmdbWriter {
 
 struct LmdbReaderOptions {
   bool verify_checksums = false;
+  RecordLimits limits;  // what the manifest says about every record (Cache::Open fills it in)
 };
 
 class LmdbReader : public RecordSource {

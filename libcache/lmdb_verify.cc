@@ -20,8 +20,8 @@ std::string StripRecordPrefix(const std::string& m) { return m.rfind("record: ",
 
 // Checks every record with plain std::threads: this also runs in a forked child, where TBB's
 // global scheduler (inherited half-alive from the parent) must not be touched.
-void CheckAll(const std::filesystem::path& path, LmdbVerifyResult* result) {
-  auto reader = LmdbReader::Open(path, LmdbReaderOptions{/*verify_checksums=*/true});
+void CheckAll(const std::filesystem::path& path, const RecordLimits& limits, LmdbVerifyResult* result) {
+  auto reader = LmdbReader::Open(path, LmdbReaderOptions{/*verify_checksums=*/true, limits});
   if (!reader.ok()) {
     result->problems.push_back({-1, "", reader.status().message()});
     return;
@@ -37,7 +37,7 @@ void CheckAll(const std::filesystem::path& path, LmdbVerifyResult* result) {
     for (size_t i = t; i < n; i += threads) {
       RecordView view;
       const std::string_view v = r.value(i);
-      const Status s = DecodeRecord(reinterpret_cast<const uint8_t*>(v.data()), v.size(), true, &view, &scratch);
+      const Status s = DecodeRecord(reinterpret_cast<const uint8_t*>(v.data()), v.size(), true, &view, &scratch, limits);
       if (!s.ok()) {
         found[t].push_back({static_cast<int64_t>(i),
                             std::string(RecordSourcePath(reinterpret_cast<const uint8_t*>(v.data()), v.size())),
@@ -147,18 +147,18 @@ bool WriteAllFd(int fd, const std::string& data) {
 
 }  // namespace
 
-LmdbVerifyResult VerifyLmdbRecords(const std::filesystem::path& path, bool isolate) {
+LmdbVerifyResult VerifyLmdbRecords(const std::filesystem::path& path, bool isolate, const RecordLimits& limits) {
   LmdbVerifyResult result;
   int fds[2];
   if (!isolate || ::pipe2(fds, O_CLOEXEC) != 0) {
-    CheckAll(path, &result);
+    CheckAll(path, limits, &result);
     return result;
   }
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
     ::close(fds[1]);
-    CheckAll(path, &result);
+    CheckAll(path, limits, &result);
     return result;
   }
   if (pid == 0) {
@@ -166,7 +166,7 @@ LmdbVerifyResult VerifyLmdbRecords(const std::filesystem::path& path, bool isola
     // without running the parent's atexit handlers or destructors.
     ::close(fds[0]);
     LmdbVerifyResult child;
-    CheckAll(path, &child);
+    CheckAll(path, limits, &child);
     const bool ok = WriteAllFd(fds[1], Serialize(child));
     ::_exit(ok ? 0 : 1);
   }

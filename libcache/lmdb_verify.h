@@ -1,5 +1,5 @@
-// Record-level check of one LMDB file: keys are 0..n-1, every value decodes and its checksum
-// matches. LMDB has no page checksums and trusts its B-tree, so a damaged tree can crash the
+// Record-level check of one LMDB file: keys are 0..n-1, every value decodes, its checksum matches
+// and its values are valid. LMDB has no page checksums and trusts its B-tree, so a damaged tree can crash the
 // process that walks it; by default the walk runs in a forked child that reports back through a
 // pipe, and a crash becomes one reported problem instead of a crashed `verify`.
 #pragma once
@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "libcache/record_format.h"
 
 namespace yc {
 
@@ -26,7 +28,9 @@ struct LmdbVerifyResult {
   bool ok() const { return problems.empty(); }
 };
 
-// isolate=false walks in this process (faster to debug; only for files known to be sound).
-LmdbVerifyResult VerifyLmdbRecords(const std::filesystem::path& path, bool isolate = true);
+// isolate=false walks in this process (faster to debug; only for files known to be sound). `limits`:
+// what the manifest says about every record (class count, imgsz), checked as DecodeRecord does.
+LmdbVerifyResult VerifyLmdbRecords(const std::filesystem::path& path, bool isolate = true,
+                                   const RecordLimits& limits = {});
 
 }  // namespace yc

@@ -1,5 +1,7 @@
 #include "libcache/record_format.h"
 
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -48,6 +50,51 @@ ZSTD_CCtx* ThreadCCtx() {
 
 Status Bad(const std::string& reason) { return Status::Corruption("record: " + reason); }
 
+std::string FloatText(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.9g", static_cast<double>(v));
+  return buf;
+}
+
+// Why a reader refuses box `b` (docs/FORMAT.md, "Record"), or empty. The negated comparisons are
+// false for NaN, so NaN fails every range test.
+std::string BoxProblem(const Box& b, uint32_t class_count) {
+  if (b.cls < 0) return "class " + std::to_string(b.cls) + " < 0";
+  if (class_count > 0 && static_cast<uint32_t>(b.cls) >= class_count)
+    return "class " + std::to_string(b.cls) + " >= the cache's " + std::to_string(class_count) + " classes";
+  const float centre[2] = {b.cx, b.cy}, side[2] = {b.w, b.h};
+  for (float v : centre)
+    if (!(v >= kMinBoxCentre && v <= kMaxBoxCentre))
+      return "centre " + FloatText(v) + " outside [" + FloatText(kMinBoxCentre) + ", " + FloatText(kMaxBoxCentre) + "]";
+  for (float v : side)
+    if (!(v > 0 && v <= kMaxBoxSide)) return "size " + FloatText(v) + " outside (0, " + FloatText(kMaxBoxSide) + "]";
+  return {};
+}
+
+// Boxes are read through memcpy: LMDB values (and so `p`) carry no alignment guarantee.
+Status CheckBoxes(const uint8_t* p, size_t count, uint32_t class_count) {
+  for (size_t i = 0; i < count; ++i) {
+    Box b;
+    std::memcpy(&b, p + i * sizeof(Box), sizeof(Box));
+    const std::string problem = BoxProblem(b, class_count);
+    if (!problem.empty()) return Bad("box " + std::to_string(i) + ": " + problem);
+  }
+  return Status::OK();
+}
+
+// A zstd pixel area must be exactly one frame that declares exactly the header's raw size. Checked
+// from the frame header before any allocation: a small forged frame can claim gigabytes.
+Status CheckZstdFrame(const uint8_t* frame, uint64_t size, uint64_t raw) {
+  const unsigned long long declared = ZSTD_getFrameContentSize(frame, size);
+  if (declared == ZSTD_CONTENTSIZE_ERROR) return Bad("zstd: pixel bytes do not start with a zstd frame header");
+  if (declared == ZSTD_CONTENTSIZE_UNKNOWN) return Bad("zstd frame does not declare its decompressed size");
+  if (declared != raw)
+    return Bad("zstd frame declares " + std::to_string(declared) + " decompressed bytes, the header " + std::to_string(raw));
+  const size_t frame_size = ZSTD_findFrameCompressedSize(frame, size);
+  if (ZSTD_isError(frame_size) || frame_size != size) return Bad("zstd: pixel bytes are not exactly one zstd frame");
+  return Status::OK();
+}
+
 }  // namespace
 
 const char* CodecKindName(Codec::Kind kind) { return kind == Codec::Kind::kZstd ? "zstd" : "none"; }
@@ -74,7 +121,8 @@ Status EncodeRecord(const RecordInput& in, const Codec& codec, std::string* out)
       static_cast<uint32_t>(in.w) > kMaxRecordSide)
     return Status::InvalidArgument("record: image size " + std::to_string(in.h) + "x" + std::to_string(in.w) +
                                    " outside 1.." + std::to_string(kMaxRecordSide));
-  if (in.c < 1 || in.c > 4) return Status::InvalidArgument("record: channels must be 1..4, got " + std::to_string(in.c));
+  if (in.c != static_cast<int>(kRecordChannels))
+    return Status::InvalidArgument("record: channels must be 3 (RGB), got " + std::to_string(in.c));
   if (in.orig_h <= 0 || in.orig_w <= 0 || static_cast<uint32_t>(in.orig_h) > kMaxOrigSide ||
       static_cast<uint32_t>(in.orig_w) > kMaxOrigSide)
     return Status::InvalidArgument("record: original size " + std::to_string(in.orig_h) + "x" +
@@ -83,6 +131,13 @@ Status EncodeRecord(const RecordInput& in, const Codec& codec, std::string* out)
   if (in.n > 0 && in.boxes == nullptr) return Status::InvalidArgument("record: boxes pointer is null");
   if (in.source.size() > kMaxRecordSourceLength)
     return Status::InvalidArgument("record: source path longer than " + std::to_string(kMaxRecordSourceLength));
+  if (in.source.find('\0') != std::string_view::npos)
+    return Status::InvalidArgument("record: source path contains a NUL byte");
+  if (in.n > 0) {
+    // A reader refuses such boxes (DecodeRecord), so they are never written.
+    const Status boxes = CheckBoxes(reinterpret_cast<const uint8_t*>(in.boxes), in.n, 0);
+    if (!boxes.ok()) return Status::InvalidArgument(boxes.message());
+  }
   if (in.pixels == nullptr) return Status::InvalidArgument("record: pixels pointer is null");
   if (codec.kind != Codec::Kind::kNone && codec.kind != Codec::Kind::kZstd)
     return Status::InvalidArgument("record: unknown codec");
@@ -160,7 +215,8 @@ Status ParseRecordHeader(const uint8_t* data, size_t size, RecordHeader* out) {
   h.checksum = DecodeFixed64(data + kOffChecksum);
   h.pixel_offset = DecodeFixed32(data + kOffPixelOffset);
 
-  if (h.channels < 1 || h.channels > 4) return Bad("channels " + std::to_string(h.channels) + " not in 1..4");
+  if (h.channels != kRecordChannels)
+    return Bad("channels " + std::to_string(h.channels) + ", version-1 records are RGB (3 channels)");
   if (h.height == 0 || h.width == 0 || h.height > kMaxRecordSide || h.width > kMaxRecordSide)
     return Bad("image size " + std::to_string(h.height) + "x" + std::to_string(h.width) + " out of range");
   if (h.orig_height == 0 || h.orig_width == 0 || h.orig_height > kMaxOrigSide || h.orig_width > kMaxOrigSide)
@@ -184,18 +240,28 @@ Status ParseRecordHeader(const uint8_t* data, size_t size, RecordHeader* out) {
 }
 
 Status DecodeRecord(const uint8_t* data, size_t size, bool verify_checksum, RecordView* out,
-                    ScratchBuffer* scratch) {
+                    ScratchBuffer* scratch, const RecordLimits& limits) {
   RecordHeader h;
   YC_RETURN_IF_ERROR(ParseRecordHeader(data, size, &h));
+  // The checksum first: random damage is then reported as such; the checks below stop a record
+  // whose checksum was recomputed after editing (or a reader that does not hash).
   if (verify_checksum) {
     const uint64_t actual = ComputeRecordChecksum(data, size);
     if (actual != h.checksum)
       return Bad("checksum mismatch (stored " + ChecksumToHex(h.checksum) + ", computed " + ChecksumToHex(actual) + ")");
   }
-
+  if (limits.max_side > 0 && (h.height > limits.max_side || h.width > limits.max_side))
+    return Bad("image size " + std::to_string(h.height) + "x" + std::to_string(h.width) + " exceeds the cache's imgsz " +
+               std::to_string(limits.max_side));
   const uint8_t* boxes = data + kRecordHeaderSize;
-  const bool copy_boxes = h.box_count > 0 && reinterpret_cast<uintptr_t>(boxes) % alignof(Box) != 0;
+  YC_RETURN_IF_ERROR(CheckBoxes(boxes, h.box_count, limits.class_count));
   const size_t box_bytes = static_cast<size_t>(h.box_count) * sizeof(Box);
+  const char* source = reinterpret_cast<const char*>(data) + kRecordHeaderSize + box_bytes;
+  if (std::memchr(source, 0, h.source_length) != nullptr) return Bad("source path contains a NUL byte");
+  const uint8_t* pixels = data + h.pixel_offset;
+  if (h.codec == Codec::Kind::kZstd) YC_RETURN_IF_ERROR(CheckZstdFrame(pixels, h.stored_pixel_bytes, h.raw_pixel_bytes));
+
+  const bool copy_boxes = h.box_count > 0 && reinterpret_cast<uintptr_t>(boxes) % alignof(Box) != 0;
   // Scratch layout: [boxes, if copied, padded to 64][decompressed pixels]. vector storage from
   // operator new is aligned well beyond alignof(Box).
   const size_t box_area = copy_boxes ? AlignUp(box_bytes, 64) : 0;
@@ -205,11 +271,11 @@ Status DecodeRecord(const uint8_t* data, size_t size, bool verify_checksum, Reco
     if (scratch->size() < need) scratch->resize(need);  // grows only: no re-zeroing once warm
   }
 
-  const uint8_t* pixels = data + h.pixel_offset;
   if (h.codec == Codec::Kind::kZstd) {
     ZSTD_DCtx* dctx = ThreadDCtx();
     if (dctx == nullptr) return Status::IOError("record: cannot allocate a zstd decompression context");
     uint8_t* dst = scratch->data() + box_area;
+    // Bounded: zstd writes at most the raw size it is given, whatever the frame goes on to claim.
     const size_t n = ZSTD_decompressDCtx(dctx, dst, h.raw_pixel_bytes, pixels, h.stored_pixel_bytes);
     if (ZSTD_isError(n)) return Bad(std::string("zstd: ") + ZSTD_getErrorName(n));
     if (n != h.raw_pixel_bytes)
@@ -229,7 +295,7 @@ Status DecodeRecord(const uint8_t* data, size_t size, bool verify_checksum, Reco
   out->orig_width = static_cast<int>(h.orig_width);
   out->boxes = h.box_count > 0 ? reinterpret_cast<const Box*>(boxes) : nullptr;
   out->box_count = h.box_count;
-  out->source = std::string_view(reinterpret_cast<const char*>(data) + kRecordHeaderSize + box_bytes, h.source_length);
+  out->source = std::string_view(source, h.source_length);
   return Status::OK();
 }
 

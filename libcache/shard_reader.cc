@@ -46,7 +46,7 @@ Status ShardReader::Read(size_t i, RecordView* out, ScratchBuffer* scratch) cons
   // record swapped or shifted under an intact index, even with hashing off.
   if (e.size >= kRecordHeaderSize && DecodeFixed64(rec + kRecordChecksumOffset) != e.checksum)
     return Status::Corruption(Status::At(name_, "record " + std::to_string(i) + ": checksum field disagrees with the index"));
-  Status s = DecodeRecord(rec, e.size, options_.verify_checksums, out, scratch);
+  Status s = DecodeRecord(rec, e.size, options_.verify_checksums, out, scratch, options_.limits);
   if (!s.ok()) return s.WithContext(name_ + ": record " + std::to_string(i));
   out->index = i;
   return Status::OK();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "libcache/mapped_file.h"
+#include "libcache/record_format.h"
 #include "libcache/record_source.h"
 #include "libcache/shard_format.h"
 #include "libcache/status.h"
@@ -20,6 +21,7 @@ struct ShardReaderOptions {
   bool verify_checksums = false;  // hash every record on Read (costs one extra pass over its bytes)
   AccessAdvice advice = AccessAdvice::kNormal;
   bool willneed = false;  // start reading the whole file into the page cache at open
+  RecordLimits limits;    // what the manifest says about every record (Cache::Open fills it in)
 };
 
 class ShardReader : public RecordSource {

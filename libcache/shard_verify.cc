@@ -42,7 +42,7 @@ const char* ShardProblemWhereName(ShardProblem::Where where) {
   return "file";
 }
 
-ShardVerifyResult VerifyShardBytes(const uint8_t* data, size_t size) {
+ShardVerifyResult VerifyShardBytes(const uint8_t* data, size_t size, const RecordLimits& limits) {
   ShardVerifyResult result;
   if (size < kShardHeaderSize + kShardFooterSize) {
     result.problems.push_back(Problem(ShardProblem::Where::kFile,
@@ -83,7 +83,7 @@ ShardVerifyResult VerifyShardBytes(const uint8_t* data, size_t size) {
         const ShardIndexEntry& e = index[i];
         const uint8_t* rec = data + e.offset;
         RecordView view;
-        Status st = DecodeRecord(rec, e.size, /*verify_checksum=*/true, &view, &buf);
+        Status st = DecodeRecord(rec, e.size, /*verify_checksum=*/true, &view, &buf, limits);
         std::string message;
         if (!st.ok()) {
           message = StripPrefix(st.message(), "record: ");
@@ -134,14 +134,14 @@ ShardVerifyResult VerifyShardBytes(const uint8_t* data, size_t size) {
   return result;
 }
 
-ShardVerifyResult VerifyShard(const std::filesystem::path& path) {
+ShardVerifyResult VerifyShard(const std::filesystem::path& path, const RecordLimits& limits) {
   auto file = MappedFile::Open(path, AccessAdvice::kSequential);
   if (!file.ok()) {
     ShardVerifyResult result;
     result.problems.push_back(Problem(ShardProblem::Where::kFile, file.status().message()));
     return result;
   }
-  return VerifyShardBytes(file.value()->data(), file.value()->size());
+  return VerifyShardBytes(file.value()->data(), file.value()->size(), limits);
 }
 
 }  // namespace yc

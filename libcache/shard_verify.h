@@ -1,5 +1,5 @@
 // Full integrity check of one shard: header bytes, footer checksum, index checksum and layout,
-// every record's checksum and decode (zstd frames are decompressed and their size checked), the
+// every record's checksum, values and decode (zstd frames are decompressed and their size checked), the
 // zero padding between records, and the whole-shard checksum. Every problem is located: a flipped
 // byte anywhere in the file is reported as the header, the footer, the index, the padding after a
 // given record, or the record whose bytes changed (with its source path when readable).
@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "libcache/record_format.h"
 
 namespace yc {
 
@@ -31,8 +33,9 @@ struct ShardVerifyResult {
   bool ok() const { return problems.empty(); }
 };
 
-// Records are checked in parallel (TBB); the call itself is blocking and thread-safe.
-ShardVerifyResult VerifyShard(const std::filesystem::path& path);
-ShardVerifyResult VerifyShardBytes(const uint8_t* data, size_t size);
+// Records are checked in parallel (TBB); the call itself is blocking and thread-safe. `limits`: what
+// the manifest says about every record (class count, imgsz), checked as DecodeRecord does.
+ShardVerifyResult VerifyShard(const std::filesystem::path& path, const RecordLimits& limits = {});
+ShardVerifyResult VerifyShardBytes(const uint8_t* data, size_t size, const RecordLimits& limits = {});
 
 }  // namespace yc

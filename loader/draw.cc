@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <opencv2/imgproc.hpp>
 
 #include "loader/format.h"
@@ -9,13 +10,33 @@
 namespace yc {
 
 cv::Scalar ClassColor(int cls) {
-  // Golden-ratio hue steps give neighbouring ids distinct colours.
-  const double hue = std::fmod(0.61803398875 * (cls < 0 ? -cls : cls), 1.0);
+  // Golden-ratio hue steps give neighbouring ids distinct colours. In double, so that any id,
+  // INT_MIN included, has a magnitude (negating it as an int would overflow).
+  const double hue = std::fmod(0.61803398875 * std::fabs(static_cast<double>(cls)), 1.0);
   cv::Mat hsv(1, 1, CV_8UC3, cv::Scalar(hue * 180, 200, 255)), rgb;
   cv::cvtColor(hsv, rgb, cv::COLOR_HSV2RGB);
   const cv::Vec3b c = rgb.at<cv::Vec3b>(0, 0);
   return cv::Scalar(c[0], c[1], c[2]);
 }
+
+namespace {
+
+// A pixel coordinate as an int. Far-off values are clamped first (converting an out-of-range float
+// to int is undefined); a margin of one image size keeps every clipped rectangle's visible edges.
+int PixelCoord(float v, int size) {
+  const double margin = 2.0 * std::max(size, 1);
+  return static_cast<int>(std::lround(std::clamp(static_cast<double>(v), -margin, margin)));
+}
+
+// A label column (batch index, class id: integers carried as float) as an int32 without UB: float
+// ids beyond the int32 range (2^31 and up, as float(INT_MAX) is) saturate; NaN becomes -1.
+int32_t LabelInt(float v) {
+  if (std::isnan(v)) return -1;
+  constexpr double kMin = std::numeric_limits<int32_t>::min(), kMax = std::numeric_limits<int32_t>::max();
+  return static_cast<int32_t>(std::clamp(static_cast<double>(v), kMin, kMax));
+}
+
+}  // namespace
 
 void DrawBoxes(const std::vector<BoxXyxy>& boxes, const std::vector<std::string>& names, cv::Mat* rgb) {
   const int thickness = std::max(1, static_cast<int>(std::lround(std::min(rgb->rows, rgb->cols) / 320.0)));
@@ -23,8 +44,8 @@ void DrawBoxes(const std::vector<BoxXyxy>& boxes, const std::vector<std::string>
   for (const BoxXyxy& b : boxes) {
     if (!std::isfinite(b.x1) || !std::isfinite(b.y1) || !std::isfinite(b.x2) || !std::isfinite(b.y2)) continue;
     const cv::Scalar color = ClassColor(b.cls);
-    const cv::Point p1(static_cast<int>(std::lround(b.x1)), static_cast<int>(std::lround(b.y1)));
-    const cv::Point p2(static_cast<int>(std::lround(b.x2)), static_cast<int>(std::lround(b.y2)));
+    const cv::Point p1(PixelCoord(b.x1, rgb->cols), PixelCoord(b.y1, rgb->rows));
+    const cv::Point p2(PixelCoord(b.x2, rgb->cols), PixelCoord(b.y2, rgb->rows));
     cv::rectangle(*rgb, p1, p2, color, thickness, cv::LINE_AA);
     const std::string label =
         b.cls >= 0 && static_cast<size_t>(b.cls) < names.size() ? names[b.cls] : std::to_string(b.cls);
@@ -54,10 +75,10 @@ cv::Mat RenderBatchImage(const Batch& batch, int index, const std::vector<std::s
   std::vector<BoxXyxy> boxes;
   for (size_t r = 0; r < batch.label_count(); ++r) {
     const float* row = &batch.labels[r * kLabelColumns];
-    if (static_cast<int>(row[0]) != index) continue;
+    if (LabelInt(row[0]) != index) continue;
     const float cx = row[2] * batch.width, cy = row[3] * batch.height;
     const float w = row[4] * batch.width, h = row[5] * batch.height;
-    boxes.push_back({cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, static_cast<int32_t>(row[1])});
+    boxes.push_back({cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, LabelInt(row[1])});
   }
   DrawBoxes(boxes, names, &out);
   return out;

@@ -254,7 +254,7 @@ TEST(CacheTest, OpenRefusesAnEditedManifest) {
   const std::string hash = ChecksumToHex(built.manifest.splits[0].sources[1].hash);
   const std::vector<std::pair<std::string, std::string>> edits = {
       {"\"imgsz\": 24", "\"imgsz\": 4096"},
-      {"\"b\"", "\"person\""},
+      {"\"class1\"", "\"person\""},
       {boxes, boxes + "1"},
       {hash, ChecksumToHex(built.manifest.splits[0].sources[1].hash + 1)},
   };

@@ -39,7 +39,7 @@ inline TestCache BuildTestCache(const std::filesystem::path& dir, const WriterOp
   m.tool_version = "test";
   m.created = ManifestTimestampNow();
   m.dataset_yaml = "synthetic.yaml";
-  m.names = {"a", "b", "c"};
+  for (int c = 0; c < 80; ++c) m.names.push_back("class" + std::to_string(c));  // MakeRecord draws classes 0..79
   m.imgsz = max_side;
   m.backend = options.backend;
   m.codec = options.codec;

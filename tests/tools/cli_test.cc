@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 #include <cstdlib>
 #include <functional>
 #include <random>
@@ -16,7 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "libcache/cache.h"
 #include "libcache/synth.h"
+#include "tests/libcache/forge_test_util.h"
 #include "tests/test_support.h"
 
 namespace yc {
@@ -103,6 +106,63 @@ TEST(Cli, BuildVerifyInspectOnACache) {
   EXPECT_EQ(static_cast<unsigned char>(jpeg[0]), 0xFF);
   EXPECT_EQ(static_cast<unsigned char>(jpeg[1]), 0xD8);
   EXPECT_EQ(Yolocache(tmp, {"inspect", cache, "--record", "999", "--out", (tmp / "x.jpg").string()}).exit_code, 2);
+}
+
+// Issue 18's forged records: each rewritten with its record checksum recomputed and the shard's index,
+// footer and shard checksums and the manifest re-sealed, so only value validation can catch it.
+// verify exits 1 naming every forged record; inspect --record, --preview and bench fail with a
+// message (exit 1), never crash or over-allocate.
+TEST(Cli, ForgedRecordsAreReportedAndNeverCrashAReader) {
+  TempDir tmp;
+  Synth(tmp / "data", 16, 0);
+  const fs::path cache = tmp / "cache";
+  ASSERT_EQ(Yolocache(tmp, {"build", (tmp / "data" / "data.yaml").string(), "-o", cache.string(), "--imgsz", "64"}).exit_code, 0);
+  auto manifest = ReadManifest(cache);
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  const RecordLimits limits = ManifestRecordLimits(manifest.value());
+  std::map<int64_t, std::string> expected;  // forged record -> a piece of its message
+  std::map<testing::Forgery, int64_t> record_of;
+  int64_t index = 0;
+  for (testing::Forgery f : testing::AllForgeries()) {
+    testing::RecordParts parts = testing::PartsOf(testing::ReadStoredRecord(cache, "train", static_cast<size_t>(index)));
+    expected[index] = testing::Forge(f, limits, &parts);
+    testing::ReplaceShardRecord(cache, "train", static_cast<size_t>(index), parts.Encode());
+    record_of[f] = index++;
+  }
+
+  CliRun v = Yolocache(tmp, {"verify", cache.string(), "--json"});
+  EXPECT_EQ(v.exit_code, 1) << v.err;
+  std::map<int64_t, std::string> found;
+  const nlohmann::json report = nlohmann::json::parse(v.out);
+  for (const auto& p : report["problems"]) {
+    EXPECT_EQ(p["split"], "train");
+    EXPECT_NE(p["file"].get<std::string>().find("train-00000.shard"), std::string::npos) << p.dump();
+    found[p["record"].get<int64_t>()] = p["message"].get<std::string>();
+  }
+  EXPECT_EQ(found.size(), expected.size()) << v.out;
+  for (const auto& [record, piece] : expected)
+    EXPECT_NE(found[record].find(piece), std::string::npos) << "record " << record << ": " << found[record];
+
+  // One inspect per kind of check (a process each: the others behave alike).
+  for (testing::Forgery f : {testing::Forgery::kChannels1, testing::Forgery::kHuge1Channel, testing::Forgery::kClassIntMin,
+                             testing::Forgery::kNanBox, testing::Forgery::kZstdBomb}) {
+    const int64_t record = record_of[f];
+    const std::string& piece = expected[record];
+    const fs::path jpeg = tmp / ("r" + std::to_string(record) + ".jpg");
+    CliRun r = Yolocache(tmp, {"inspect", cache.string(), "--record", std::to_string(record), "--out", jpeg.string()});
+    EXPECT_EQ(r.exit_code, 1) << "record " << record << ": " << r.err;
+    EXPECT_NE(r.err.find("record " + std::to_string(record)), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(piece), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(jpeg));
+  }
+  CliRun good = Yolocache(tmp, {"inspect", cache.string(), "--record", "15", "--out", (tmp / "ok.jpg").string()});
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+
+  CliRun bench = Yolocache(tmp, {"bench", cache.string(), "--batch", "8", "--batches", "2", "--threads", "2"});
+  EXPECT_EQ(bench.exit_code, 1) << bench.err;
+  EXPECT_NE(bench.err.find("train-00000.shard: record "), std::string::npos) << bench.err;
+  CliRun preview = Yolocache(tmp, {"inspect", cache.string(), "--preview", (tmp / "grid.jpg").string()});
+  EXPECT_EQ(preview.exit_code, 1) << preview.err;
 }
 
 TEST(Cli, BenchIsDeterministicAcrossThreadCountsAndBeatsTheNaiveLoader) {

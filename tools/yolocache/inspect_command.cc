@@ -108,6 +108,10 @@ int WriteRecord(const Cache& cache, const InspectArgs& a) {
   ScratchBuffer scratch;
   RecordView v;
   if (Status st = src->Read(static_cast<size_t>(a.record), &v, &scratch); !st.ok()) return Fail("inspect", st);
+  // Read refuses any other channel count; the Mat below would read past the pixels otherwise.
+  if (v.channels != static_cast<int>(kRecordChannels))
+    return Fail("inspect", Status::Corruption("record " + std::to_string(a.record) + ": " + std::to_string(v.channels) +
+                                              " channels, expected RGB"));
   cv::Mat rgb = cv::Mat(v.height, v.width, CV_8UC3, const_cast<uint8_t*>(v.pixels)).clone();
   std::vector<BoxXyxy> boxes;
   for (size_t k = 0; k < v.box_count; ++k) {
