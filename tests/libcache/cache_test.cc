@@ -212,7 +212,9 @@ TEST(CacheTest, OpenRefusesAHostileManifestWithoutReadingIt) {
       auto cache = Cache::Open(dir.path());
       ASSERT_FALSE(cache.ok());
       EXPECT_NE(cache.status().message().find(manifest.string()), std::string::npos) << cache.status().ToString();
-      if (kind == HostileFile::kMissing) EXPECT_EQ(cache.status().code(), Status::Code::kNotFound);
+      if (kind == HostileFile::kMissing) {
+        EXPECT_EQ(cache.status().code(), Status::Code::kNotFound);
+      }
     });
   }
 }

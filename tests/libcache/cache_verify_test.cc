@@ -199,8 +199,9 @@ TEST(CacheVerifyTest, AHostileManifestIsOneProblemAndNothingIsRead) {
       const VerifyReport report = VerifyCache(dir.path());
       ASSERT_EQ(report.problems.size(), 1u) << Describe(report);
       EXPECT_EQ(report.problems[0].file, manifest.string());
-      if (kind == testing::HostileFile::kMissing)
+      if (kind == testing::HostileFile::kMissing) {
         EXPECT_NE(report.problems[0].message.find("missing"), std::string::npos) << report.problems[0].message;
+      }
     });
   }
 }
