@@ -21,7 +21,7 @@ bool Hidden(const fs::path& p) {
   return !name.empty() && name[0] == '.';
 }
 
-// A folder (or list file) that cannot be read: an error, or noted in *unreadable when the caller
+// A folder that cannot be listed: an error, or noted in *unreadable when the caller
 // collects them and goes on with the rest.
 Status NoteUnreadable(const fs::path& path, const std::string& reason, std::vector<UnreadableFolder>* unreadable) {
   if (unreadable == nullptr) return Status::IOError(Status::At(path.string(), "cannot list folder: " + reason));

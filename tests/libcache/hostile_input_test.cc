@@ -11,12 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "libcache/audit.h"
+#include "libcache/cache_verify.h"
 #include "libcache/dataset_spec.h"
 #include "libcache/discover.h"
 #include "libcache/lmdb_store.h"
 #include "libcache/manifest.h"
 #include "libcache/path_text.h"
 #include "libcache/problem.h"
+#include "tests/libcache/cache_test_util.h"
 #include "tests/libcache/ingest_test_util.h"
 #include "tests/test_support.h"
 
@@ -100,6 +102,28 @@ TEST(NotRegularFile, FifoManifestAndLmdbAreRefused) {
   const auto lmdb = WithinTwoSeconds([&] { return LmdbReader::Open(d / "train.lmdb"); });
   ASSERT_FALSE(lmdb.ok());
   EXPECT_NE(lmdb.status().message().find("not a regular file (a FIFO)"), std::string::npos) << lmdb.status().message();
+}
+
+TEST(NotRegularFile, CacheVerifyNamesAFifoShardAndStopsWhenCancelled) {
+  TempDir dir;
+  WriterOptions options;
+  options.shard_size = 2 * 1024;
+  const testing::TestCache built = testing::BuildTestCache(dir.path(), options, {{"train", 12}, {"val", 4}}, 8);
+  std::atomic<bool> cancel{true};
+  VerifyOptions vo;
+  vo.cancel = &cancel;
+  const VerifyReport stopped = VerifyCache(dir.path(), vo);
+  EXPECT_TRUE(stopped.cancelled);
+  EXPECT_EQ(stopped.records_checked, 0u);
+  cancel = false;
+  EXPECT_FALSE(VerifyCache(dir.path(), vo).cancelled);
+
+  const fs::path shard = dir / built.manifest.FindSplit("train")->shards[0].file;
+  fs::remove(shard);
+  MakeFifo(shard);
+  const VerifyReport report = WithinTwoSeconds([&] { return VerifyCache(dir.path()); });
+  ASSERT_EQ(report.problems.size(), 1u);
+  EXPECT_EQ(report.problems[0].ToString(), shard.string() + ": not a regular file (a FIFO)");
 }
 
 TEST(PathText, Utf8IsCheckedStrictly) {
