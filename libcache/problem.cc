@@ -14,6 +14,7 @@ constexpr const char* kNames[kProblemCodeCount] = {
     "label-class-out-of-range",
     "label-duplicate",    "label-zero-size",
     "label-orphan",       "duplicate-image",
+    "label-too-many-boxes",
 };
 
 }  // namespace

@@ -33,8 +33,9 @@ enum class ProblemCode : uint8_t {
   kLabelZeroSize,          // w or h <= 0 (warning: the row is dropped)
   kLabelOrphan,            // a label file that no image maps to (warning)
   kDuplicateImage,         // byte-identical to an earlier image (warning: both kept, as Ultralytics)
+  kLabelTooManyBoxes,      // more boxes than one record holds (kMaxRecordBoxes, record_format.h)
 };
-inline constexpr int kProblemCodeCount = 15;
+inline constexpr int kProblemCodeCount = 16;
 
 enum class Severity : uint8_t { kWarning = 0, kError = 1 };
 
