@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "libcache/record_format.h"
 #include "libcache/synth.h"
 #include "tests/test_support.h"
 
@@ -271,11 +272,11 @@ TEST(Cli, FolderModeHugeClassIdIsALabelErrorNotAnAllocation) {
 TEST(Cli, MoreThanAMillionBoxesIsOneCodeInVerifyAndBuild) {
   TempDir tmp;
   Synth(tmp / "ds", 4, 0);
+  // kMaxRecordBoxes + 1 distinct rows (cx steps by 1e-7, distinct as float32), about 22 MB.
   std::string rows;
   char row[64];
-  for (uint32_t i = 0; i < 1100000; ++i) {
-    rows.append(row, static_cast<size_t>(std::snprintf(row, sizeof row, "0 %.9g 0.5 0.01 0.01\n",
-                                                       0.25 + static_cast<double>(i) / (1 << 22))));
+  for (uint32_t i = 0; i <= kMaxRecordBoxes; ++i) {
+    rows.append(row, static_cast<size_t>(std::snprintf(row, sizeof row, "0 0.%07u .5 .01 .01\n", i)));
   }
   testing::WriteFile(tmp / "ds/labels/train/synth_000000.txt", rows);
   const std::string yaml = (tmp / "ds/data.yaml").string();
