@@ -125,6 +125,13 @@ ScannedImage ScanImage(const SourceItem& item, const ScanOptions& options) {
       dopt.max_pixels = options.max_pixels;
       DecodedImage& dec = buf.decoded;
       DecodeImage(buf.file.data(), buf.file.size(), dopt, &dec);
+      if (!dec.out_of_memory.empty()) {
+        out.fatal = Status::ResourceExhausted("out of memory while decoding " + item.image.string() + " (" +
+                                              dec.out_of_memory + ")");
+        dec.rgb = cv::Mat();
+        if (buf.file.capacity() > kKeepFileBuffer) std::vector<uint8_t>().swap(buf.file);
+        return out;
+      }
       out.orig_h = dec.orig_h;
       out.orig_w = dec.orig_w;
       out.orientation = dec.orientation;
@@ -209,18 +216,32 @@ SplitAudit AuditSplit(const std::string& split, const std::vector<SourceItem>& i
 
   std::atomic<size_t> done{0};
   std::atomic<bool> stopped{false};
+  std::atomic<bool> failed{false};  // some scan ran out of memory: stop, the audit reports that instead
   tbb::parallel_for(tbb::blocked_range<size_t>(0, items.size(), 4), [&](const tbb::blocked_range<size_t>& r) {
     for (size_t i = r.begin(); i != r.end(); ++i) {
-      if (context.cancel != nullptr && context.cancel->load(std::memory_order_relaxed)) {
+      if ((context.cancel != nullptr && context.cancel->load(std::memory_order_relaxed)) ||
+          failed.load(std::memory_order_relaxed)) {
         stopped.store(true, std::memory_order_relaxed);
         return;
       }
       audit.images[i] = ScanImage(items[i], opt);
+      if (!audit.images[i].fatal.ok()) {
+        failed.store(true, std::memory_order_relaxed);
+        return;
+      }
       const size_t n = done.fetch_add(1, std::memory_order_relaxed) + 1;
       if (context.progress) context.progress(n, items.size());
     }
   });
   audit.cancelled = stopped.load();
+  if (failed.load()) {
+    for (const ScannedImage& s : audit.images) {
+      if (!s.fatal.ok()) {
+        audit.fatal = s.fatal;
+        return audit;
+      }
+    }
+  }
   AuditContext ctx = context;
   ctx.nc = options.nc;
   FinishSplitAudit(items, ctx, &audit);
@@ -269,6 +290,7 @@ void FinishSplitAudit(const std::vector<SourceItem>& items, const AuditContext& 
     } else {
       ++sum.ok;
     }
+    if (s.excluded) continue;  // its boxes are not in the cache (FinishScan clears them; the builder may not)
     sum.boxes += s.boxes.size();
     for (const Box& b : s.boxes) {
       const size_t c = static_cast<size_t>(b.cls);
@@ -310,6 +332,7 @@ Result<DatasetAudit> AuditDataset(const DatasetSpec& spec, const ScanOptions& op
     if (progress) ctx.progress = [&](size_t done, size_t total) { progress(name, done, total); };
     SplitAudit audit = AuditSplit(name, lists[si], opt, ctx);
     AddUnreadableFolders(spec.root, unreadable[si], &audit);
+    if (!audit.fatal.ok()) return audit.fatal;
     out.cancelled = out.cancelled || audit.cancelled;
     out.splits.push_back(std::move(audit));
     if (out.cancelled) break;

@@ -13,7 +13,10 @@
 //   duplicate-image  warning  same bytes (hash and size) as an earlier image of the split (or, in
 //                             AuditDataset, of an earlier split: train/val leakage). Both are kept,
 //                             as Ultralytics keeps them; the warning names the earlier file.
-// Summary: images == ok + backgrounds + excluded (Ultralytics' found / missing+empty / corrupt).
+// Summary: images == ok + backgrounds + excluded (Ultralytics' found / missing+empty / corrupt); boxes
+// and class_counts cover the kept images only.
+// Running out of memory is not a property of an image: it stops the audit with ResourceExhausted
+// ("out of memory while decoding <file> (...)") instead of marking the image corrupt.
 #pragma once
 
 #include <array>
@@ -58,6 +61,9 @@ struct ScannedImage {
   bool background = false;    // usable image without boxes (no/empty label file, or all rows dropped)
   bool excluded = false;      // some problem has error severity
   std::vector<Problem> problems;
+  // Not a finding about the file: the scan itself could not finish (ResourceExhausted: out of memory
+  // while decoding). Never recorded as a problem; callers stop with it (exit 3).
+  Status fatal;
 };
 
 // Thread-safe and reentrant (per-thread buffers, one TurboJPEG handle per thread).
@@ -83,6 +89,7 @@ struct SplitAudit {
   std::vector<Problem> problems;     // per-image problems in item order, then split-level ones
   AuditSummary summary;
   bool cancelled = false;            // stopped early through AuditContext::cancel
+  Status fatal;                      // the first ScannedImage::fatal; the audit stopped there
 };
 
 struct AuditContext {
@@ -114,6 +121,7 @@ struct DatasetAudit {
 // Lists and audits every split of `spec` (nc from spec.names when it has any), with orphan checks
 // across splits sharing label folders and duplicate-image checks across splits. A folder of a split
 // that cannot be listed (permissions) is an `unreadable` error naming the folder; the rest is audited.
+// A split's fatal status (out of memory) is returned as the error.
 Result<DatasetAudit> AuditDataset(const DatasetSpec& spec, const ScanOptions& options,
                                   const std::function<void(const std::string& split, size_t done, size_t total)>&
                                       progress = {},

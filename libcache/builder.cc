@@ -236,7 +236,7 @@ Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpe
                 w->mtime_ns = MtimeNs(item.image, &unused);
                 if (!(o.update && TryReuse(prev, split.name, item, opt, codec, w))) {
                   w->scanned = ScanImage(item, opt);
-                  if (!w->scanned.excluded) {
+                  if (!w->scanned.excluded && w->scanned.fatal.ok()) {
                     const Status st = EncodeScanned(*w, item, codec, &w->record);
                     if (!st.ok()) {
                       w->scanned.problems.push_back({split.name, item.rel, st.message(), ProblemCode::kCorruptData,
@@ -251,6 +251,7 @@ Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpe
           tbb::make_filter<Work*, void>(tbb::filter_mode::serial_in_order, [&](Work* w) {
             const SourceItem& item = items[w->index];
             ScannedImage& s = w->scanned;
+            if (!s.fatal.ok() && write_status.ok()) write_status = s.fatal;  // out of memory: stop the build
             SourceFingerprint& fp = sm.sources[w->index];
             fp.path = item.rel;
             fp.size = s.file_size;
@@ -323,7 +324,8 @@ double BuildReport::images_per_second() const {
 
 Result<BuildReport> BuildCache(const BuildOptions& o) {
   const auto start = std::chrono::steady_clock::now();
-  if (o.imgsz < 0) return Status::InvalidArgument("--imgsz must be >= 0");
+  if (o.imgsz < 0 || o.imgsz > kMaxImgsz)
+    return Status::InvalidArgument("--imgsz must be 0.." + std::to_string(kMaxImgsz));
   Result<DatasetSpec> spec = LoadDatasetSpec(o.source);
   if (!spec.ok()) return spec.status();
 

@@ -89,6 +89,37 @@ bool Has(const std::string& s, const char* sub) { return s.find(sub) != std::str
 
 std::string SizeText(int64_t w, int64_t h) { return std::to_string(w) + "x" + std::to_string(h); }
 
+// The decode limits of decode.h, from the header's size (each side below 2^62) and the decoder's
+// bytes per pixel. Adds the unsupported-format issue and returns false when the image is over them.
+bool WithinDecodeLimits(const std::string& name, int64_t w, int64_t h, int64_t bytes_per_pixel,
+                        const DecodeOptions& opt, DecodedImage* out) {
+  if (w <= 0 || h <= 0) return true;  // nothing to allocate: the decoder reports the empty size
+  // w > max / h instead of w * h > max: a BigTIFF side may be near 2^62.
+  if (w > opt.max_pixels / h) {
+    out->issues.push_back(MakeIssue(ProblemCode::kUnsupportedFormat, name + " is " + SizeText(w, h) +
+                                                                         ", above the decode limit of " +
+                                                                         std::to_string(opt.max_pixels) + " pixels"));
+    return false;
+  }
+  const int64_t pixels = w * h;
+  if (bytes_per_pixel > opt.max_decoded_bytes / pixels) {
+    const std::string bytes = bytes_per_pixel <= INT64_MAX / pixels ? std::to_string(pixels * bytes_per_pixel)
+                                                                     : std::string("over 2^63");
+    out->issues.push_back(MakeIssue(ProblemCode::kUnsupportedFormat,
+                                    name + " is " + SizeText(w, h) + " at " + std::to_string(bytes_per_pixel) +
+                                        " bytes per pixel (" + bytes + " bytes decoded), above the decode limit of " +
+                                        std::to_string(opt.max_decoded_bytes) + " bytes"));
+    return false;
+  }
+  return true;
+}
+
+// libjpeg's JERR_OUT_OF_MEMORY ("Insufficient memory (case N)") and TurboJPEG's own allocation
+// failures ("...: Memory allocation failure") are about this machine, not the file.
+bool IsJpegOutOfMemory(const std::string& msg) {
+  return Has(msg, "Insufficient memory") || Has(msg, "Memory allocation failure");
+}
+
 // TurboJPEG reports libjpeg's first warning or its error as text; map it to a problem code.
 Issue ClassifyJpegFailure(const std::string& msg, bool warning, const JpegMarkers& markers, const uint8_t* data,
                           size_t size) {
@@ -165,15 +196,20 @@ void DecodeJpeg(const uint8_t* data, size_t size, const DecodeOptions& opt, Deco
   const JpegMarkers markers = ScanJpegMarkers(data, size);
   tjhandle tj = ThreadTj().handle;
   if (tj == nullptr) {
-    out->issues.push_back(MakeIssue(ProblemCode::kUnreadable, "cannot initialise TurboJPEG"));
+    ResetThreadTj();  // try again for the next image
+    out->out_of_memory = "cannot initialise TurboJPEG";
     return;
   }
   int w = 0, h = 0, subsamp = 0, colorspace = 0;
   if (tjDecompressHeader3(tj, data, static_cast<unsigned long>(size), &w, &h, &subsamp, &colorspace) != 0) {
     // A warning here (junk before a marker) leaves a usable header: the full decode reports it.
     if (!(tjGetErrorCode(tj) == TJERR_WARNING && w > 0 && h > 0)) {
-      out->issues.push_back(
-          ClassifyJpegFailure(tjGetErrorStr2(tj), tjGetErrorCode(tj) == TJERR_WARNING, markers, data, size));
+      const std::string msg = tjGetErrorStr2(tj);
+      if (IsJpegOutOfMemory(msg)) {
+        out->out_of_memory = "libjpeg: " + msg;
+      } else {
+        out->issues.push_back(ClassifyJpegFailure(msg, tjGetErrorCode(tj) == TJERR_WARNING, markers, data, size));
+      }
       ResetThreadTj();
       return;
     }
@@ -183,14 +219,12 @@ void DecodeJpeg(const uint8_t* data, size_t size, const DecodeOptions& opt, Deco
   out->orientation = orientation;
   out->orig_w = swap ? h : w;
   out->orig_h = swap ? w : h;
-  if (int64_t{w} * h > opt.max_pixels) {
-    out->issues.push_back(MakeIssue(ProblemCode::kUnsupportedFormat,
-                                    "JPEG is " + SizeText(w, h) + ", above the decode limit of " +
-                                        std::to_string(opt.max_pixels) + " pixels"));
-    return;
-  }
-
   const bool cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
+  // Checked at full size whether or not pixels are kept, so verify and build exclude the same images;
+  // a multi-scan (progressive) JPEG also holds every DCT coefficient while it decodes.
+  const int64_t bytes_per_pixel = (cmyk ? 4 : 3) + JpegCoefficientBytesPerPixel(data, size);
+  if (!WithinDecodeLimits("JPEG", w, h, bytes_per_pixel, opt, out)) return;
+
   const int pixel_format = cmyk ? TJPF_CMYK : TJPF_RGB;
   const int type = cmyk ? CV_8UC4 : CV_8UC3;
   const cv::Size target = ResizeTarget(out->orig_h, out->orig_w, opt.imgsz);
@@ -210,7 +244,13 @@ void DecodeJpeg(const uint8_t* data, size_t size, const DecodeOptions& opt, Deco
                                static_cast<int>(decoded.step[0]), dh, pixel_format, TJFLAG_LIMITSCANS);
   if (rc != 0) {
     const bool warning = tjGetErrorCode(tj) == TJERR_WARNING;
-    const Issue issue = ClassifyJpegFailure(tjGetErrorStr2(tj), warning, markers, data, size);
+    const std::string msg = tjGetErrorStr2(tj);
+    if (IsJpegOutOfMemory(msg)) {
+      ResetThreadTj();
+      out->out_of_memory = "libjpeg: " + msg;
+      return;
+    }
+    const Issue issue = ClassifyJpegFailure(msg, warning, markers, data, size);
     ResetThreadTj();  // cheap, and only on damaged files: never reuse a handle that saw an error
     out->issues.push_back(issue);
     if (issue.severity == Severity::kError) {
@@ -269,17 +309,15 @@ void DecodeOther(const uint8_t* data, size_t size, const DecodeOptions& opt, Dec
     out->issues.push_back(*probe.issue);
     return;
   }
-  if (probe.width > 0 && probe.height > 0) {
-    out->orig_w = static_cast<int>(std::min<int64_t>(probe.width, INT32_MAX));
-    out->orig_h = static_cast<int>(std::min<int64_t>(probe.height, INT32_MAX));
-    if (probe.width * probe.height > opt.max_pixels) {
-      out->issues.push_back(MakeIssue(ProblemCode::kUnsupportedFormat,
-                                      std::string(name) + " is " + SizeText(probe.width, probe.height) +
-                                          ", above the decode limit of " + std::to_string(opt.max_pixels) +
-                                          " pixels"));
-      return;
-    }
+  // Every format that reaches the decoder has its size and sample layout in the probe (or an issue):
+  // nothing is decoded without a bound.
+  if (probe.width <= 0 || probe.height <= 0 || probe.bytes_per_pixel <= 0) {
+    out->issues.push_back(MakeIssue(ProblemCode::kCorruptData, std::string(name) + " header gives no usable size"));
+    return;
   }
+  out->orig_w = static_cast<int>(std::min<int64_t>(probe.width, INT32_MAX));
+  out->orig_h = static_cast<int>(std::min<int64_t>(probe.height, INT32_MAX));
+  if (!WithinDecodeLimits(name, probe.width, probe.height, probe.bytes_per_pixel, opt, out)) return;
 #if YOLOCACHE_WITH_IMGCODECS
   // cv::imdecode picks the first decoder whose signature check accepts the bytes. When the intended
   // one refuses a damaged header, GDAL ("DTED" at 140) or GDCM ("DICM" at 128) may claim the data
@@ -296,6 +334,7 @@ void DecodeOther(const uint8_t* data, size_t size, const DecodeOptions& opt, Dec
     const cv::Mat raw(1, static_cast<int>(size), CV_8U, const_cast<uint8_t*>(data));
     m = cv::imdecode(raw, cv::IMREAD_UNCHANGED);
   } catch (const cv::Exception& e) {
+    if (e.code == cv::Error::StsNoMem) throw;  // out of memory, not a damaged file (DecodeImage)
     m.release();
   }
   if (m.empty() || m.dims != 2) {
@@ -383,6 +422,7 @@ bool DecoderHasImgcodecs() {
 
 void DecodeImage(const uint8_t* data, size_t size, const DecodeOptions& options, DecodedImage* out) {
   out->issues.clear();
+  out->out_of_memory.clear();
   out->orig_h = out->orig_w = 0;
   out->orientation = 1;
   out->format = SniffFormat(data, size);
@@ -396,11 +436,18 @@ void DecodeImage(const uint8_t* data, size_t size, const DecodeOptions& options,
       DecodeOther(data, size, options, out);
     }
   } catch (const std::bad_alloc&) {
-    out->issues.push_back(MakeIssue(ProblemCode::kCorruptData, "out of memory while decoding"));
+    out->out_of_memory = "std::bad_alloc";
+  } catch (const cv::Exception& e) {
+    if (e.code == cv::Error::StsNoMem) {
+      out->out_of_memory = "OpenCV: " + e.err;
+    } else {
+      out->issues.push_back(MakeIssue(ProblemCode::kCorruptData, "decoder failed: " + e.err));
+    }
   } catch (const std::exception& e) {
     out->issues.push_back(MakeIssue(ProblemCode::kCorruptData, std::string("decoder failed: ") + e.what()));
   }
-  if (!options.keep_pixels || out->has_error()) out->rgb.release();
+  if (!out->out_of_memory.empty()) out->issues.clear();  // findings of an unfinished decode mean nothing
+  if (!options.keep_pixels || out->has_error() || !out->out_of_memory.empty()) out->rgb.release();
 }
 
 DecodedImage DecodeImage(const uint8_t* data, size_t size, const DecodeOptions& options) {

@@ -9,6 +9,8 @@
 #include <string>
 #include <tuple>
 
+#include "libcache/record_format.h"
+
 namespace yc {
 namespace {
 
@@ -197,8 +199,10 @@ void ParseLabels(std::string_view text, int nc, ParsedLabels* out) {
       report.AddLine(ProblemCode::kLabelClassOutOfRange, row.line,
                      "class " + Num(cls) + " >= nc " + std::to_string(nc));
       row_ok = false;
-    } else if (cls >= 2147483648.0f) {  // nc unknown: still has to fit the int32 class id
-      report.AddLine(ProblemCode::kLabelClassOutOfRange, row.line, "class " + Num(cls) + " is too large");
+    } else if (nc <= 0 && cls >= static_cast<float>(kMaxUndeclaredClasses)) {
+      report.AddLine(ProblemCode::kLabelClassOutOfRange, row.line,
+                     "class " + Num(cls) + " >= " + std::to_string(kMaxUndeclaredClasses) +
+                         ", the limit for a dataset that declares no class count (give one in a data YAML)");
       row_ok = false;
     }
 
@@ -276,6 +280,12 @@ void ParseLabels(std::string_view text, int nc, ParsedLabels* out) {
       report.Add(ProblemCode::kLabelDuplicate, std::to_string(dups) + " duplicate row" + (dups > 1 ? "s" : "") +
                                                    " removed (first at line " + std::to_string(first_dup_line) + ")");
     }
+  }
+
+  // The same limit the record encoder enforces, so verify and build agree on which images are usable.
+  if (out->boxes.size() > kMaxRecordBoxes) {
+    report.Add(ProblemCode::kLabelTooManyBoxes, std::to_string(out->boxes.size()) + " boxes, more than the " +
+                                                    std::to_string(kMaxRecordBoxes) + " one image may have");
   }
 
   report.Emit(&out->issues);

@@ -10,7 +10,10 @@
 //   error   label-columns            a row with != 5 values (box file), or an odd / empty point list
 //   error   label-not-number         a value that is not a finite number (nan, inf, "abc", "1,5")
 //   error   label-out-of-range       a box value or polygon point outside [-0.01, 1.01]
-//   error   label-class-out-of-range class < 0, >= nc (when nc > 0), or not an integer value
+//   error   label-class-out-of-range class < 0, >= nc (>= kMaxUndeclaredClasses when the dataset
+//                                    declares no class count), or not an integer value
+//   error   label-too-many-boxes     more than kMaxRecordBoxes boxes kept (after duplicates and
+//                                    zero-size rows are dropped): more than one record holds
 //   warning label-zero-size          w or h <= 0: the row is dropped (Ultralytics keeps it, but a box
 //                                    without area trains nothing and breaks IoU; dropping is harmless)
 //   warning label-duplicate          rows equal as float32 after conversion: later copies are dropped
@@ -27,6 +30,12 @@
 
 namespace yc {
 
+// The class-id bound of a dataset that declares no class count (a folder without a data YAML): per-class
+// arrays (the audit's histogram, audit.json's class_counts, a detection head) are sized by the largest
+// id, so an id of 2e9 must not reach them. 10,000 is over 8x LVIS' 1,203 classes, the largest common
+// detection vocabulary; a dataset with more declares them in a data YAML (whose nc is its own bound).
+inline constexpr int kMaxUndeclaredClasses = 10000;
+
 struct ParsedLabels {
   std::vector<Box> boxes;     // kept boxes, file order; empty when has_error()
   std::vector<Issue> issues;  // at most one per code
@@ -38,7 +47,7 @@ struct ParsedLabels {
   bool background() const { return rows == 0; }  // empty or whitespace-only file
 };
 
-// nc <= 0 leaves the class upper bound unchecked (dataset without names). Reuses out's storage, so a
+// nc <= 0: the dataset declares no class count, ids must be < kMaxUndeclaredClasses. Reuses out's storage, so a
 // caller that keeps one ParsedLabels per thread parses without allocating once warm.
 void ParseLabels(std::string_view text, int nc, ParsedLabels* out);
 ParsedLabels ParseLabels(std::string_view text, int nc);

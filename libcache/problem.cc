@@ -17,6 +17,7 @@ constexpr const char* kNames[kProblemCodeCount] = {
     "label-duplicate",    "label-zero-size",
     "label-orphan",       "duplicate-image",
     "not-regular-file",
+    "label-too-many-boxes",
 };
 
 }  // namespace

@@ -35,8 +35,9 @@ enum class ProblemCode : uint8_t {
   kDuplicateImage,         // byte-identical to an earlier image (warning: both kept, as Ultralytics)
   kNotRegularFile,         // the image or label path is a FIFO, device, socket or directory (never opened
                            // for reading: a FIFO would block the scan forever)
+  kLabelTooManyBoxes,      // more boxes than one record holds (kMaxRecordBoxes, record_format.h)
 };
-inline constexpr int kProblemCodeCount = 16;
+inline constexpr int kProblemCodeCount = 17;
 
 enum class Severity : uint8_t { kWarning = 0, kError = 1 };
 

@@ -13,6 +13,7 @@ std::string Status::ToString() const {
     case Code::kUnsupported: kind = "unsupported"; break;
     case Code::kDataError: kind = "data error"; break;
     case Code::kCancelled: kind = "cancelled"; break;
+    case Code::kResourceExhausted: kind = "resource exhausted"; break;
   }
   return std::string(kind) + ": " + message_;
 }

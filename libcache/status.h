@@ -19,6 +19,7 @@ class Status {
     kUnsupported,      // a format or feature this build cannot handle
     kDataError,        // a user's dataset is malformed (bad YAML, bad label)
     kCancelled,        // interrupted (Ctrl-C)
+    kResourceExhausted,  // out of memory: not a fault of the data (exit 3)
   };
 
   Status() = default;
@@ -30,6 +31,7 @@ class Status {
   static Status Unsupported(std::string msg) { return Status(Code::kUnsupported, std::move(msg)); }
   static Status DataError(std::string msg) { return Status(Code::kDataError, std::move(msg)); }
   static Status Cancelled(std::string msg) { return Status(Code::kCancelled, std::move(msg)); }
+  static Status ResourceExhausted(std::string msg) { return Status(Code::kResourceExhausted, std::move(msg)); }
   // "path: reason" — the house format for messages about a file.
   static std::string At(const std::string& path, const std::string& reason) { return path + ": " + reason; }
 

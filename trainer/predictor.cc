@@ -97,6 +97,9 @@ Result<PredictResult> Predictor::PredictFile(const fs::path& image, const fs::pa
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   DecodeOptions dopt;  // full size, EXIF applied: detections are reported in the original image
   DecodedImage decoded = DecodeImage(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), dopt);
+  if (!decoded.out_of_memory.empty()) {
+    return Status::ResourceExhausted("out of memory while decoding " + image.string() + " (" + decoded.out_of_memory + ")");
+  }
   if (decoded.has_error() || decoded.rgb.empty()) {
     std::string why = "cannot decode";
     for (const Issue& issue : decoded.issues) why += std::string("; ") + ProblemCodeName(issue.code) + ": " + issue.message;

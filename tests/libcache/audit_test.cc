@@ -1,5 +1,6 @@
 #include "libcache/audit.h"
 
+#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
@@ -7,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "libcache/record_format.h"
 #include "tests/libcache/ingest_test_util.h"
 #include "tests/test_support.h"
 
@@ -34,7 +36,8 @@ TEST(Problem, NamesAreStable) {
   const char* expected[] = {"unreadable",       "empty-file",         "unsupported-format",       "extension-mismatch",
                             "truncated",        "corrupt-data",       "too-small",                "label-columns",
                             "label-not-number", "label-out-of-range", "label-class-out-of-range", "label-duplicate",
-                            "label-zero-size",  "label-orphan",       "duplicate-image",          "not-regular-file"};
+                            "label-zero-size",  "label-orphan",       "duplicate-image",          "not-regular-file",
+                            "label-too-many-boxes"};
   ASSERT_EQ(std::size(expected), static_cast<size_t>(kProblemCodeCount));
   for (int i = 0; i < kProblemCodeCount; ++i) {
     EXPECT_STREQ(ProblemCodeName(static_cast<ProblemCode>(i)), expected[i]);
@@ -364,6 +367,72 @@ TEST(AuditOddImages, EveryFileHasTheExpectedVerdict) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace yc
+
+namespace yc {
+namespace {
+namespace fs = std::filesystem;
+using testing::TempDir;
+using testing::WriteFile;
+
+TEST(AuditSplit, FolderModeClassIdsAreBoundedAndExcludedImagesCountNoBoxes) {
+  TempDir d;
+  const std::string jpeg = testing::MakeJpeg(testing::Blocks(32, 32));
+  WriteFile(d / "images/a.jpg", jpeg);
+  WriteFile(d / "labels/a.txt", "2000000000 0.5 0.5 0.1 0.1\n0 0.5 0.5 0.2 0.2\n");
+  WriteFile(d / "images/b.jpg", testing::MakeJpeg(testing::Blocks(32, 40)));
+  WriteFile(d / "labels/b.txt", "10000000 0.5 0.5 0.1 0.1\n");
+  WriteFile(d / "images/c.jpg", testing::MakeJpeg(testing::Blocks(40, 32)));
+  WriteFile(d / "labels/c.txt", "7 0.5 0.5 0.1 0.1\n");
+  DatasetSpec spec;
+  spec.root = d.path();
+  Result<std::vector<SourceItem>> items = ListSplitFiles(spec, SplitSpec{"train", {d / "images"}});
+  ASSERT_TRUE(items.ok());
+  const SplitAudit audit = AuditSplit("train", *items, ScanOptions{});  // nc 0: no declared class count
+  EXPECT_EQ(audit.summary.problem_counts[static_cast<size_t>(ProblemCode::kLabelClassOutOfRange)], 2u)
+      << Describe(audit.problems);
+  EXPECT_EQ(audit.summary.excluded, 2u);
+  EXPECT_EQ(audit.summary.boxes, 1u) << "a.jpg's valid row is not counted: the image is excluded";
+  EXPECT_EQ(audit.summary.class_counts, std::vector<size_t>({0, 0, 0, 0, 0, 0, 0, 1}));
+  EXPECT_LT(nlohmann::json(audit).dump().size(), 2000u);
+}
+
+TEST(AuditSplit, TooManyBoxesExcludesTheImage) {
+  TempDir d;
+  WriteFile(d / "images/a.jpg", testing::MakeJpeg(testing::Blocks(32, 32)));
+  std::string rows;
+  char row[64];
+  for (uint32_t i = 0; i <= kMaxRecordBoxes; ++i) {
+    rows.append(row, static_cast<size_t>(std::snprintf(row, sizeof row, "1 %.9g 0.5 0.01 0.01\n",
+                                                       0.25 + static_cast<double>(i) / (1 << 22))));
+  }
+  WriteFile(d / "labels/a.txt", rows);
+  const SplitAudit audit = AuditSplit("train", {Item(d.path(), "images/a.jpg")}, ScanOptions{});
+  ASSERT_EQ(audit.problems.size(), 1u) << Describe(audit.problems);
+  EXPECT_EQ(audit.problems[0].code, ProblemCode::kLabelTooManyBoxes);
+  EXPECT_EQ(audit.problems[0].file, "labels/a.txt");
+  EXPECT_EQ(audit.summary.excluded, 1u);
+  EXPECT_EQ(audit.summary.boxes, 0u);
+}
+
+TEST(ScanImage, OutOfMemoryIsFatalNotACorruptImage) {
+  if (testing::kSanitizedBuild) GTEST_SKIP() << "ASan reserves terabytes of address space: no memory cap possible";
+  TempDir d;
+  WriteFile(d / "images/big.jpg", testing::WithSofSize(testing::MakeJpeg(testing::Blocks(16, 16)), 8000, 8000));
+  WriteFile(d / "labels/big.txt", "0 0.5 0.5 0.2 0.2\n");
+  const SourceItem item = Item(d.path(), "images/big.jpg");
+  const std::string out = testing::UnderMemoryCap(uint64_t{16} << 20, [&] {
+    ScanOptions opt;
+    opt.keep_pixels = true;  // the build's scan: a 192 MB decode
+    const ScannedImage s = ScanImage(item, opt);
+    return s.fatal.ToString() + "|" + Describe(s.problems) + "|" + (s.excluded ? "excluded" : "");
+  });
+  const std::string want = "resource exhausted: out of memory while decoding " + (d / "images/big.jpg").string() + " (";
+  EXPECT_EQ(out.rfind(want, 0), 0u) << out;
+  EXPECT_EQ(out.substr(out.find('|')), "||") << "no problem recorded, not excluded: " << out;
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
 #include "libcache/decode.h"
 
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <turbojpeg.h>
+#include <unistd.h>
 
+#include <fstream>
+#include <functional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -276,6 +280,117 @@ TEST(Decode, HugeBmpHeaderDoesNotAllocate) {
   getrusage(RUSAGE_SELF, &after);
   EXPECT_TRUE(d.has_error());
   EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 100 * 1024) << "peak RSS grew by over 100 MiB";
+}
+
+}  // namespace
+}  // namespace yc
+
+namespace yc {
+namespace {
+using testing::Bytes;
+
+std::string Outcome(const DecodedImage& d) {
+  std::string s;
+  for (const Issue& i : d.issues) s += std::string(ProblemCodeName(i.code)) + ": " + i.message + "\n";
+  if (!d.out_of_memory.empty()) s += "out of memory: " + d.out_of_memory + "\n";
+  return s;
+}
+
+TEST(Decode, SixteenBitPngBombRefusedByDecodedBytes) {
+  // 16384 x 16384 RGBA 16-bit zeros: within the pixel limit (2^28), 13 MB on disk, 2 GiB decoded.
+  const std::string png = testing::MakeZeroPng(16384, 16384, 16, 6);
+  const std::string out = testing::UnderMemoryCap(uint64_t{1} << 30, [&] {
+    return Outcome(DecodeImage(Bytes(png), png.size(), DecodeOptions{}));
+  });
+  EXPECT_EQ(out,
+            "unsupported-format: png is 16384x16384 at 8 bytes per pixel (2147483648 bytes decoded), above the "
+            "decode limit of 1073741824 bytes\n");
+  // Verify-only decodes are bounded the same way (verify and build must exclude the same images).
+  DecodeOptions verify;
+  verify.keep_pixels = false;
+  EXPECT_EQ(Outcome(DecodeImage(Bytes(png), png.size(), verify)), out);
+  // The same stream at a small size is a real PNG of zeros.
+  if (DecoderHasImgcodecs()) {
+    const std::string small = testing::MakeZeroPng(300, 200, 16, 6);
+    const DecodedImage d = DecodeImage(Bytes(small), small.size(), DecodeOptions{});
+    ASSERT_TRUE(d.issues.empty()) << Outcome(d);
+    EXPECT_EQ(d.rgb.size(), cv::Size(300, 200));
+    EXPECT_EQ(cv::countNonZero(d.rgb.reshape(1)), 0);
+  }
+}
+
+TEST(Decode, TiffBombsWithSlongOrBigTiffSizesRefused) {
+  using testing::TiffEntry;
+  // 20000 x 20000 RGB, uncompressed strips whose data is missing: the size tags decide the allocation.
+  auto tags = [](uint16_t size_type) {
+    return std::vector<TiffEntry>{{256, size_type, 1, 20000}, {257, size_type, 1, 20000}, {258, 3, 1, 8},
+                                  {259, 3, 1, 1},           {262, 3, 1, 2},           {273, 4, 1, 200},
+                                  {277, 3, 1, 3},           {278, 4, 1, 20000},       {279, 4, 1, 1200000000}};
+  };
+  for (const std::string& tiff :
+       {testing::MakeTiff(false, tags(9)), testing::MakeTiff(false, tags(8)), testing::MakeTiff(true, tags(16)),
+        testing::MakeTiff(true, tags(4))}) {
+    const std::string out = testing::UnderMemoryCap(uint64_t{1} << 30, [&] {
+      return Outcome(DecodeImage(Bytes(tiff), tiff.size(), DecodeOptions{}));
+    });
+    EXPECT_EQ(out, "unsupported-format: tiff is 20000x20000, above the decode limit of 268435456 pixels\n");
+  }
+  // Within the pixel limit, 16-bit RGBA samples are bounded by bytes: 12000 x 12000 x 8 = 1.15 GB.
+  std::vector<TiffEntry> wide = {{256, 9, 1, 12000}, {257, 9, 1, 12000}, {258, 3, 1, 16}, {262, 3, 1, 2}, {277, 3, 1, 4}};
+  const std::string tiff = testing::MakeTiff(false, wide);
+  EXPECT_EQ(Outcome(DecodeImage(Bytes(tiff), tiff.size(), DecodeOptions{})),
+            "unsupported-format: tiff is 12000x12000 at 8 bytes per pixel (1152000000 bytes decoded), above the "
+            "decode limit of 1073741824 bytes\n");
+}
+
+std::string ProgressiveJpeg(const cv::Mat& rgb, int subsamp) {
+  tjhandle tj = tjInitCompress();
+  unsigned char* buf = nullptr;
+  unsigned long size = 0;
+  const int rc = tjCompress2(tj, rgb.data, rgb.cols, static_cast<int>(rgb.step[0]), rgb.rows, TJPF_RGB, &buf, &size,
+                             subsamp, 90, TJFLAG_PROGRESSIVE);
+  std::string out = rc == 0 ? std::string(reinterpret_cast<char*>(buf), size) : "";
+  tjFree(buf);
+  tjDestroy(tj);
+  return out;
+}
+
+TEST(Decode, ProgressiveJpegCountsItsCoefficientBuffer) {
+  const cv::Mat img = testing::Blocks(64, 48);
+  const std::string baseline = testing::MakeJpeg(img);
+  const std::string p444 = ProgressiveJpeg(img, TJSAMP_444), p420 = ProgressiveJpeg(img, TJSAMP_420);
+  ASSERT_FALSE(p444.empty());
+  EXPECT_EQ(JpegCoefficientBytesPerPixel(Bytes(baseline), baseline.size()), 0);
+  EXPECT_EQ(JpegCoefficientBytesPerPixel(Bytes(p444), p444.size()), 6);  // 3 components x 2 bytes
+  EXPECT_EQ(JpegCoefficientBytesPerPixel(Bytes(p420), p420.size()), 3);  // (4 + 1 + 1) x 2 / 4
+  EXPECT_EQ(Outcome(DecodeImage(Bytes(p444), p444.size(), DecodeOptions{})), "");
+  // 12000 x 12000 is within the pixel limit; progressive 4:4:4 it needs 9 bytes per pixel.
+  std::string big = p444;
+  const size_t sof = big.find("\xFF\xC2");
+  ASSERT_NE(sof, std::string::npos);
+  big[sof + 5] = big[sof + 7] = static_cast<char>(12000 >> 8);
+  big[sof + 6] = big[sof + 8] = static_cast<char>(12000 & 0xFF);
+  EXPECT_EQ(Outcome(DecodeImage(Bytes(big), big.size(), DecodeOptions{})),
+            "unsupported-format: JPEG is 12000x12000 at 9 bytes per pixel (1296000000 bytes decoded), above the "
+            "decode limit of 1073741824 bytes\n");
+  for (size_t n = 0; n < p444.size(); ++n) JpegCoefficientBytesPerPixel(Bytes(p444), n);  // any cut: no overread
+}
+
+TEST(Decode, OutOfMemoryIsReportedAsSuchNotAsCorruptData) {
+  if (testing::kSanitizedBuild) GTEST_SKIP() << "ASan reserves terabytes of address space: no memory cap possible";
+  // 8000 x 8000 RGB needs 192 MB of output, allocated before the scan is read; the child may grow by
+  // 16 MB only. (192 MB is above what the per-thread scratch keeps between images, so no earlier test
+  // left a buffer that large to reuse.)
+  const std::string jpeg = testing::WithSofSize(testing::MakeJpeg(testing::Blocks(16, 16)), 8000, 8000);
+  for (int imgsz : {0, 640}) {  // straight into the output (cv::Mat), or through per-thread scratch (vector)
+    const std::string out = testing::UnderMemoryCap(uint64_t{16} << 20, [&] {
+      DecodeOptions o;
+      o.imgsz = imgsz;
+      return Outcome(DecodeImage(Bytes(jpeg), jpeg.size(), o));
+    });
+    EXPECT_EQ(out.rfind("out of memory: ", 0), 0u) << imgsz << ": " << out;
+    EXPECT_EQ(out.find("corrupt-data"), std::string::npos) << out;
+  }
 }
 
 }  // namespace

@@ -139,3 +139,119 @@ TEST(ImageFormat, OddImagesProbe) {
 
 }  // namespace
 }  // namespace yc
+
+namespace yc {
+namespace {
+using testing::Bytes;
+using testing::MakeTiff;
+using testing::TiffEntry;
+
+// An RGB 8-bit TIFF IFD with the size tags in the given field type.
+std::vector<TiffEntry> RgbTiffTags(uint16_t size_type, uint64_t w, uint64_t h) {
+  return {{256, size_type, 1, w}, {257, size_type, 1, h}, {258, 3, 1, 8}, {262, 3, 1, 2}, {277, 3, 1, 3}};
+}
+
+TEST(ImageFormat, TiffSizeInEveryIntegerTypeAndBigTiff) {
+  // BYTE, SHORT, LONG, SBYTE, SSHORT, SLONG, IFD: libtiff reads a size from all of them.
+  for (uint16_t type : {1, 3, 4, 6, 8, 9, 13}) {
+    const std::string tiff = MakeTiff(false, RgbTiffTags(type, 100, 50));
+    const ImageProbe p = ProbeImage(Bytes(tiff), tiff.size());
+    EXPECT_EQ(p.format, ImageFormat::kTiff);
+    EXPECT_FALSE(p.issue.has_value()) << type << ": " << p.issue->message;
+    EXPECT_EQ(p.width, 100) << type;
+    EXPECT_EQ(p.height, 50) << type;
+    EXPECT_EQ(p.bytes_per_pixel, 4) << "RGB may come out as BGRA";
+  }
+  // SLONG 20000 x 20000: the bypass of issue 18.
+  const std::string slong = MakeTiff(false, RgbTiffTags(9, 20000, 20000));
+  EXPECT_EQ(ProbeImage(Bytes(slong), slong.size()).width, 20000);
+  // BigTIFF with LONG8 (and SHORT) sizes.
+  for (uint16_t type : {3, 4, 16, 17, 18}) {
+    const std::string big = MakeTiff(true, RgbTiffTags(type, 20000, 30000));
+    const ImageProbe p = ProbeImage(Bytes(big), big.size());
+    EXPECT_FALSE(p.issue.has_value()) << type << ": " << p.issue->message;
+    EXPECT_EQ(p.width, 20000) << type;
+    EXPECT_EQ(p.height, 30000) << type;
+  }
+  // A LONG8 value beyond 2^63 still gives a size the decoder refuses (clamped, not wrapped).
+  const std::string huge = MakeTiff(true, RgbTiffTags(16, ~uint64_t{0}, 1));
+  EXPECT_GT(ProbeImage(Bytes(huge), huge.size()).width, int64_t{1} << 40);
+}
+
+TEST(ImageFormat, TiffBytesPerPixelFromSampleTags) {
+  auto bpp = [](std::vector<TiffEntry> tags) {
+    const std::string t = MakeTiff(false, tags);
+    const ImageProbe p = ProbeImage(Bytes(t), t.size());
+    EXPECT_FALSE(p.issue.has_value());
+    return p.bytes_per_pixel;
+  };
+  EXPECT_EQ(bpp({{256, 3, 1, 10}, {257, 3, 1, 10}, {258, 3, 1, 8}, {262, 3, 1, 1}}), 1);  // grey
+  EXPECT_EQ(bpp({{256, 3, 1, 10}, {257, 3, 1, 10}, {258, 3, 1, 16}, {262, 3, 1, 1}}), 2);  // grey 16
+  EXPECT_EQ(bpp({{256, 3, 1, 10}, {257, 3, 1, 10}}), 1);  // defaults: 1 bit, 1 sample
+  EXPECT_EQ(bpp({{256, 3, 1, 10}, {257, 3, 1, 10}, {258, 3, 1, 16}, {262, 3, 1, 2}, {277, 3, 1, 4}}), 8);
+  EXPECT_EQ(bpp({{256, 3, 1, 10}, {257, 3, 1, 10}, {258, 3, 1, 32}, {262, 3, 1, 2}, {277, 3, 1, 3}}), 16);
+  EXPECT_EQ(bpp({{256, 3, 1, 10}, {257, 3, 1, 10}, {258, 3, 1, 8}, {262, 3, 1, 3}}), 4);  // palette
+  // A repeated size tag counts with its largest value.
+  const std::string twice = MakeTiff(false, {{256, 3, 1, 10}, {256, 4, 1, 90000}, {257, 3, 1, 10}});
+  EXPECT_EQ(ProbeImage(Bytes(twice), twice.size()).width, 90000);
+}
+
+TEST(ImageFormat, TiffSizesThatCannotBeParsedAreReported) {
+  struct Case {
+    std::string tiff;
+    ProblemCode code;
+    const char* message;
+  } cases[] = {
+      {MakeTiff(false, RgbTiffTags(5, 100, 50)), ProblemCode::kCorruptData,
+       "TIFF ImageWidth has field type 5, not an integer type"},  // RATIONAL
+      {MakeTiff(false, RgbTiffTags(12, 100, 50)), ProblemCode::kCorruptData,
+       "TIFF ImageWidth has field type 12, not an integer type"},  // DOUBLE
+      {MakeTiff(false, RgbTiffTags(16, 100, 50)), ProblemCode::kCorruptData,
+       "TIFF ImageWidth has field type 16, not an integer type"},  // LONG8 outside BigTIFF
+      {MakeTiff(false, RgbTiffTags(9, 0xFFFFB1E0u, 50)), ProblemCode::kCorruptData,
+       "TIFF ImageWidth is negative (-20000)"},
+      {MakeTiff(false, RgbTiffTags(8, 100, 0xFFFF)), ProblemCode::kCorruptData, "TIFF ImageLength is negative (-1)"},
+      {MakeTiff(false, {{256, 3, 1, 100}, {258, 3, 1, 8}}), ProblemCode::kCorruptData,
+       "TIFF IFD0 has no ImageLength tag"},
+      {MakeTiff(false, RgbTiffTags(3, 0, 50)), ProblemCode::kCorruptData, "TIFF declares an invalid size 0x50"},
+      {MakeTiff(false, {{256, 3, 0, 100}, {257, 3, 1, 50}}), ProblemCode::kCorruptData, "TIFF ImageWidth has no value"},
+      // Two LONG values do not fit in the entry: they are at an offset past the end of the file.
+      {MakeTiff(false, {{256, 4, 2, 4000}, {257, 3, 1, 50}}), ProblemCode::kTruncated,
+       "TIFF data ends at byte 38 before the ImageWidth value"},
+  };
+  for (const Case& c : cases) {
+    const ImageProbe p = ProbeImage(Bytes(c.tiff), c.tiff.size());
+    ASSERT_TRUE(p.issue.has_value()) << c.message;
+    EXPECT_EQ(p.issue->code, c.code) << c.message;
+    EXPECT_EQ(p.issue->message, c.message);
+  }
+  // Cut anywhere inside the header or IFD0: truncated, never a read past the end.
+  const std::string big = MakeTiff(true, RgbTiffTags(16, 100, 50));
+  for (size_t n = 4; n < big.size() - 8; ++n) {
+    const ImageProbe p = ProbeImage(Bytes(big), n);
+    ASSERT_TRUE(p.issue.has_value()) << n;
+    EXPECT_EQ(p.issue->code, ProblemCode::kTruncated) << n;
+  }
+}
+
+TEST(ImageFormat, PngBytesPerPixelFromDepthColourAndTrns) {
+  auto probe = [](const std::string& png) { return ProbeImage(Bytes(png), png.size()); };
+  EXPECT_EQ(probe(testing::MakePng(2, 1, 8, 2, std::string(6, '\0'))).bytes_per_pixel, 3);
+  EXPECT_EQ(probe(testing::MakePng(2, 1, 8, 0, std::string(2, '\0'))).bytes_per_pixel, 1);
+  EXPECT_EQ(probe(testing::MakePng(2, 1, 16, 0, std::string(4, '\0'))).bytes_per_pixel, 2);
+  EXPECT_EQ(probe(testing::MakePng(2, 1, 16, 6, std::string(16, '\0'))).bytes_per_pixel, 8);
+  EXPECT_EQ(probe(testing::MakePng(2, 1, 8, 4, std::string(4, '\0'))).bytes_per_pixel, 4);
+  // A tRNS chunk makes RGB come out as BGRA.
+  std::string rgb = testing::MakePng(2, 1, 8, 2, std::string(6, '\0'));
+  const std::string trns("\0\0\0\x06tRNS\0\0\0\0\0\0\x00\x00\x00\x00", 4 + 4 + 6 + 4);
+  rgb.insert(8 + 25, trns);  // after IHDR (the probe does not check CRCs)
+  EXPECT_EQ(probe(rgb).bytes_per_pixel, 4);
+  // Depths the colour type does not allow are refused as libpng refuses them.
+  const ImageProbe bad = probe(testing::MakePng(2, 1, 16, 3, std::string(4, '\0')));
+  ASSERT_TRUE(bad.issue.has_value());
+  EXPECT_EQ(bad.issue->code, ProblemCode::kCorruptData);
+  EXPECT_EQ(bad.issue->message, "PNG IHDR bit depth 16 is invalid for colour type 3");
+}
+
+}  // namespace
+}  // namespace yc

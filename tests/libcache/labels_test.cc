@@ -1,7 +1,10 @@
 #include "libcache/labels.h"
 
+#include <cstdio>
 #include <random>
 #include <string>
+
+#include "libcache/record_format.h"
 
 #include <gtest/gtest.h>
 
@@ -112,10 +115,12 @@ TEST(Labels, ClassChecks) {
     EXPECT_EQ(i->message, c.message);
     EXPECT_EQ(i->severity, Severity::kError);
   }
-  // nc unknown: no upper bound, but negatives still fail.
+  // nc unknown (folder mode): bounded by kMaxUndeclaredClasses, and negatives still fail.
   EXPECT_TRUE(ParseLabels("500 0.5 0.5 0.2 0.2\n", 0).issues.empty());
   EXPECT_TRUE(ParseLabels("-1 0.5 0.5 0.2 0.2\n", 0).has_error());
-  EXPECT_EQ(ParseLabels("1e20 0.5 0.5 0.2 0.2\n", 0).issues.at(0).message, "line 1: class 1e+20 is too large");
+  EXPECT_EQ(ParseLabels("1e20 0.5 0.5 0.2 0.2\n", 0).issues.at(0).message,
+            "line 1: class 1e+20 >= 10000, the limit for a dataset that declares no class count (give one in a data "
+            "YAML)");
   EXPECT_EQ(ParseLabels("79 0.5 0.5 0.2 0.2\n", 80).boxes.at(0).cls, 79);
 }
 
@@ -211,6 +216,52 @@ TEST(Labels, ReuseOfResultAndRandomBytesNeverCrash) {
       EXPECT_TRUE(out.boxes.empty());
     }
   }
+}
+
+}  // namespace
+}  // namespace yc
+
+namespace yc {
+namespace {
+
+TEST(Labels, UndeclaredClassCountIsBounded) {
+  EXPECT_EQ(ParseLabels("9999 0.5 0.5 0.2 0.2\n", 0).boxes.at(0).cls, 9999);
+  for (const char* text : {"10000 0.5 0.5 0.2 0.2\n", "10000000 0.5 0.5 0.2 0.2\n", "2000000000 0.5 0.5 0.1 0.1\n"}) {
+    const ParsedLabels p = ParseLabels(text, 0);
+    ASSERT_EQ(p.issues.size(), 1u) << text;
+    EXPECT_EQ(p.issues[0].code, ProblemCode::kLabelClassOutOfRange) << text;
+    EXPECT_TRUE(p.boxes.empty());
+  }
+  // A declared count is its own bound, above the folder-mode one too.
+  EXPECT_TRUE(ParseLabels("15000 0.5 0.5 0.2 0.2\n", 20000).issues.empty());
+}
+
+// `n` distinct box rows (class 0, cx stepping by 2^-22 so every row differs as float32).
+std::string DistinctRows(size_t n) {
+  std::string text;
+  text.reserve(n * 36);
+  char row[64];
+  for (size_t i = 0; i < n; ++i) {
+    const int len = std::snprintf(row, sizeof row, "0 %.9g 0.5 0.01 0.01\n", 0.25 + static_cast<double>(i) / (1 << 22));
+    text.append(row, static_cast<size_t>(len));
+  }
+  return text;
+}
+
+TEST(Labels, MoreBoxesThanARecordHoldsIsAnError) {
+  std::string text = DistinctRows(size_t{kMaxRecordBoxes} + 1);
+  const ParsedLabels over = ParseLabels(text, 80);
+  ASSERT_EQ(over.issues.size(), 1u);
+  EXPECT_EQ(over.issues[0].code, ProblemCode::kLabelTooManyBoxes);
+  EXPECT_EQ(over.issues[0].severity, Severity::kError);
+  EXPECT_EQ(over.issues[0].message, "1048577 boxes, more than the 1048576 one image may have");
+  EXPECT_TRUE(over.boxes.empty());
+  // The limit counts the boxes kept: with one row a duplicate, exactly kMaxRecordBoxes remain.
+  text.replace(text.rfind('\n', text.size() - 2) + 1, std::string::npos, "0 0.25 0.5 0.01 0.01\n");
+  const ParsedLabels at = ParseLabels(text, 80);
+  EXPECT_FALSE(at.has_error());
+  EXPECT_EQ(at.boxes.size(), size_t{kMaxRecordBoxes});
+  EXPECT_EQ(at.duplicates, 1u);
 }
 
 }  // namespace

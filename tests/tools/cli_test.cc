@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "libcache/cache.h"
+#include "libcache/record_format.h"
 #include "libcache/synth.h"
 #include "tests/libcache/forge_test_util.h"
 #include "tests/test_support.h"
@@ -418,6 +419,74 @@ TEST(Cli, AnOldFormatCacheAsksForARebuild) {
   CliRun b = Yolocache(tmp, {"build", yaml, "-o", cache.string(), "--imgsz", "64"});
   EXPECT_EQ(b.exit_code, 0) << b.err;
   EXPECT_EQ(Yolocache(tmp, {"verify", cache.string(), "-q"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace yc
+
+namespace yc {
+namespace {
+namespace fs = std::filesystem;
+using testing::CliRun;
+using testing::TempDir;
+
+TEST(Cli, ImgszIsBoundedOnEveryCommandThatTakesIt) {
+  TempDir tmp;
+  Synth(tmp / "data", 4, 0);
+  const std::string yaml = (tmp / "data" / "data.yaml").string(), cache = (tmp / "c").string();
+  for (const char* size : {"100000", "8193", "-1"}) {
+    CliRun r = Yolocache(tmp, {"build", yaml, "-o", cache, "--imgsz", size});
+    EXPECT_EQ(r.exit_code, 2) << size << ": " << r.err;
+    EXPECT_NE(r.err.find("--imgsz"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(cache)) << "nothing written for a usage error";
+  }
+  ASSERT_EQ(Yolocache(tmp, {"build", yaml, "-o", cache, "--imgsz", "64"}).exit_code, 0);
+  CliRun b = Yolocache(tmp, {"bench", cache, "--imgsz", "100000", "--batches", "1", "--batch", "2"});
+  EXPECT_EQ(b.exit_code, 2) << b.err;
+  EXPECT_NE(b.err.find("--imgsz"), std::string::npos) << b.err;
+}
+
+TEST(Cli, FolderModeHugeClassIdIsALabelErrorNotAnAllocation) {
+  TempDir tmp;
+  Synth(tmp / "ds", 2, 0);
+  fs::create_directories(tmp / "dm/images/train");
+  fs::create_directories(tmp / "dm/labels/train");
+  fs::copy_file(tmp / "ds/images/train/synth_000000.jpg", tmp / "dm/images/train/a.jpg");
+  fs::copy_file(tmp / "ds/images/train/synth_000001.jpg", tmp / "dm/images/train/b.jpg");
+  testing::WriteFile(tmp / "dm/labels/train/a.txt", "2000000000 0.5 0.5 0.1 0.1\n");
+  testing::WriteFile(tmp / "dm/labels/train/b.txt", "10000000 0.5 0.5 0.1 0.1\n");
+  CliRun r = Yolocache(tmp, {"verify", (tmp / "dm").string(), "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_LT(r.out.size(), 10000u) << "no per-class array sized by the id";
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["total"]["problem_counts"]["label-class-out-of-range"], 2) << r.out;
+  EXPECT_EQ(j["total"]["class_counts"].size(), 0u);
+}
+
+TEST(Cli, MoreThanAMillionBoxesIsOneCodeInVerifyAndBuild) {
+  TempDir tmp;
+  Synth(tmp / "ds", 4, 0);
+  // kMaxRecordBoxes + 1 distinct rows (cx steps by 1e-7, distinct as float32), about 22 MB.
+  std::string rows;
+  char row[64];
+  for (uint32_t i = 0; i <= kMaxRecordBoxes; ++i) {
+    rows.append(row, static_cast<size_t>(std::snprintf(row, sizeof row, "0 0.%07u .5 .01 .01\n", i)));
+  }
+  testing::WriteFile(tmp / "ds/labels/train/synth_000000.txt", rows);
+  const std::string yaml = (tmp / "ds/data.yaml").string();
+  CliRun v = Yolocache(tmp, {"verify", yaml, "--json"});
+  EXPECT_EQ(v.exit_code, 1) << v.err;
+  const nlohmann::json vj = nlohmann::json::parse(v.out);
+  EXPECT_EQ(vj["splits"]["train"]["problem_counts"]["label-too-many-boxes"], 1) << v.out.substr(0, 2000);
+  CliRun b = Yolocache(tmp, {"build", yaml, "-o", (tmp / "c").string(), "--imgsz", "64", "--json"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const nlohmann::json bj = nlohmann::json::parse(b.out);
+  EXPECT_EQ(bj["splits"]["train"]["excluded"], vj["splits"]["train"]["excluded"]);
+  EXPECT_EQ(bj["splits"]["train"]["boxes"], vj["splits"]["train"]["boxes"]);
+  EXPECT_LT(bj["splits"]["train"]["boxes"].get<size_t>(), 1000u) << "the excluded image's boxes are not counted";
+  const nlohmann::json audit = nlohmann::json::parse(testing::ReadFile(tmp / "c" / "audit.json"));
+  EXPECT_EQ(audit["splits"]["train"]["problem_counts"]["label-too-many-boxes"], 1);
+  EXPECT_EQ(audit["splits"]["train"]["problem_counts"].count("corrupt-data"), 0u);
 }
 
 }  // namespace

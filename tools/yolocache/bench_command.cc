@@ -11,6 +11,7 @@
 #include <tbb/info.h>
 
 #include "libcache/cache.h"
+#include "libcache/decode.h"
 #include "loader/core_clock.h"
 #include "loader/decoding_source.h"
 #include "loader/loader.h"
@@ -228,7 +229,8 @@ Registration reg("bench", "Measure loader throughput on a cache (img/s, per thre
                    app.add_option("--mode", a->mode, "train | val")->capture_default_str();
                    app.add_option("--split", a->split, "Split (default: train for train mode, val for val mode)");
                    app.add_option("--batch", a->batch, "Batch size")->capture_default_str();
-                   app.add_option("--imgsz", a->imgsz, "Image size (default: the cache's)");
+                   app.add_option("--imgsz", a->imgsz, "Image size (default: the cache's; at most 8192)")
+                       ->check(CLI::Range(0, kMaxImgsz));
                    app.add_option("--threads", a->threads, "Loader threads (0: all cores)")->capture_default_str();
                    app.add_option("--batches", a->batches, "Timed batches (with --scaling: per thread)")
                        ->capture_default_str();

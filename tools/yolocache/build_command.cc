@@ -5,6 +5,7 @@
 
 #include "libcache/builder.h"
 #include "libcache/path_text.h"
+#include "libcache/decode.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache/cli_util.h"
 #include "tools/yolocache/command.h"
@@ -80,7 +81,9 @@ Registration reg("build", "Audit a YOLO dataset and decode it once into a cache 
                    auto a = std::make_shared<BuildArgs>();
                    app.add_option("data", a->source, "Ultralytics data YAML or dataset directory")->required();
                    app.add_option("-o,--out", a->out, "Cache directory to create or replace")->required();
-                   app.add_option("--imgsz", a->options.imgsz, "Resize so the long side is this (0: keep originals)")
+                   app.add_option("--imgsz", a->options.imgsz,
+                                  "Resize so the long side is this (0: keep originals; at most 8192)")
+                       ->check(CLI::Range(0, kMaxImgsz))
                        ->capture_default_str();
                    app.add_option("--backend", a->backend, "shards | lmdb")->capture_default_str();
                    app.add_option("--compress", a->compress, "none | zstd | zstd:LEVEL (per record)")->capture_default_str();
