@@ -2,8 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <unordered_map>
 
@@ -93,7 +95,7 @@ Result<PreviousBuild> OpenPrevious(const BuildOptions& o) {
   PreviousBuild prev;
   std::error_code ec;
   if (!fs::exists(o.out / kManifestFileName, ec)) return prev;  // first build: nothing to reuse
-  Result<std::unique_ptr<Cache>> cache = Cache::Open(o.out);
+    Result<std::unique_ptr<Cache>> cache = Cache::Open(o.out);
   if (!cache.ok()) return cache.status().WithContext("--update: the existing cache cannot be read (rebuild without --update)");
   const Manifest& m = cache.value()->manifest();
   if (m.imgsz != o.imgsz)
@@ -287,6 +289,64 @@ Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpe
   return Status::OK();
 }
 
+// A path the build reads, which the cache must stay clear of.
+struct SourcePath {
+  fs::path path;
+  std::string what;  // "the dataset root", "split 'train' image folder", ...
+};
+
+// The label folder Ultralytics pairs with an image folder: the last "/images/" of "<dir>/" replaced by
+// "/labels/" (LabelPathFor's rule, for a folder). Empty when the labels lie beside the images.
+fs::path LabelFolderFor(const fs::path& image_dir) {
+  std::string s = image_dir.string() + "/";
+  const size_t at = s.rfind("/images/");
+  if (at == std::string::npos) return {};
+  s.replace(at, 8, "/labels/");
+  return fs::path(s).parent_path();
+}
+
+std::vector<SourcePath> DatasetSourcePaths(const DatasetSpec& spec) {
+  std::error_code ec;
+  std::vector<SourcePath> paths;  // split paths first: on a tie the message names the most specific
+  for (const SplitSpec& split : spec.splits) {
+    const std::string name = "split '" + split.name + "' ";
+    for (const fs::path& input : split.inputs) {
+      if (fs::is_directory(input, ec)) {
+        paths.push_back({input, name + "image folder"});
+        const fs::path labels = LabelFolderFor(input);
+        if (!labels.empty()) paths.push_back({labels, name + "label folder"});
+      } else if (IsImageFile(input)) {
+        paths.push_back({input, name + "image"});
+        paths.push_back({LabelPathFor(input), name + "label file"});
+      } else {
+        paths.push_back({input, name + "image list"});
+      }
+    }
+  }
+  if (spec.source != spec.root) paths.push_back({spec.source, "the data YAML"});
+  paths.push_back({spec.root, "the dataset root"});
+  return paths;
+}
+
+// The real location of `p` as far as it exists (symlinks and ".." resolved), then lexically.
+fs::path Resolved(const fs::path& p) {
+  std::error_code ec;
+  const fs::path abs = fs::absolute(p, ec);
+  fs::path real = fs::weakly_canonical(abs, ec);
+  if (ec) real = abs.lexically_normal();
+  if (real.filename().empty() && real.has_parent_path() && real != real.root_path()) real = real.parent_path();
+  return real;
+}
+
+// Whether `inner` is `outer` or lies below it, by whole path components.
+bool IsSameOrInside(const fs::path& inner, const fs::path& outer) {
+  auto i = inner.begin();
+  for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
+    if (i == inner.end() || *i != *o) return false;
+  }
+  return true;
+}
+
 Status WriteAuditReport(const fs::path& path, const BuildReport& report) {
   nlohmann::ordered_json j;
   j["splits"] = nlohmann::ordered_json::object();
@@ -305,6 +365,31 @@ Status WriteAuditReport(const fs::path& path, const BuildReport& report) {
 
 }  // namespace
 
+Status CheckOutputOutsideDataset(const DatasetSpec& spec, const fs::path& out) {
+  const fs::path target = Resolved(out);
+  // The closest overlap is named: being a source path, then lying inside the deepest one, then
+  // containing one.
+  enum Relation { kIs, kInside, kContains, kNone };
+  Relation best = kNone;
+  SourcePath named;
+  for (const SourcePath& source : DatasetSourcePaths(spec)) {
+    const fs::path path = Resolved(source.path);
+    const bool inside = IsSameOrInside(target, path), contains = IsSameOrInside(path, target);
+    const Relation r = inside && contains ? kIs : inside ? kInside : contains ? kContains : kNone;
+    const bool deeper = r == kInside && best == kInside &&
+                        std::distance(path.begin(), path.end()) > std::distance(named.path.begin(), named.path.end());
+    if (r < best || deeper) {
+      best = r;
+      named = {path, source.what};
+    }
+  }
+  if (best == kNone) return Status::OK();
+  const char* relation = best == kIs ? "is " : best == kInside ? "is inside " : "contains ";
+  return Status::InvalidArgument(Status::At(out.string(), relation + named.what + " " + named.path.string() +
+                                                              "; a cache is never written into or over its source "
+                                                              "dataset (choose an --out outside it)"));
+}
+
 double BuildReport::images_per_second() const {
   size_t images = total.images;
   return seconds > 0 ? static_cast<double>(images) / seconds : 0.0;
@@ -315,6 +400,10 @@ Result<BuildReport> BuildCache(const BuildOptions& o) {
   if (o.imgsz < 0) return Status::InvalidArgument("--imgsz must be >= 0");
   Result<DatasetSpec> spec = LoadDatasetSpec(o.source);
   if (!spec.ok()) return spec.status();
+  // Before any work (and before --update opens what is there): where the cache goes must be safe to
+  // replace. StagingDir checks the target again when it starts and when it swaps.
+  YC_RETURN_IF_ERROR(CheckOutputOutsideDataset(*spec, o.out));
+  YC_RETURN_IF_ERROR(CheckReplaceableCacheDir(o.out));
 
   std::vector<const SplitSpec*> chosen;
   for (const SplitSpec& s : spec->splits) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "libcache/audit.h"
+#include "libcache/dataset_spec.h"
 #include "libcache/manifest.h"
 #include "libcache/record_format.h"
 #include "libcache/status.h"
@@ -54,11 +55,20 @@ struct BuildReport {
   std::vector<SplitBuildStats> splits;
   AuditSummary total;
   uint64_t records = 0, reused = 0, pixel_bytes = 0, bytes_on_disk = 0;
+
   double seconds = 0;
   double images_per_second() const;
 };
 
+// `out` is written only when it is a replaceable cache directory (atomic_dir.h,
+// CheckReplaceableCacheDir) that overlaps no source of the dataset (CheckOutputOutsideDataset): both
+// are InvalidArgument, checked before any work.
 Result<BuildReport> BuildCache(const BuildOptions& options);
+
+// InvalidArgument "<out>: is inside <what> <path>; ..." when `out` equals, lies inside or contains the
+// dataset root, the data YAML, or any split's image folder, label folder, list file or image (after
+// resolving symlinks and "..": weakly_canonical). A cache must never be written into or over a dataset.
+Status CheckOutputOutsideDataset(const DatasetSpec& spec, const std::filesystem::path& out);
 
 // The audit report written beside the manifest: {"splits": {...}, "problems": [...]}.
 inline constexpr const char* kAuditFileName = "audit.json";

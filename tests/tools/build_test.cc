@@ -196,6 +196,51 @@ TEST(Build, RefusesToReplaceADirectoryThatIsNotACache) {
   EXPECT_EQ(testing::ReadFile(tmp / "precious" / "thesis.tex"), "do not delete");
 }
 
+// Every file and folder under `dir` with its bytes ("<dir>" for folders).
+std::map<std::string, std::string> Snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    out[e.path().string()] = e.is_directory() ? "<dir>" : testing::ReadFile(e.path());
+  return out;
+}
+
+TEST(Build, RefusesAnOutputThatOverlapsTheDataset) {
+  TempDir tmp;
+  const fs::path ds = tmp / "ds";
+  ASSERT_TRUE(GenerateSynthDataset(ds, SmallSynth()).ok());
+  // A second dataset whose YAML lies outside its root and whose val split is a list file.
+  testing::WriteFile(tmp / "y" / "listed.yaml", "path: " + ds.string() + "\ntrain: images/train\nval: val.txt\nnames: [a, b, c, d]\n");
+  testing::WriteFile(ds / "val.txt", "./images/val/synth_000001.jpg\n");
+  fs::create_directory_symlink(ds / "images", tmp / "link");
+  const auto before = Snapshot(tmp.path());
+  struct Case {
+    fs::path source, out;
+    std::string reason;
+  };
+  const fs::path yaml = ds / "data.yaml";
+  const std::vector<Case> cases = {
+      {yaml, ds, "is the dataset root"},
+      {yaml, ds / "images" / "train", "is split 'train' image folder"},
+      {yaml, ds / "labels" / "val" / "cache", "is inside split 'val' label folder"},
+      {yaml, ds / "cache", "is inside the dataset root"},  // a new folder inside the dataset
+      {yaml, ds / "images" / ".." / "labels" / "train", "is split 'train' label folder"},  // ".." cannot dodge it
+      {yaml, tmp / "link" / "train" / "x", "is inside split 'train' image folder"},      // nor can a symlink
+      {yaml, tmp.path(), "contains split 'train' image folder"},
+      {ds, ds / "images" / "val", "is split 'val' image folder"},  // a bare dataset folder
+      {tmp / "y" / "listed.yaml", tmp / "y", "contains the data YAML"},
+      {tmp / "y" / "listed.yaml", ds / "val.txt", "is split 'val' image list"},
+  };
+  for (const Case& c : cases) {
+    Result<BuildReport> report = BuildCache(Options(c.source, c.out));
+    ASSERT_FALSE(report.ok()) << c.out;
+    EXPECT_EQ(report.status().code(), Status::Code::kInvalidArgument) << report.status().ToString();
+    EXPECT_EQ(report.status().message().rfind(c.out.string() + ": " + c.reason, 0), 0u) << report.status().message();
+  }
+  EXPECT_EQ(Snapshot(tmp.path()), before);
+  // Beside the dataset is fine.
+  EXPECT_TRUE(BuildCache(Options(yaml, tmp / "cache")).ok());
+}
+
 TEST(Build, CancelLeavesTheOldCacheAndNoStagingDir) {
   TempDir tmp;
   ASSERT_TRUE(GenerateSynthDataset(tmp / "data", SmallSynth()).ok());

@@ -78,7 +78,7 @@ Registration reg("build", "Audit a YOLO dataset and decode it once into a cache 
                  [](CLI::App& app) -> Action {
                    auto a = std::make_shared<BuildArgs>();
                    app.add_option("data", a->source, "Ultralytics data YAML or dataset directory")->required();
-                   app.add_option("-o,--out", a->out, "Cache directory to create or replace")->required();
+                   app.add_option("-o,--out", a->out, "Cache directory to create, or a yolocache cache to replace")->required();
                    app.add_option("--imgsz", a->options.imgsz, "Resize so the long side is this (0: keep originals)")
                        ->capture_default_str();
                    app.add_option("--backend", a->backend, "shards | lmdb")->capture_default_str();
