@@ -32,6 +32,7 @@ struct Work {
   ScannedImage scanned;
   std::string record;  // encoded record ("" when excluded)
   bool reused = false;
+  bool old_record_corrupt = false;  // --update: the old record failed its checks; decoded again
   int64_t mtime_ns = 0;
 };
 
@@ -53,6 +54,7 @@ class WorkPool {
     w->scanned = ScannedImage();
     w->record.clear();  // keeps its capacity
     w->reused = false;
+    w->old_record_corrupt = false;
     std::lock_guard<std::mutex> lock(mu_);
     free_.push_back(w);
   }
@@ -95,7 +97,11 @@ Result<PreviousBuild> OpenPrevious(const BuildOptions& o) {
   PreviousBuild prev;
   std::error_code ec;
   if (!fs::exists(o.out / kManifestFileName, ec)) return prev;  // first build: nothing to reuse
-    Result<std::unique_ptr<Cache>> cache = Cache::Open(o.out);
+  // Every reused record is hashed on Read: a damaged one must not be re-encoded under a fresh, valid
+  // checksum. One XXH3 pass over bytes about to be copied anyway; the source file is hashed too.
+  OpenOptions open;
+  open.verify_checksums = true;
+  Result<std::unique_ptr<Cache>> cache = Cache::Open(o.out, open);
   if (!cache.ok()) return cache.status().WithContext("--update: the existing cache cannot be read (rebuild without --update)");
   const Manifest& m = cache.value()->manifest();
   if (m.imgsz != o.imgsz)
@@ -140,21 +146,32 @@ RecordInput ScannedRecord(const ScannedImage& s, const SourceItem& item, const u
   return in;
 }
 
+enum class Reuse {
+  kDone,         // the record was taken from the old cache
+  kNotReusable,  // not in the old cache, or the source changed: decode it
+  kOldCorrupt,   // the source is unchanged but its old record is damaged: decode it, and say so
+};
+
 // The --update fast path: the image's bytes are those of the previous build, so its decoded pixels are
-// taken from the old record and only the label is parsed again.
-bool TryReuse(const PreviousBuild& prev, const std::string& split, const SourceItem& item, const ScanOptions& opt,
-              const Codec& codec, Work* w) {
+// taken from the old record (verified against its own checksum by the reader, see OpenPrevious) and
+// only the label is parsed again.
+Reuse TryReuse(const PreviousBuild& prev, const std::string& split, const SourceItem& item, const ScanOptions& opt,
+               const Codec& codec, Work* w) {
   const auto sit = prev.sources.find(split);
-  if (sit == prev.sources.end()) return false;
+  if (sit == prev.sources.end()) return Reuse::kNotReusable;
   const auto fit = sit->second.find(item.rel);
-  if (fit == sit->second.end()) return false;
+  if (fit == sit->second.end()) return Reuse::kNotReusable;
   const SourceFingerprint& fp = fit->second;
   uint64_t hash = 0, size = 0;
-  if (!HashFile(item.image, &hash, &size).ok() || size != fp.size || hash != fp.hash) return false;
+  if (!HashFile(item.image, &hash, &size).ok() || size != fp.size || hash != fp.hash) return Reuse::kNotReusable;
   const RecordSource* old = prev.cache->split(split);
+  if (old == nullptr) return Reuse::kNotReusable;
   thread_local ScratchBuffer scratch;
   RecordView view;
-  if (old == nullptr || !old->Read(static_cast<size_t>(fp.record), &view, &scratch).ok()) return false;
+  // A record that fails its checksum, or that is intact but belongs to another image (a manifest that
+  // disagrees with its shards), is not this image's pixels.
+  if (!old->Read(static_cast<size_t>(fp.record), &view, &scratch).ok() || view.source != item.rel)
+    return Reuse::kOldCorrupt;
 
   ScannedImage& s = w->scanned;
   s.read_ok = true;
@@ -168,10 +185,10 @@ bool TryReuse(const PreviousBuild& prev, const std::string& split, const SourceI
   FinishScan(&s);
   if (!s.excluded) {
     const RecordInput in = ScannedRecord(s, item, view.pixels, view.height, view.width, view.channels);
-    if (!EncodeRecord(in, codec, &w->record).ok()) return false;
+    if (!EncodeRecord(in, codec, &w->record).ok()) return Reuse::kNotReusable;
   }
   w->reused = true;
-  return true;
+  return Reuse::kDone;
 }
 
 Status EncodeScanned(const Work& w, const SourceItem& item, const Codec& codec, std::string* out) {
@@ -229,7 +246,9 @@ Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpe
                 const SourceItem& item = items[w->index];
                 uint64_t unused = 0;
                 w->mtime_ns = MtimeNs(item.image, &unused);
-                if (!(o.update && TryReuse(prev, split.name, item, opt, codec, w))) {
+                const Reuse reuse = o.update ? TryReuse(prev, split.name, item, opt, codec, w) : Reuse::kNotReusable;
+                w->old_record_corrupt = reuse == Reuse::kOldCorrupt;
+                if (reuse != Reuse::kDone) {
                   w->scanned = ScanImage(item, opt);
                   if (!w->scanned.excluded) {
                     const Status st = EncodeScanned(*w, item, codec, &w->record);
@@ -247,6 +266,7 @@ Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpe
             const SourceItem& item = items[w->index];
             ScannedImage& s = w->scanned;
             SourceFingerprint& fp = sm.sources[w->index];
+            if (w->old_record_corrupt) stats.redecoded_corrupt.push_back(item.rel);
             fp.path = item.rel;
             fp.size = s.file_size;
             fp.hash = s.hash;
@@ -476,6 +496,7 @@ Result<BuildReport> BuildCache(const BuildOptions& o) {
     report.total.Add(s.audit.summary);
     report.records += s.records;
     report.reused += s.reused;
+    report.redecoded_corrupt += s.redecoded_corrupt.size();
     report.pixel_bytes += s.pixel_bytes;
   }
   manifest.audit = {{"splits", audit_json}, {"report", kAuditFileName}};

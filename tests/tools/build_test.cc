@@ -1,5 +1,6 @@
 // The build pipeline end to end through the library: synth -> BuildCache -> Cache / VerifyCache, on
 // every backend and codec, plus --update, source diffs, damage detection and coco128's known quirks.
+#include <cstring>
 #include <fstream>
 #include <map>
 
@@ -120,6 +121,51 @@ TEST_P(BuildAllBackends, VerifyNamesTheRecordWhoseByteFlipped) {
   bool named = false;
   for (const VerifyProblem& p : report.problems) named = named || (p.split == "val" && p.record >= 0 && !p.source.empty());
   EXPECT_TRUE(named) << report.problems.front().ToString();
+}
+
+// Every record of `split` in caches `a` and `b` decodes to the same pixels, boxes and source.
+void ExpectSameRecords(const fs::path& a, const fs::path& b, const std::string& split) {
+  Result<std::unique_ptr<Cache>> ca = Cache::Open(a, OpenOptions{true}), cb = Cache::Open(b, OpenOptions{true});
+  ASSERT_TRUE(ca.ok() && cb.ok());
+  const RecordSource *ra = ca.value()->split(split), *rb = cb.value()->split(split);
+  ASSERT_EQ(ra->size(), rb->size());
+  ScratchBuffer sa, sb;
+  for (size_t i = 0; i < ra->size(); ++i) {
+    RecordView va, vb;
+    ASSERT_TRUE(ra->Read(i, &va, &sa).ok());
+    ASSERT_TRUE(rb->Read(i, &vb, &sb).ok());
+    EXPECT_EQ(va.source, vb.source);
+    ASSERT_EQ(va.height * va.width * va.channels, vb.height * vb.width * vb.channels);
+    EXPECT_EQ(std::memcmp(va.pixels, vb.pixels, static_cast<size_t>(va.height * va.width * va.channels)), 0) << i;
+    ASSERT_EQ(va.box_count, vb.box_count);
+    EXPECT_EQ(std::memcmp(va.boxes, vb.boxes, va.box_count * sizeof(Box)), 0) << i;
+  }
+}
+
+TEST_P(BuildAllBackends, UpdateDecodesARecordThatFailsItsChecksumAgain) {
+  TempDir tmp;
+  ASSERT_TRUE(GenerateSynthDataset(tmp / "data", SmallSynth()).ok());
+  BuildOptions b = Options(tmp / "data" / "data.yaml", tmp / "cache");
+  b.backend = GetParam().backend;
+  b.codec.kind = GetParam().codec;
+  ASSERT_TRUE(BuildCache(b).ok());
+  const fs::path file = tmp / "cache" / (b.backend == Backend::kShards ? "val-00000.shard" : "val.lmdb");
+  const uint64_t record3 = FindRecord(file, 3);
+  ASSERT_GT(record3, 0u);
+  FlipByte(file, record3 + 300);
+  b.update = true;
+  Result<BuildReport> report = BuildCache(b);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->redecoded_corrupt, 1u);
+  ASSERT_EQ(report->splits[1].redecoded_corrupt.size(), 1u);
+  EXPECT_EQ(report->splits[1].redecoded_corrupt[0], "images/val/synth_000003.jpg");
+  EXPECT_EQ(report->splits[1].reused, 7u);
+  EXPECT_TRUE(report->splits[0].redecoded_corrupt.empty());
+  EXPECT_TRUE(VerifyCache(tmp / "cache").ok());
+  b.update = false;
+  b.out = tmp / "fresh";
+  ASSERT_TRUE(BuildCache(b).ok());
+  ExpectSameRecords(tmp / "cache", tmp / "fresh", "val");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BuildAllBackends,
