@@ -2,8 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <unordered_map>
 
@@ -32,6 +34,7 @@ struct Work {
   ScannedImage scanned;
   std::string record;  // encoded record ("" when excluded)
   bool reused = false;
+  bool old_record_corrupt = false;  // --update: the old record failed its checks; decoded again
   int64_t mtime_ns = 0;
 };
 
@@ -53,6 +56,7 @@ class WorkPool {
     w->scanned = ScannedImage();
     w->record.clear();  // keeps its capacity
     w->reused = false;
+    w->old_record_corrupt = false;
     std::lock_guard<std::mutex> lock(mu_);
     free_.push_back(w);
   }
@@ -95,7 +99,11 @@ Result<PreviousBuild> OpenPrevious(const BuildOptions& o) {
   PreviousBuild prev;
   std::error_code ec;
   if (!fs::exists(o.out / kManifestFileName, ec)) return prev;  // first build: nothing to reuse
-  Result<std::unique_ptr<Cache>> cache = Cache::Open(o.out);
+  // Every reused record is hashed on Read: a damaged one must not be re-encoded under a fresh, valid
+  // checksum. One XXH3 pass over bytes about to be copied anyway; the source file is hashed too.
+  OpenOptions open;
+  open.verify_checksums = true;
+  Result<std::unique_ptr<Cache>> cache = Cache::Open(o.out, open);
   if (!cache.ok()) return cache.status().WithContext("--update: the existing cache cannot be read (rebuild without --update)");
   const Manifest& m = cache.value()->manifest();
   if (m.imgsz != o.imgsz)
@@ -145,21 +153,32 @@ RecordInput ScannedRecord(const ScannedImage& s, const SourceItem& item, const u
   return in;
 }
 
+enum class Reuse {
+  kDone,         // the record was taken from the old cache
+  kNotReusable,  // not in the old cache, or the source changed: decode it
+  kOldCorrupt,   // the source is unchanged but its old record is damaged: decode it, and say so
+};
+
 // The --update fast path: the image's bytes are those of the previous build, so its decoded pixels are
-// taken from the old record and only the label is parsed again.
-bool TryReuse(const PreviousBuild& prev, const std::string& split, const SourceItem& item, const ScanOptions& opt,
-              const Codec& codec, Work* w) {
+// taken from the old record (verified against its own checksum by the reader, see OpenPrevious) and
+// only the label is parsed again.
+Reuse TryReuse(const PreviousBuild& prev, const std::string& split, const SourceItem& item, const ScanOptions& opt,
+               const Codec& codec, Work* w) {
   const auto sit = prev.sources.find(split);
-  if (sit == prev.sources.end()) return false;
+  if (sit == prev.sources.end()) return Reuse::kNotReusable;
   const auto fit = sit->second.find(item.rel);
-  if (fit == sit->second.end()) return false;
+  if (fit == sit->second.end()) return Reuse::kNotReusable;
   const SourceFingerprint& fp = fit->second;
   uint64_t hash = 0, size = 0;
-  if (!HashFile(item.image, &hash, &size).ok() || size != fp.size || hash != fp.hash) return false;
+  if (!HashFile(item.image, &hash, &size).ok() || size != fp.size || hash != fp.hash) return Reuse::kNotReusable;
   const RecordSource* old = prev.cache->split(split);
+  if (old == nullptr) return Reuse::kNotReusable;
   thread_local ScratchBuffer scratch;
   RecordView view;
-  if (old == nullptr || !old->Read(static_cast<size_t>(fp.record), &view, &scratch).ok()) return false;
+  // A record that fails its checksum, or that is intact but belongs to another image (a manifest that
+  // disagrees with its shards), is not this image's pixels.
+  if (!old->Read(static_cast<size_t>(fp.record), &view, &scratch).ok() || view.source != item.rel)
+    return Reuse::kOldCorrupt;
 
   ScannedImage& s = w->scanned;
   s.read_ok = true;
@@ -173,10 +192,10 @@ bool TryReuse(const PreviousBuild& prev, const std::string& split, const SourceI
   FinishScan(&s);
   if (!s.excluded) {
     const RecordInput in = ScannedRecord(s, item, view.pixels, view.height, view.width, view.channels);
-    if (!EncodeRecord(in, codec, &w->record).ok()) return false;
+    if (!EncodeRecord(in, codec, &w->record).ok()) return Reuse::kNotReusable;
   }
   w->reused = true;
-  return true;
+  return Reuse::kDone;
 }
 
 Status EncodeScanned(const Work& w, const SourceItem& item, const Codec& codec, std::string* out) {
@@ -234,7 +253,9 @@ Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpe
                 const SourceItem& item = items[w->index];
                 uint64_t unused = 0;
                 w->mtime_ns = MtimeNs(item.image, &unused);
-                if (!(o.update && TryReuse(prev, split.name, item, opt, codec, w))) {
+                const Reuse reuse = o.update ? TryReuse(prev, split.name, item, opt, codec, w) : Reuse::kNotReusable;
+                w->old_record_corrupt = reuse == Reuse::kOldCorrupt;
+                if (reuse != Reuse::kDone) {
                   w->scanned = ScanImage(item, opt);
                   if (!w->scanned.excluded && w->scanned.fatal.ok()) {
                     const Status st = EncodeScanned(*w, item, codec, &w->record);
@@ -253,6 +274,7 @@ Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpe
             ScannedImage& s = w->scanned;
             if (!s.fatal.ok() && write_status.ok()) write_status = s.fatal;  // out of memory: stop the build
             SourceFingerprint& fp = sm.sources[w->index];
+            if (w->old_record_corrupt) stats.redecoded_corrupt.push_back(item.rel);
             fp.path = item.rel;
             fp.size = s.file_size;
             fp.hash = s.hash;
@@ -295,6 +317,64 @@ Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpe
   return Status::OK();
 }
 
+// A path the build reads, which the cache must stay clear of.
+struct SourcePath {
+  fs::path path;
+  std::string what;  // "the dataset root", "split 'train' image folder", ...
+};
+
+// The label folder Ultralytics pairs with an image folder: the last "/images/" of "<dir>/" replaced by
+// "/labels/" (LabelPathFor's rule, for a folder). Empty when the labels lie beside the images.
+fs::path LabelFolderFor(const fs::path& image_dir) {
+  std::string s = image_dir.string() + "/";
+  const size_t at = s.rfind("/images/");
+  if (at == std::string::npos) return {};
+  s.replace(at, 8, "/labels/");
+  return fs::path(s).parent_path();
+}
+
+std::vector<SourcePath> DatasetSourcePaths(const DatasetSpec& spec) {
+  std::error_code ec;
+  std::vector<SourcePath> paths;  // split paths first: on a tie the message names the most specific
+  for (const SplitSpec& split : spec.splits) {
+    const std::string name = "split '" + split.name + "' ";
+    for (const fs::path& input : split.inputs) {
+      if (fs::is_directory(input, ec)) {
+        paths.push_back({input, name + "image folder"});
+        const fs::path labels = LabelFolderFor(input);
+        if (!labels.empty()) paths.push_back({labels, name + "label folder"});
+      } else if (IsImageFile(input)) {
+        paths.push_back({input, name + "image"});
+        paths.push_back({LabelPathFor(input), name + "label file"});
+      } else {
+        paths.push_back({input, name + "image list"});
+      }
+    }
+  }
+  if (spec.source != spec.root) paths.push_back({spec.source, "the data YAML"});
+  paths.push_back({spec.root, "the dataset root"});
+  return paths;
+}
+
+// The real location of `p` as far as it exists (symlinks and ".." resolved), then lexically.
+fs::path Resolved(const fs::path& p) {
+  std::error_code ec;
+  const fs::path abs = fs::absolute(p, ec);
+  fs::path real = fs::weakly_canonical(abs, ec);
+  if (ec) real = abs.lexically_normal();
+  if (real.filename().empty() && real.has_parent_path() && real != real.root_path()) real = real.parent_path();
+  return real;
+}
+
+// Whether `inner` is `outer` or lies below it, by whole path components.
+bool IsSameOrInside(const fs::path& inner, const fs::path& outer) {
+  auto i = inner.begin();
+  for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
+    if (i == inner.end() || *i != *o) return false;
+  }
+  return true;
+}
+
 // *written receives the file's size and checksum for the manifest, which protects audit.json.
 Status WriteAuditReport(const fs::path& path, const BuildReport& report, MetadataFileEntry* written) {
   nlohmann::ordered_json j;
@@ -317,6 +397,31 @@ Status WriteAuditReport(const fs::path& path, const BuildReport& report, Metadat
 
 }  // namespace
 
+Status CheckOutputOutsideDataset(const DatasetSpec& spec, const fs::path& out) {
+  const fs::path target = Resolved(out);
+  // The closest overlap is named: being a source path, then lying inside the deepest one, then
+  // containing one.
+  enum Relation { kIs, kInside, kContains, kNone };
+  Relation best = kNone;
+  SourcePath named;
+  for (const SourcePath& source : DatasetSourcePaths(spec)) {
+    const fs::path path = Resolved(source.path);
+    const bool inside = IsSameOrInside(target, path), contains = IsSameOrInside(path, target);
+    const Relation r = inside && contains ? kIs : inside ? kInside : contains ? kContains : kNone;
+    const bool deeper = r == kInside && best == kInside &&
+                        std::distance(path.begin(), path.end()) > std::distance(named.path.begin(), named.path.end());
+    if (r < best || deeper) {
+      best = r;
+      named = {path, source.what};
+    }
+  }
+  if (best == kNone) return Status::OK();
+  const char* relation = best == kIs ? "is " : best == kInside ? "is inside " : "contains ";
+  return Status::InvalidArgument(Status::At(out.string(), relation + named.what + " " + named.path.string() +
+                                                              "; a cache is never written into or over its source "
+                                                              "dataset (choose an --out outside it)"));
+}
+
 double BuildReport::images_per_second() const {
   size_t images = total.images;
   return seconds > 0 ? static_cast<double>(images) / seconds : 0.0;
@@ -328,6 +433,10 @@ Result<BuildReport> BuildCache(const BuildOptions& o) {
     return Status::InvalidArgument("--imgsz must be 0.." + std::to_string(kMaxImgsz));
   Result<DatasetSpec> spec = LoadDatasetSpec(o.source);
   if (!spec.ok()) return spec.status();
+  // Before any work (and before --update opens what is there): where the cache goes must be safe to
+  // replace. StagingDir checks the target again when it starts and when it swaps.
+  YC_RETURN_IF_ERROR(CheckOutputOutsideDataset(*spec, o.out));
+  YC_RETURN_IF_ERROR(CheckReplaceableCacheDir(o.out));
 
   std::vector<const SplitSpec*> chosen;
   for (const SplitSpec& s : spec->splits) {
@@ -400,6 +509,7 @@ Result<BuildReport> BuildCache(const BuildOptions& o) {
     report.total.Add(s.audit.summary);
     report.records += s.records;
     report.reused += s.reused;
+    report.redecoded_corrupt += s.redecoded_corrupt.size();
     report.pixel_bytes += s.pixel_bytes;
   }
   manifest.audit = {{"splits", audit_json}, {"report", kAuditFileName}};

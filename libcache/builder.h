@@ -8,7 +8,8 @@
 // Everything is written into a staging directory beside the target and swapped in at the end
 // (atomic_dir.h): an interrupted build never leaves a broken cache, and an existing one stays valid
 // until it is replaced. With `update`, images whose bytes are unchanged since the previous build
-// (same size and XXH3 as its manifest says) are copied from the old cache instead of decoded again.
+// (same size and XXH3 as its manifest says) are copied from the old cache instead of decoded again,
+// once the old record has passed its own checksum.
 #pragma once
 
 #include <atomic>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "libcache/audit.h"
+#include "libcache/dataset_spec.h"
 #include "libcache/manifest.h"
 #include "libcache/record_format.h"
 #include "libcache/status.h"
@@ -46,6 +48,9 @@ struct SplitBuildStats {
   uint64_t records = 0;
   uint64_t reused = 0;     // copied from the previous cache (update)
   uint64_t pixel_bytes = 0;  // decoded pixel bytes stored (before compression)
+  // --update: unchanged images whose old record failed its own checksum (or was not the record the
+  // manifest said), so they were decoded again from the source instead; their paths, in source order.
+  std::vector<std::string> redecoded_corrupt;
 };
 
 struct BuildReport {
@@ -54,11 +59,21 @@ struct BuildReport {
   std::vector<SplitBuildStats> splits;
   AuditSummary total;
   uint64_t records = 0, reused = 0, pixel_bytes = 0, bytes_on_disk = 0;
+  uint64_t redecoded_corrupt = 0;  // sum of the splits' redecoded_corrupt
   double seconds = 0;
   double images_per_second() const;
 };
 
+// `out` is written only when it is a replaceable cache directory (atomic_dir.h,
+// CheckReplaceableCacheDir) that overlaps no source of the dataset (CheckOutputOutsideDataset): both
+// are InvalidArgument, checked before any work. With `update`, every reused record is verified against
+// its own checksum first; a damaged one is decoded again, so the result equals a fresh build.
 Result<BuildReport> BuildCache(const BuildOptions& options);
+
+// InvalidArgument "<out>: is inside <what> <path>; ..." when `out` equals, lies inside or contains the
+// dataset root, the data YAML, or any split's image folder, label folder, list file or image (after
+// resolving symlinks and "..": weakly_canonical). A cache must never be written into or over a dataset.
+Status CheckOutputOutsideDataset(const DatasetSpec& spec, const std::filesystem::path& out);
 
 // The audit report written beside the manifest: {"splits": {...}, "problems": [...]}.
 inline constexpr const char* kAuditFileName = "audit.json";

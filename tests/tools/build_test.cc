@@ -1,5 +1,6 @@
 // The build pipeline end to end through the library: synth -> BuildCache -> Cache / VerifyCache, on
 // every backend and codec, plus --update, source diffs, damage detection and coco128's known quirks.
+#include <cstring>
 #include <fstream>
 #include <map>
 
@@ -122,6 +123,51 @@ TEST_P(BuildAllBackends, VerifyNamesTheRecordWhoseByteFlipped) {
   EXPECT_TRUE(named) << report.problems.front().ToString();
 }
 
+// Every record of `split` in caches `a` and `b` decodes to the same pixels, boxes and source.
+void ExpectSameRecords(const fs::path& a, const fs::path& b, const std::string& split) {
+  Result<std::unique_ptr<Cache>> ca = Cache::Open(a, OpenOptions{true}), cb = Cache::Open(b, OpenOptions{true});
+  ASSERT_TRUE(ca.ok() && cb.ok());
+  const RecordSource *ra = ca.value()->split(split), *rb = cb.value()->split(split);
+  ASSERT_EQ(ra->size(), rb->size());
+  ScratchBuffer sa, sb;
+  for (size_t i = 0; i < ra->size(); ++i) {
+    RecordView va, vb;
+    ASSERT_TRUE(ra->Read(i, &va, &sa).ok());
+    ASSERT_TRUE(rb->Read(i, &vb, &sb).ok());
+    EXPECT_EQ(va.source, vb.source);
+    ASSERT_EQ(va.height * va.width * va.channels, vb.height * vb.width * vb.channels);
+    EXPECT_EQ(std::memcmp(va.pixels, vb.pixels, static_cast<size_t>(va.height * va.width * va.channels)), 0) << i;
+    ASSERT_EQ(va.box_count, vb.box_count);
+    EXPECT_EQ(std::memcmp(va.boxes, vb.boxes, va.box_count * sizeof(Box)), 0) << i;
+  }
+}
+
+TEST_P(BuildAllBackends, UpdateDecodesARecordThatFailsItsChecksumAgain) {
+  TempDir tmp;
+  ASSERT_TRUE(GenerateSynthDataset(tmp / "data", SmallSynth()).ok());
+  BuildOptions b = Options(tmp / "data" / "data.yaml", tmp / "cache");
+  b.backend = GetParam().backend;
+  b.codec.kind = GetParam().codec;
+  ASSERT_TRUE(BuildCache(b).ok());
+  const fs::path file = tmp / "cache" / (b.backend == Backend::kShards ? "val-00000.shard" : "val.lmdb");
+  const uint64_t record3 = FindRecord(file, 3);
+  ASSERT_GT(record3, 0u);
+  FlipByte(file, record3 + 300);
+  b.update = true;
+  Result<BuildReport> report = BuildCache(b);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->redecoded_corrupt, 1u);
+  ASSERT_EQ(report->splits[1].redecoded_corrupt.size(), 1u);
+  EXPECT_EQ(report->splits[1].redecoded_corrupt[0], "images/val/synth_000003.jpg");
+  EXPECT_EQ(report->splits[1].reused, 7u);
+  EXPECT_TRUE(report->splits[0].redecoded_corrupt.empty());
+  EXPECT_TRUE(VerifyCache(tmp / "cache").ok());
+  b.update = false;
+  b.out = tmp / "fresh";
+  ASSERT_TRUE(BuildCache(b).ok());
+  ExpectSameRecords(tmp / "cache", tmp / "fresh", "val");
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, BuildAllBackends,
                          ::testing::Values(Backendcase{Backend::kShards, Codec::Kind::kNone},
                                            Backendcase{Backend::kShards, Codec::Kind::kZstd},
@@ -194,6 +240,51 @@ TEST(Build, RefusesToReplaceADirectoryThatIsNotACache) {
   EXPECT_EQ(report.status().code(), Status::Code::kInvalidArgument);
   EXPECT_NE(report.status().message().find("not a yolocache cache"), std::string::npos);
   EXPECT_EQ(testing::ReadFile(tmp / "precious" / "thesis.tex"), "do not delete");
+}
+
+// Every file and folder under `dir` with its bytes ("<dir>" for folders).
+std::map<std::string, std::string> Snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    out[e.path().string()] = e.is_directory() ? "<dir>" : testing::ReadFile(e.path());
+  return out;
+}
+
+TEST(Build, RefusesAnOutputThatOverlapsTheDataset) {
+  TempDir tmp;
+  const fs::path ds = tmp / "ds";
+  ASSERT_TRUE(GenerateSynthDataset(ds, SmallSynth()).ok());
+  // A second dataset whose YAML lies outside its root and whose val split is a list file.
+  testing::WriteFile(tmp / "y" / "listed.yaml", "path: " + ds.string() + "\ntrain: images/train\nval: val.txt\nnames: [a, b, c, d]\n");
+  testing::WriteFile(ds / "val.txt", "./images/val/synth_000001.jpg\n");
+  fs::create_directory_symlink(ds / "images", tmp / "link");
+  const auto before = Snapshot(tmp.path());
+  struct Case {
+    fs::path source, out;
+    std::string reason;
+  };
+  const fs::path yaml = ds / "data.yaml";
+  const std::vector<Case> cases = {
+      {yaml, ds, "is the dataset root"},
+      {yaml, ds / "images" / "train", "is split 'train' image folder"},
+      {yaml, ds / "labels" / "val" / "cache", "is inside split 'val' label folder"},
+      {yaml, ds / "cache", "is inside the dataset root"},  // a new folder inside the dataset
+      {yaml, ds / "images" / ".." / "labels" / "train", "is split 'train' label folder"},  // ".." cannot dodge it
+      {yaml, tmp / "link" / "train" / "x", "is inside split 'train' image folder"},      // nor can a symlink
+      {yaml, tmp.path(), "contains split 'train' image folder"},
+      {ds, ds / "images" / "val", "is split 'val' image folder"},  // a bare dataset folder
+      {tmp / "y" / "listed.yaml", tmp / "y", "contains the data YAML"},
+      {tmp / "y" / "listed.yaml", ds / "val.txt", "is split 'val' image list"},
+  };
+  for (const Case& c : cases) {
+    Result<BuildReport> report = BuildCache(Options(c.source, c.out));
+    ASSERT_FALSE(report.ok()) << c.out;
+    EXPECT_EQ(report.status().code(), Status::Code::kInvalidArgument) << report.status().ToString();
+    EXPECT_EQ(report.status().message().rfind(c.out.string() + ": " + c.reason, 0), 0u) << report.status().message();
+  }
+  EXPECT_EQ(Snapshot(tmp.path()), before);
+  // Beside the dataset is fine.
+  EXPECT_TRUE(BuildCache(Options(yaml, tmp / "cache")).ok());
 }
 
 TEST(Build, CancelLeavesTheOldCacheAndNoStagingDir) {

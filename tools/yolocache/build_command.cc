@@ -13,6 +13,17 @@
 namespace yc::cli {
 namespace {
 
+// --update found old records that failed their checksum: name each on stderr (whatever the output mode),
+// since the old cache was damaged even though the new one is sound.
+void WarnRedecoded(const BuildReport& r) {
+  for (const SplitBuildStats& s : r.splits) {
+    for (const std::string& source : s.redecoded_corrupt) {
+      std::cerr << "yolocache build: warning: " << s.split << ": " << source
+                << ": its record in the old cache was corrupt; decoded again from the source\n";
+    }
+  }
+}
+
 struct BuildArgs {
   BuildOptions options;
   std::string source, out, backend = "shards", compress = "none", shard_size = "1G";
@@ -41,6 +52,7 @@ int RunBuild(BuildArgs& args) {
   bar.reset();
   if (!report.ok()) return Fail("build", report.status());
   const BuildReport& r = *report;
+  WarnRedecoded(r);
   if (args.json) {
     nlohmann::ordered_json j;
     j["cache"] = PrintableText(r.cache_dir.string());
@@ -48,8 +60,11 @@ int RunBuild(BuildArgs& args) {
     for (const SplitBuildStats& s : r.splits) {
       j["splits"][s.split] = {{"images", s.audit.summary.images}, {"records", s.records},
                               {"reused", s.reused},               {"excluded", s.audit.summary.excluded},
-                              {"backgrounds", s.audit.summary.backgrounds}, {"boxes", s.audit.summary.boxes}};
+                              {"backgrounds", s.audit.summary.backgrounds}, {"boxes", s.audit.summary.boxes},
+                              {"redecoded_corrupt", s.redecoded_corrupt.size()},
+                              {"redecoded_corrupt_sources", s.redecoded_corrupt}};
     }
+    j["redecoded_corrupt"] = r.redecoded_corrupt;
     j["records"] = r.records;
     j["pixel_bytes"] = r.pixel_bytes;
     j["bytes_on_disk"] = r.bytes_on_disk;
@@ -63,6 +78,8 @@ int RunBuild(BuildArgs& args) {
               << s.audit.summary.backgrounds << " backgrounds, " << s.audit.summary.excluded << " excluded, "
               << s.audit.summary.boxes << " boxes";
     if (o.update) std::cout << ", " << s.reused << " reused";
+    if (!s.redecoded_corrupt.empty())
+      std::cout << ", " << s.redecoded_corrupt.size() << " re-decoded because their old record was corrupt";
     std::cout << ")\n";
   }
   std::cout << "cache: " << r.cache_dir.string() << "  " << HumanBytes(static_cast<double>(r.bytes_on_disk))
@@ -80,7 +97,7 @@ Registration reg("build", "Audit a YOLO dataset and decode it once into a cache 
                  [](CLI::App& app) -> Action {
                    auto a = std::make_shared<BuildArgs>();
                    app.add_option("data", a->source, "Ultralytics data YAML or dataset directory")->required();
-                   app.add_option("-o,--out", a->out, "Cache directory to create or replace")->required();
+                   app.add_option("-o,--out", a->out, "Cache directory to create, or a yolocache cache to replace")->required();
                    app.add_option("--imgsz", a->options.imgsz,
                                   "Resize so the long side is this (0: keep originals; at most 8192)")
                        ->check(CLI::Range(0, kMaxImgsz))
