@@ -242,8 +242,9 @@ TEST(TrainCli, ValAndPredictRefuseNonFiniteWeights) {
 }
 
 // A FIFO among the inputs is refused at once (an ifstream would wait for a writer forever); the other
-// images are still done, and the exit code says one input failed. A writer opens the FIFO after 20 s, so
-// a regression fails the timing check instead of hanging the suite.
+// images are still done, and the exit code says one input failed. A regression must not hang the suite:
+// a writer opens the FIFO after 20 s, and a reader released that way reads nothing, so its message is
+// "cannot decode", not the FIFO refusal checked below (no wall-clock bound: CI machines are busy).
 TEST(TrainCli, PredictRefusesAFifoWithoutBlocking) {
   TempDir tmp;
   const fs::path cache = testutil::MakeSynthCache(tmp.path(), testutil::Images(4, 2));
@@ -257,17 +258,14 @@ TEST(TrainCli, PredictRefusesAFifoWithoutBlocking) {
     const int fd = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK);  // releases a reader blocked in open()
     if (fd >= 0) ::close(fd);
   });
-  const auto t0 = std::chrono::steady_clock::now();
   CliRun p = YolocacheTrain(tmp, {"predict", "--weights", weights.string(), fifo.string(),
                                   (tmp / "data" / "images" / "val").string(), "--out", (tmp / "pred").string(),
                                   "--device", "cpu", "--json"});
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   done = true;
   unblock.join();
-  EXPECT_LT(seconds, 15.0) << "predict waited on the FIFO";
   EXPECT_EQ(p.exit_code, 1) << p.err;
   EXPECT_NE(p.err.find("pipe.jpg"), std::string::npos) << p.err;
-  EXPECT_NE(p.err.find("FIFO"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("not a regular file (a FIFO)"), std::string::npos) << p.err;
   const nlohmann::json j = nlohmann::json::parse(p.out, nullptr, false);
   ASSERT_TRUE(j.is_array()) << p.out;
   EXPECT_EQ(j.size(), 2u);  // the two val images
