@@ -17,6 +17,7 @@
 
 #include "libcache/status.h"
 #include "tools/common/progress_bar.h"
+#include "tools/yolocache/cli_validators.h"
 #include "trainer/ceiling_probe.h"
 #include "trainer/device_feed.h"
 #include "trainer/predictor.h"
@@ -34,9 +35,12 @@ extern "C" void OnSignal(int) {
   if (g_interrupt.exchange(true)) std::_Exit(kExitInterrupted);  // second Ctrl-C: leave now
 }
 
+// Ctrl-C, kill and a closed terminal (SIGHUP: an ssh session that dropped) all stop at the next batch or
+// image: train saves last.pt with the position, predict keeps the images done; exit 130.
 void InstallSignals() {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
+  std::signal(SIGHUP, OnSignal);
 }
 
 std::string F(const char* fmt, double v) {
@@ -165,7 +169,9 @@ void AddTrainOptions(CLI::App& app, TrainArgs& a) {
   app.add_option("--save-every", o.save_every, "Also save weights/epochN.pt every N epochs (0: off)")->capture_default_str();
   app.add_option("--keep", o.keep, "epochN.pt files kept (0: all)")->capture_default_str();
   app.add_option("--patience", o.patience, "Stop after N epochs without improvement (0: never)")->capture_default_str();
-  app.add_option("--seed", o.seed, "Random seed (model init, sampling, augmentation)")->capture_default_str();
+  app.add_option("--seed", o.seed, "Random seed (model init, sampling, augmentation)")
+      ->capture_default_str()
+      ->check(cli::NoMinusSign());  // CLI11 would take -1 as 2^64 - 1
   app.add_option("--resume", a.resume, "Continue the run saved in this checkpoint (e.g. DIR/weights/last.pt)");
   app.add_option("--out", o.out, "Run directory (weights/, results.csv, results.png, args.json)")->capture_default_str();
   app.add_flag("--exist-ok", o.exist_ok, "Start a new run in an --out that already holds one");
@@ -372,11 +378,15 @@ int RunPredict(const PredictArgs& a) {
   Result<at::Device> device = ParseDevice(a.device);
   if (!device.ok()) return Fail("predict", device.status());
   ConfigureDevice(*device);
+  InstallSignals();
   Result<std::unique_ptr<Predictor>> p = Predictor::Load(a.weights, *device, a.o);
   if (!p.ok()) return Fail("predict", p.status());
   int failures = 0;
+  size_t done = 0;
   nlohmann::json all = nlohmann::json::array();
   for (const auto& f : *files) {
+    if (g_interrupt.load()) break;
+    ++done;
     Result<PredictResult> r = (*p)->PredictFile(f, a.out);
     if (!r.ok()) {
       std::cerr << "yolocache-train predict: " << r.status().ToString() << "\n";
@@ -391,6 +401,10 @@ int RunPredict(const PredictArgs& a) {
     }
   }
   if (a.json) std::cout << all.dump(2) << "\n";
+  if (g_interrupt.load()) {
+    std::cerr << "yolocache-train predict: interrupted after " << done << " of " << files->size() << " images\n";
+    return kExitInterrupted;
+  }
   return failures == 0 ? kExitOk : kExitProblems;
 }
 

@@ -425,13 +425,43 @@ Status CheckpointReader::LoadGrads(torch::nn::Module& module) const {
   return Status::OK();
 }
 
+std::string FirstNonFiniteTensor(const torch::nn::Module& module) {
+  c10::NoGradGuard no_grad;
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  for (const auto& p : module.named_parameters(/*recurse=*/true)) tensors.emplace_back(p.key(), p.value());
+  for (const auto& b : module.named_buffers(/*recurse=*/true)) tensors.emplace_back(b.key(), b.value());
+  std::vector<at::Tensor> finite;
+  std::vector<size_t> index;  // into tensors, for the floating-point ones
+  finite.reserve(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const at::Tensor& t = tensors[i].second;
+    if (!t.defined() || !at::isFloatingType(t.scalar_type()) || t.numel() == 0) continue;
+    finite.push_back(at::isfinite(t.detach()).all().reshape({1}));
+    index.push_back(i);
+  }
+  if (finite.empty()) return {};
+  const at::Tensor flags = at::cat(finite).to(at::kCPU);  // one host read for all of them
+  if (flags.all().item<bool>()) return {};
+  const bool* f = flags.data_ptr<bool>();
+  for (size_t k = 0; k < index.size(); ++k) {
+    if (!f[k]) return tensors[index[k]].first;
+  }
+  return {};
+}
+
 Result<YOLOv8> CheckpointReader::BuildInferenceModel(const at::Device& device) const {
   Result<ModelScale> scale = ParseModelScale(meta_.model_scale);
   if (!scale.ok()) return Status::Corruption(Status::At(path_.string(), scale.status().message()));
   try {
     YOLOv8 model(YOLOv8Options(*scale, meta_.nc));
     model->to(device);
-    YC_RETURN_IF_ERROR(LoadModule(has_ema() ? "ema" : "model", *model));
+    const char* section = has_ema() ? "ema" : "model";
+    YC_RETURN_IF_ERROR(LoadModule(section, *model));
+    const std::string bad = FirstNonFiniteTensor(*model);
+    if (!bad.empty()) {
+      return Status::Corruption(Status::At(path_.string(), std::string("the ") + section + " weights hold NaN or infinite "
+                                           "values (first: " + bad + "); the run that saved them diverged"));
+    }
     model->eval();
     for (auto& p : model->parameters(true)) p.set_requires_grad(false);
     return model;

@@ -96,6 +96,12 @@ class CheckpointSnapshot {
   std::shared_ptr<const std::string> bytes_;
 };
 
+// The name of the first floating-point parameter or buffer of `module` holding a NaN or an infinity
+// (registration order, parameters first); empty when every value is finite. A diverged run's weights
+// must not be saved, validated or run: the trainer checks before each checkpoint, val and predict when
+// loading one. One reduction per tensor and one host read; names are looked up only on failure.
+std::string FirstNonFiniteTensor(const torch::nn::Module& module);
+
 // `bytes` written to `path` through a temporary file, fsync and rename (never half-written).
 Status WriteFileAtomic(const std::filesystem::path& path, const std::string& bytes);
 
@@ -121,7 +127,9 @@ class CheckpointReader {
   Status LoadGrads(torch::nn::Module& module) const;
 
   // A YOLOv8 of the saved scale and class count, with the EMA weights when present (what Ultralytics
-  // validates and exports), else the model weights; in eval mode, on `device`.
+  // validates and exports), else the model weights; in eval mode, on `device`. Weights holding NaN or
+  // inf (a diverged run's) are Corruption naming the file and the first such tensor: their detections
+  // would be garbage.
   Result<YOLOv8> BuildInferenceModel(const at::Device& device) const;
 
   struct Impl;

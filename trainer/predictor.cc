@@ -4,12 +4,11 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
-#include <fstream>
-#include <iterator>
 
 #include <c10/core/GradMode.h>
 
 #include "libcache/decode.h"
+#include "libcache/file_read.h"
 #include "libcache/jpeg_encode.h"
 #include "loader/draw.h"
 #include "loader/letterbox.h"
@@ -19,6 +18,9 @@
 namespace yc::trainer {
 
 namespace fs = std::filesystem;
+
+// An image file is read whole; the decoders take int sizes (as the build's audit, libcache/audit.cc).
+constexpr uint64_t kMaxImageFileBytes = (uint64_t{1} << 31) - 1;
 
 Predictor::~Predictor() = default;
 
@@ -92,9 +94,9 @@ Result<std::vector<Detection>> Predictor::Predict(const cv::Mat& rgb) {
 }
 
 Result<PredictResult> Predictor::PredictFile(const fs::path& image, const fs::path& out_dir) {
-  std::ifstream in(image, std::ios::binary);
-  if (!in) return Status::NotFound(Status::At(image.string(), "cannot open"));
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // A FIFO, device or directory is refused without blocking (an ifstream would wait on a FIFO forever).
+  std::string bytes;
+  YC_RETURN_IF_ERROR(ReadRegularFile(image, kMaxImageFileBytes, &bytes));
   DecodeOptions dopt;  // full size, EXIF applied: detections are reported in the original image
   DecodedImage decoded = DecodeImage(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), dopt);
   if (!decoded.out_of_memory.empty()) {

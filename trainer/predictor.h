@@ -49,7 +49,8 @@ class Predictor {
 
   // Detections on an RGB image (CV_8UC3, any size).
   Result<std::vector<Detection>> Predict(const cv::Mat& rgb);
-  // Reads and decodes `image`, predicts, and writes <out_dir>/<stem>.jpg with the boxes drawn.
+  // Reads and decodes `image`, predicts, and writes <out_dir>/<stem>.jpg with the boxes drawn. Anything
+  // but a regular file (a FIFO, a device) is an IOError naming it, returned at once (libcache/file_read.h).
   Result<PredictResult> PredictFile(const std::filesystem::path& image, const std::filesystem::path& out_dir);
 
   const std::vector<std::string>& names() const { return names_; }

@@ -117,9 +117,23 @@ class Run {
   bool Cancelled() const { return hooks_.cancel != nullptr && hooks_.cancel->load(); }
   bool IsMain() const { return dist_ == nullptr || dist_->is_main(); }
   bool Distributed() const { return dist_ != nullptr && dist_->distributed(); }
-  // Whether any rank was asked to stop. Under DDP a collective, so every rank must call it at the same
-  // point; all ranks then leave at the same batch (the resume position is one for all of them).
+  // Whether any rank was asked to stop (cancel) or found a non-finite loss or weight (diverged; this
+  // rank's own finding comes in). Under DDP a collective, so every rank must call it at the same point;
+  // all ranks then leave at the same batch (the resume position is one for all of them).
+  struct StopVote {
+    bool cancel = false, diverged = false;
+  };
+  Result<StopVote> AgreeStop(bool diverged);
   Result<bool> AgreeCancel();
+  // The first batch in [from, to) of this epoch whose loss items (box, cls, dfl) are not all finite, as
+  // "non-finite box loss at epoch E/N batch B/NB (box nan, cls 1.2, dfl 0.9)"; empty when all are.
+  std::string FindNonFiniteLoss(int epoch, size_t from, size_t to);
+  // The first parameter or buffer of the model or its EMA holding NaN/inf ("model.0.conv.weight (EMA)");
+  // empty when all are finite.
+  std::string FindNonFiniteWeights();
+  // The run stops here: the checkpoint still being written (taken from finite weights) is completed and
+  // nothing is saved from the current weights. DataError (exit 1) saying what diverged and what is kept.
+  Status Diverged(const std::string& what);
   // Under DDP: averages every defined .grad across ranks (pending accumulated gradients before an
   // interrupt's checkpoint; see TrainEpoch).
   Status AverageGrads();
@@ -170,6 +184,9 @@ class Run {
 
   // Epoch accumulators (device) and bookkeeping.
   at::Tensor epoch_loss_;
+  at::Tensor loss_history_;  // (nb_, 3): this epoch's loss items per batch, scanned for NaN/inf at log points
+  size_t losses_checked_ = 0;  // batches of this epoch before this one were scanned
+  int saved_epoch_ = 0;        // epochs completed in the last.pt this run wrote (0: none yet)
   int64_t epoch_batches_ = 0;
   int64_t last_ni_ = -1;
   Clock::time_point epoch_t0_;
@@ -428,6 +445,10 @@ Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
   if (hooks_.observer) hooks_.observer->OnEpochStart(epoch + 1, o_.epochs, nb_);
   epoch_t0_ = Clock::now();
   epoch_loss_ = at::zeros({3}, at::TensorOptions().dtype(at::kFloat).device(device_));
+  if (!loss_history_.defined()) {
+    loss_history_ = at::zeros({static_cast<int64_t>(nb_), 3}, at::TensorOptions().dtype(at::kFloat).device(device_));
+  }
+  losses_checked_ = first_batch;
   epoch_batches_ = 0;
   if (first_batch > 0) {  // resumed inside this epoch: continue its running means
     epoch_loss_.copy_(at::tensor(std::vector<float>(state_.epoch_loss_sum.begin(), state_.epoch_loss_sum.end())));
@@ -468,6 +489,7 @@ Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
     Result<at::Tensor> items = train_step_->ForwardBackward(db->images, db->labels, db->max_boxes, step_now);
     if (!items.ok()) return items.status();
     epoch_loss_.add_(*items);  // this rank's losses (Ultralytics logs rank 0's too)
+    loss_history_[static_cast<int64_t>(i)].copy_(*items);  // on the device; scanned at the next log point
     ++epoch_batches_;
     last_ni_ = ni;
     if (step_now) {
@@ -496,13 +518,28 @@ Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
     }
     // One process: checked every batch. DDP: agreed at the log points (a collective, and on CUDA a host
     // sync the log point pays anyway), so a stop takes effect within --log-every batches on all ranks.
-    bool cancel = false;
-    if (!Distributed()) {
-      cancel = Cancelled();
-    } else if (log_point) {
-      Result<bool> agreed = AgreeCancel();
+    // The losses since the last log point are scanned for NaN/inf there too, and before an interrupt's
+    // checkpoint: a diverged run stops (every rank) without saving its weights.
+    bool cancel = Distributed() ? false : Cancelled();
+    std::string bad_loss;
+    const size_t unchecked = losses_checked_;
+    if (log_point || cancel) {
+      bad_loss = FindNonFiniteLoss(epoch, losses_checked_, i);
+      losses_checked_ = i;
+    }
+    bool diverged = !bad_loss.empty();
+    if (Distributed() && log_point) {
+      Result<StopVote> agreed = AgreeStop(diverged);
       if (!agreed.ok()) return agreed.status();
-      cancel = *agreed;
+      cancel = agreed->cancel;
+      diverged = agreed->diverged;
+    }
+    if (diverged) {
+      if (bad_loss.empty()) {
+        bad_loss = "non-finite loss on another rank at epoch " + std::to_string(epoch + 1) + "/" +
+                   std::to_string(o_.epochs) + ", batches " + std::to_string(unchecked + 1) + ".." + std::to_string(i);
+      }
+      return Diverged(bad_loss);
     }
     if (cancel && i < nb_) {
       if (gpu_) gpu_->Stop();
@@ -519,7 +556,13 @@ Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
       // Pending no-sync gradients differ per rank; their average is what the next synced step would
       // have reduced (it is linear), so every rank resuming from the averaged .grad continues exactly.
       if (pending && Distributed()) YC_RETURN_IF_ERROR(AverageGrads());
-      if (IsMain()) YC_RETURN_IF_ERROR(SaveLast(pending));
+      if (IsMain()) {
+        // The losses were finite, but the last step may still have produced inf weights.
+        const std::string bad = FindNonFiniteWeights();
+        if (!bad.empty()) return Diverged("non-finite weights at epoch " + std::to_string(epoch + 1) + " batch " +
+                                          std::to_string(i) + ": " + bad);
+        YC_RETURN_IF_ERROR(SaveLast(pending));
+      }
       *interrupted = true;
       return Status::OK();
     }
@@ -535,6 +578,18 @@ Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
 
 Status Run::EndEpoch(int epoch, bool* stop) {
   *stop = false;
+  // Finite losses can still end in inf weights (the epoch's last step); neither they nor an EMA of them
+  // are validated or saved. Every rank checks its own (BatchNorm statistics are per rank).
+  std::string bad = FindNonFiniteWeights();
+  bool diverged = !bad.empty();
+  if (Distributed()) {
+    Result<StopVote> agreed = AgreeStop(diverged);
+    if (!agreed.ok()) return agreed.status();
+    diverged = agreed->diverged;
+    if (bad.empty()) bad = "on another rank";
+  }
+  if (diverged) return Diverged("non-finite weights after epoch " + std::to_string(epoch + 1) + "/" +
+                                std::to_string(o_.epochs) + ": " + bad);
   // Gradients pending for the next epoch's step go into last.pt; under DDP they are this rank's own
   // (no_sync) sums, so average them first (exact: the next synced step averages linearly anyway).
   if (Distributed() && epoch + 1 < o_.epochs && last_ni_ > state_.last_opt_step) YC_RETURN_IF_ERROR(AverageGrads());
@@ -615,6 +670,7 @@ Status Run::EndEpochMain(int epoch, bool* stop) {
   const fs::path epoch_file = o_.save_every > 0 && (epoch + 1) % o_.save_every == 0
                                   ? weights_ / ("epoch" + std::to_string(epoch + 1) + ".pt")
                                   : fs::path();
+  saved_epoch_ = epoch + 1;
   writer_.Submit([this, snapshot = *snap, improved, epoch_file]() -> Status {
     // Serialised once (Serialize keeps the bytes), written up to three times.
     YC_RETURN_IF_ERROR(snapshot->WriteTo(last_));
@@ -650,10 +706,65 @@ Status Run::EndEpochMain(int epoch, bool* stop) {
   return Status::OK();
 }
 
+Result<Run::StopVote> Run::AgreeStop(bool diverged) {
+  at::Tensor flags = at::tensor(std::vector<int>{Cancelled() ? 1 : 0, diverged ? 1 : 0}, at::TensorOptions().dtype(at::kInt));
+  YC_RETURN_IF_ERROR(dist_->AllReduce(flags, ReduceKind::kMax));
+  StopVote vote;
+  vote.cancel = flags[0].item<int>() != 0;
+  vote.diverged = flags[1].item<int>() != 0;
+  return vote;
+}
+
 Result<bool> Run::AgreeCancel() {
-  at::Tensor flag = at::full({1}, Cancelled() ? 1 : 0, at::TensorOptions().dtype(at::kInt));
-  YC_RETURN_IF_ERROR(dist_->AllReduce(flag, ReduceKind::kMax));
-  return flag.item<int>() != 0;
+  Result<StopVote> vote = AgreeStop(false);
+  if (!vote.ok()) return vote.status();
+  return vote->cancel;
+}
+
+std::string Run::FindNonFiniteLoss(int epoch, size_t from, size_t to) {
+  if (to <= from) return {};
+  const at::Tensor rows = loss_history_.narrow(0, static_cast<int64_t>(from), static_cast<int64_t>(to - from));
+  if (at::isfinite(rows).all().item<bool>()) return {};  // the one host read: nothing to report
+  const at::Tensor host = rows.to(at::kCPU).to(at::kDouble).contiguous();
+  const double* v = host.data_ptr<double>();
+  static const char* kTerms[3] = {"box", "cls", "dfl"};
+  for (size_t r = 0; r < to - from; ++r, v += 3) {
+    std::string terms, values;
+    for (int k = 0; k < 3; ++k) {
+      if (!std::isfinite(v[k])) terms += (terms.empty() ? "" : ", ") + std::string(kTerms[k]);
+      values += (k ? ", " : "") + std::string(kTerms[k]) + " " + Fmt("%g", v[k]);
+    }
+    if (terms.empty()) continue;
+    return "non-finite " + terms + " loss at epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o_.epochs) +
+           ", batch " + std::to_string(from + r + 1) + "/" + std::to_string(nb_) + " (" + values + ")";
+  }
+  return "non-finite loss at epoch " + std::to_string(epoch + 1);  // unreachable: some row was not finite
+}
+
+std::string Run::FindNonFiniteWeights() {
+  std::string bad = FirstNonFiniteTensor(*model_);
+  if (!bad.empty()) return bad + " (model)";
+  bad = FirstNonFiniteTensor(*ema_->module());
+  return bad.empty() ? bad : bad + " (EMA)";
+}
+
+Status Run::Diverged(const std::string& what) {
+  if (gpu_) gpu_->Stop();
+  // The last.pt (and best.pt) being written were taken from finite weights; let them land.
+  const Status pending = writer_.Wait();
+  std::string kept;
+  if (!IsMain()) {
+    kept = "rank 0 reports what was kept";
+  } else if (saved_epoch_ > 0) {
+    kept = last_.string() + " holds epoch " + std::to_string(saved_epoch_) +
+           ", the last with finite weights; the current weights were not saved";
+  } else {
+    kept = "no checkpoint was saved from the current weights";
+  }
+  std::string msg = "training diverged: " + what + "; " + kept +
+                    ". Lower --lr0 (or lengthen --warmup-epochs) and train again";
+  if (!pending.ok()) msg += " (and an earlier checkpoint write failed: " + pending.ToString() + ")";
+  return Status::DataError(msg);
 }
 
 Status Run::AverageGrads() {

@@ -149,6 +149,11 @@ Result<ValResult> Validator::Run(YOLOv8Impl& model, const std::function<void(siz
 Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
                                                const std::function<void(size_t, size_t)>& progress) {
   if (o.batch < 1) return Status::InvalidArgument("--batch must be >= 1");
+  if (o.imgsz < 0) return Status::InvalidArgument("--imgsz must be 0 (the checkpoint's) or a multiple of 32");
+  if (!(o.nms.conf >= 0 && o.nms.conf < 1)) return Status::InvalidArgument("--conf must be in [0, 1)");
+  if (!(o.nms.iou > 0 && o.nms.iou <= 1)) return Status::InvalidArgument("--iou must be in (0, 1]");
+  if (o.nms.max_det < 1) return Status::InvalidArgument("--max-det must be >= 1");
+  if (o.threads < 0) return Status::InvalidArgument("--threads must be >= 0 (0: all cores)");
   Result<at::Device> device = ParseDevice(o.device);
   if (!device.ok()) return device.status();
   ConfigureDevice(*device);

@@ -237,10 +237,51 @@ TEST(Cli, BenchIsDeterministicAcrossThreadCountsAndBeatsTheNaiveLoader) {
   EXPECT_GT(js["median_images_per_second"][1].get<double>(), 0.0);
   CliRun bad = Yolocache(tmp, {"bench", cache, "--scaling", "0,2"});
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("thread counts must be >= 1"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("--scaling: must be >= 1, got 0"), std::string::npos) << bad.err;
   CliRun val = Yolocache(tmp, {"bench", cache, "--mode", "val", "--batch", "4", "--batches", "2", "--json"});
   ASSERT_EQ(val.exit_code, 0) << val.err;
   EXPECT_EQ(nlohmann::json::parse(val.out)["split"], "val");
+}
+
+// Issue 18: every bench and inspect option is checked when parsed; nonsense is a usage error (exit 2)
+// naming the option and what it allows, never a run on it (`bench --layout xyz --threads -1 --warmup -5`
+// used to measure with NCHW, all cores and the default warm-up, and exit 0).
+TEST(Cli, BenchAndInspectRefuseBadOptionsWithExitTwo) {
+  TempDir tmp;
+  Synth(tmp / "data", 8, 0);
+  const std::string cache = (tmp / "cache").string();
+  ASSERT_EQ(Yolocache(tmp, {"build", (tmp / "data" / "data.yaml").string(), "-o", cache, "--imgsz", "64"}).exit_code, 0);
+  const std::string jpg = (tmp / "x.jpg").string();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"bench", cache, "--layout", "xyz", "--threads", "-1", "--warmup", "-5", "--batches", "2", "--batch", "4"},
+       "--threads: must be >= 0, got -1"},  // the first bad option in the order they are defined
+      {{"bench", cache, "--layout", "xyz"}, "--layout: xyz not in {nchw,nhwc}"},
+      {{"bench", cache, "--warmup", "-5"}, "--warmup: must be >= 0, got -5"},
+      {{"bench", cache, "--mode", "test"}, "--mode: test not in {train,val}"},
+      {{"bench", cache, "--batch", "0"}, "--batch: must be >= 1, got 0"},
+      {{"bench", cache, "--batches", "0"}, "--batches: must be >= 1"},
+      {{"bench", cache, "--imgsz", "16"}, "--imgsz: Value 16 not in range 32 to 8192"},
+      {{"bench", cache, "--prefetch", "0"}, "--prefetch: must be >= 1"},
+      {{"bench", cache, "--rounds", "0"}, "--rounds: must be >= 1"},
+      {{"bench", cache, "--profile-samples", "-1"}, "--profile-samples: must be >= 0"},
+      {{"bench", cache, "--seed", "-1"}, "--seed: must be >= 0, got -1"},
+      {{"bench", cache, "--batch", "many"}, "--batch"},
+      {{"inspect", cache, "--record", "-2", "--out", jpg}, "--record: must be >= 0, got -2"},
+      {{"inspect", cache, "--preview", jpg, "--preview-count", "0"}, "--preview-count: must be >= 1, got 0"},
+      {{"inspect", cache, "--preview-count", "4"}, "--preview-count requires --preview"},
+      {{"inspect", cache, "--epoch", "-1", "--preview", jpg}, "--epoch: must be >= 0, got -1"},
+      {{"inspect", cache, "--seed", "-3", "--preview", jpg}, "--seed: must be >= 0, got -3"},
+      {{"inspect", cache, "--record", "0", "--out", jpg, "--preview", jpg}, "excludes"},
+      {{"inspect", cache, "--out", jpg}, "--out requires --record"},
+      {{"inspect", cache, "--export-augmented", "5abc", (tmp / "aug").string()}, "N must be a whole number, got '5abc'"},
+  };
+  for (const auto& [args, message] : cases) {
+    CliRun r = Yolocache(tmp, args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << " " << args[2] << ": " << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << "expected '" << message << "' in: " << r.err;
+  }
+  EXPECT_FALSE(fs::exists(tmp / "x.jpg"));
+  EXPECT_FALSE(fs::exists(tmp / "aug"));
 }
 
 TEST(Cli, PreviewAndExportAugmented) {

@@ -3,6 +3,7 @@
 #include "trainer/checkpoint.h"
 
 #include <fstream>
+#include <limits>
 
 #include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
@@ -150,6 +151,39 @@ TEST(Checkpoint, RoundTripsEverything) {
   ASSERT_TRUE(inference.ok()) << inference.status().ToString();
   EXPECT_FALSE((*inference)->is_training());
   EXPECT_TRUE(SameState(*ema.module(), **inference));
+}
+
+// A diverged run's weights: FirstNonFiniteTensor names the first NaN/inf tensor, and a checkpoint holding
+// one cannot be built into an inference model (val and predict would print garbage).
+TEST(Checkpoint, NonFiniteWeightsAreNamedAndRefusedForInference) {
+  TempDir tmp;
+  YOLOv8 model(YOLOv8Options(ModelScale::kN, 3));
+  EXPECT_EQ(FirstNonFiniteTensor(*model), "");
+  std::string poisoned;
+  {
+    c10::NoGradGuard no_grad;
+    auto named = model->named_buffers(true);
+    for (const auto& b : named) {
+      if (!at::isFloatingType(b.value().scalar_type())) continue;
+      b.value().view({-1})[0] = std::numeric_limits<float>::infinity();  // e.g. a BatchNorm running_var
+      poisoned = b.key();
+      break;
+    }
+  }
+  ASSERT_FALSE(poisoned.empty());
+  EXPECT_EQ(FirstNonFiniteTensor(*model), poisoned);
+  CheckpointContents c;
+  c.meta = SampleMeta();
+  c.model = model.get();
+  const fs::path path = tmp / "diverged.pt";
+  ASSERT_TRUE(WriteCheckpoint(path, c).ok());
+  auto reader = CheckpointReader::Open(path, at::Device(at::kCPU));
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  auto inference = (*reader)->BuildInferenceModel(at::Device(at::kCPU));
+  ASSERT_FALSE(inference.ok());
+  EXPECT_EQ(inference.status().code(), Status::Code::kCorruption);
+  EXPECT_NE(inference.status().message().find("diverged.pt"), std::string::npos) << inference.status().message();
+  EXPECT_NE(inference.status().message().find(poisoned), std::string::npos) << inference.status().message();
 }
 
 // A snapshot holds the state at Take(): training steps taken before it is serialised (on the background

@@ -1,10 +1,24 @@
 // `yolocache-train` as a user runs it: --help everywhere, a short training run, `val --json`, `predict`
-// writing JPEGs, exit codes for usage errors and missing files.
+// writing JPEGs, exit codes for usage errors and missing files; a diverging run, NaN weights, a FIFO
+// among the images and SIGHUP.
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "libcache/cache.h"
 #include "tests/test_support.h"
 #include "tests/trainer/train_test_util.h"
+#include "trainer/checkpoint.h"
 
 namespace yc::trainer {
 namespace {
@@ -15,6 +29,45 @@ using testing::TempDir;
 
 CliRun YolocacheTrain(const TempDir& tmp, const std::vector<std::string>& args) {
   return testing::RunTool("yolocache-train", tmp.path(), args);
+}
+
+// An untrained yolov8n checkpoint for the cache's classes (inference at imgsz 64); `poison`: one weight
+// NaN, as a diverged run would have left it.
+fs::path WriteUntrainedCheckpoint(const fs::path& cache, const fs::path& path, bool poison) {
+  Result<std::unique_ptr<Cache>> opened = Cache::Open(cache);
+  EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+  CheckpointMeta meta;
+  meta.model_scale = "n";
+  meta.names = (*opened)->manifest().names;
+  meta.nc = static_cast<int64_t>(meta.names.size());
+  meta.options.imgsz = 64;
+  meta.options.data = cache.string();
+  YOLOv8 model(YOLOv8Options(ModelScale::kN, meta.nc));
+  if (poison) {
+    c10::NoGradGuard no_grad;
+    model->parameters()[5].view({-1})[0] = std::nan("");
+  }
+  CheckpointContents c;
+  c.meta = meta;
+  c.model = model.get();
+  EXPECT_TRUE(WriteCheckpoint(path, c).ok());
+  return path;
+}
+
+// Whether `file` has any content yet, polled up to `limit`.
+bool WaitForOutput(const fs::path& file, const std::string& needle, std::chrono::seconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (fs::exists(file) && testing::ReadFile(file).find(needle) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+int WaitExit(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 TEST(TrainCli, HelpForEverySubcommand) {
@@ -142,6 +195,116 @@ TEST(TrainCli, TrainThenValJsonThenPredict) {
                                     (tmp / "notimg" / "x.jpg").string(), "--out", (tmp / "pred2").string(), "--device", "cpu"});
   EXPECT_EQ(bad.exit_code, 1) << bad.err;
   EXPECT_NE(bad.err.find("x.jpg"), std::string::npos) << bad.err;
+}
+
+// --lr0 1e6 (issue 18): the losses turn NaN within the first epoch. The run stops with exit 1 naming the
+// epoch, batch and loss term, and neither best.pt nor last.pt is written from the diverged weights.
+TEST(TrainCli, DivergingRunStopsWithExitOneAndSavesNoNonFiniteWeights) {
+  TempDir tmp;
+  testutil::SynthCacheSpec spec = testutil::Images(16, 8);
+  spec.max_side = 160;
+  const fs::path cache = testutil::MakeSynthCache(tmp.path(), spec);
+  const fs::path run = tmp / "runs_nan";
+  CliRun t = YolocacheTrain(tmp, {"train", "--data", cache.string(), "--device", "cpu", "--imgsz", "64", "--batch", "4",
+                                  "--epochs", "2", "--lr0", "1e6", "--optimizer", "SGD", "--warmup-epochs", "0", "--nbs",
+                                  "4", "--threads", "1", "--torch-threads", "1", "--out", run.string()});
+  EXPECT_EQ(t.exit_code, 1) << t.out << t.err;
+  EXPECT_NE(t.err.find("training diverged: non-finite"), std::string::npos) << t.err;
+  EXPECT_NE(t.err.find("epoch 1/2"), std::string::npos) << t.err;
+  EXPECT_NE(t.err.find("--lr0"), std::string::npos) << t.err;
+  EXPECT_FALSE(fs::exists(run / "weights" / "best.pt"));
+  // The first epoch diverged: nothing finite to keep, so no last.pt either (had one been written
+  // earlier, it would hold the weights from before the NaN: val must accept it).
+  if (fs::exists(run / "weights" / "last.pt")) {
+    CliRun v = YolocacheTrain(tmp, {"val", "--weights", (run / "weights" / "last.pt").string(), "--data",
+                                    cache.string(), "--device", "cpu", "--threads", "1", "--json"});
+    EXPECT_EQ(v.exit_code, 0) << v.err;
+  }
+}
+
+// Weights with a NaN (a diverged run's, or a damaged file's): val and predict refuse them with exit 1
+// and say why, instead of printing metrics or boxes computed from NaN.
+TEST(TrainCli, ValAndPredictRefuseNonFiniteWeights) {
+  TempDir tmp;
+  const fs::path cache = testutil::MakeSynthCache(tmp.path(), testutil::Images(4, 4));
+  const fs::path weights = WriteUntrainedCheckpoint(cache, tmp / "nan.pt", /*poison=*/true);
+  CliRun v = YolocacheTrain(tmp, {"val", "--weights", weights.string(), "--data", cache.string(), "--device", "cpu",
+                                  "--threads", "1", "--json"});
+  EXPECT_EQ(v.exit_code, 1) << v.err;
+  EXPECT_NE(v.err.find("nan.pt"), std::string::npos) << v.err;
+  EXPECT_NE(v.err.find("NaN or infinite"), std::string::npos) << v.err;
+  EXPECT_EQ(v.out, "");
+  CliRun p = YolocacheTrain(tmp, {"predict", "--weights", weights.string(), (tmp / "data" / "images" / "val").string(),
+                                  "--out", (tmp / "pred").string(), "--device", "cpu"});
+  EXPECT_EQ(p.exit_code, 1) << p.err;
+  EXPECT_NE(p.err.find("NaN or infinite"), std::string::npos) << p.err;
+  EXPECT_FALSE(fs::exists(tmp / "pred"));
+}
+
+// A FIFO among the inputs is refused at once (an ifstream would wait for a writer forever); the other
+// images are still done, and the exit code says one input failed. A regression must not hang the suite:
+// a writer opens the FIFO after 20 s, and a reader released that way reads nothing, so its message is
+// "cannot decode", not the FIFO refusal checked below (no wall-clock bound: CI machines are busy).
+TEST(TrainCli, PredictRefusesAFifoWithoutBlocking) {
+  TempDir tmp;
+  const fs::path cache = testutil::MakeSynthCache(tmp.path(), testutil::Images(4, 2));
+  const fs::path weights = WriteUntrainedCheckpoint(cache, tmp / "w.pt", /*poison=*/false);
+  const fs::path fifo = tmp / "pipe.jpg";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  std::atomic<bool> done{false};
+  std::thread unblock([&] {
+    for (int i = 0; i < 2000 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (done.load()) return;
+    const int fd = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK);  // releases a reader blocked in open()
+    if (fd >= 0) ::close(fd);
+  });
+  CliRun p = YolocacheTrain(tmp, {"predict", "--weights", weights.string(), fifo.string(),
+                                  (tmp / "data" / "images" / "val").string(), "--out", (tmp / "pred").string(),
+                                  "--device", "cpu", "--json"});
+  done = true;
+  unblock.join();
+  EXPECT_EQ(p.exit_code, 1) << p.err;
+  EXPECT_NE(p.err.find("pipe.jpg"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("not a regular file (a FIFO)"), std::string::npos) << p.err;
+  const nlohmann::json j = nlohmann::json::parse(p.out, nullptr, false);
+  ASSERT_TRUE(j.is_array()) << p.out;
+  EXPECT_EQ(j.size(), 2u);  // the two val images
+}
+
+// SIGHUP (a closed terminal) stops predict between images and train at the next batch, like Ctrl-C:
+// exit 130; train leaves a resumable last.pt.
+TEST(TrainCli, SighupStopsPredictAndTrainWithExit130) {
+  TempDir tmp;
+  const fs::path cache = testutil::MakeSynthCache(tmp.path(), testutil::Images(8, 2));
+  const fs::path weights = WriteUntrainedCheckpoint(cache, tmp / "w.pt", /*poison=*/false);
+  // A bad first input reports on stderr at once (stdout is buffered): the signal lands inside the loop,
+  // with hundreds of images to go.
+  testing::WriteFile(tmp / "bad.jpg", "not a jpeg");
+  const std::string image = (tmp / "data" / "images" / "val").string();
+  std::vector<std::string> args{"predict", "--weights", weights.string(), (tmp / "bad.jpg").string()};
+  for (const auto& e : fs::directory_iterator(image)) {
+    for (int k = 0; k < 200; ++k) args.push_back(e.path().string());
+  }
+  args.insert(args.end(), {"--out", (tmp / "pred").string(), "--device", "cpu"});
+  pid_t pid = testing::SpawnTool("yolocache-train", args, tmp / "p.out", tmp / "p.err");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(WaitForOutput(tmp / "p.err", "bad.jpg", std::chrono::seconds(60)));
+  kill(pid, SIGHUP);
+  EXPECT_EQ(WaitExit(pid), 130);
+  EXPECT_NE(testing::ReadFile(tmp / "p.err").find("interrupted after"), std::string::npos);
+
+  const fs::path run = tmp / "run";
+  pid = testing::SpawnTool("yolocache-train",
+                           {"train", "--data", cache.string(), "--device", "cpu", "--imgsz", "64", "--batch", "2",
+                            "--epochs", "100", "--threads", "1", "--torch-threads", "1", "--no-val", "--out",
+                            run.string()},
+                           tmp / "t.out", tmp / "t.err");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(WaitForOutput(tmp / "t.out", "epoch 1:", std::chrono::seconds(120)));
+  kill(pid, SIGHUP);
+  EXPECT_EQ(WaitExit(pid), 130) << testing::ReadFile(tmp / "t.err");
+  EXPECT_NE(testing::ReadFile(tmp / "t.out").find("--resume"), std::string::npos);
+  EXPECT_TRUE(fs::exists(run / "weights" / "last.pt"));
 }
 
 }  // namespace

@@ -201,6 +201,46 @@ INSTANTIATE_TEST_SUITE_P(AtEpochEndOrInside, ResumeTest, ::testing::Values(size_
                            return i.param == 0 ? std::string("EpochEnd") : "Batch" + std::to_string(i.param);
                          });
 
+// A run that diverges after it saved a checkpoint (here: resumed with --lr0 1e6 after a clean first
+// epoch) stops with a DataError naming the epoch, batch and loss term; last.pt and best.pt keep the
+// finite weights they held, byte for byte, and results.csv gains no row of NaN.
+TEST(TrainLoop, DivergenceKeepsTheLastFiniteCheckpoints) {
+  TempDir tmp;
+  const fs::path cache = MakeSynthCache(tmp.path(), SynthCacheSpec{});
+  TrainOptions o = TinyRun(cache, tmp / "run");
+  o.epochs = 3;
+  o.optimizer = "SGD";
+  o.warmup_epochs = 0;
+  o.nbs = 4;
+  std::atomic<bool> cancel{false};
+  StopAt stopper(&cancel, 1, 0);
+  Result<TrainSummary> first = Train(o, TrainHooks{&stopper, &cancel, {}, {}});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_TRUE(first->interrupted);
+  const fs::path last = tmp / "run" / "weights" / "last.pt", best = tmp / "run" / "weights" / "best.pt";
+  ASSERT_TRUE(fs::exists(best));
+  const std::string last_bytes = testing::ReadFile(last), best_bytes = testing::ReadFile(best);
+
+  Result<TrainOptions> ro = ResumeOptions(last);
+  ASSERT_TRUE(ro.ok()) << ro.status().ToString();
+  ro->lr0 = 1e6;
+  cancel = false;
+  Result<TrainSummary> second = Train(*ro, TrainHooks{nullptr, &cancel, last, {}});
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), Status::Code::kDataError);
+  const std::string& msg = second.status().message();
+  EXPECT_NE(msg.find("training diverged: non-finite"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("epoch "), std::string::npos) << msg;  // epoch 2 or 3: where lr 1e6 first overflows
+  EXPECT_EQ(testing::ReadFile(last), last_bytes);
+  EXPECT_EQ(testing::ReadFile(best), best_bytes);
+  auto reader = CheckpointReader::Open(last, at::Device(at::kCPU));
+  ASSERT_TRUE(reader.ok());
+  EXPECT_TRUE((*reader)->BuildInferenceModel(at::Device(at::kCPU)).ok());  // finite weights
+  auto rows = ReadResultsCsv(tmp / "run" / "results.csv");
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->size(), 1u);
+}
+
 TEST(TrainLoop, RefusesToOverwriteARunAndBadOptions) {
   TempDir tmp;
   const fs::path cache = MakeSynthCache(tmp.path(), SynthCacheSpec{});

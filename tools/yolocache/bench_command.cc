@@ -19,6 +19,7 @@
 #include "loader/stage_profile.h"
 #include "loader/throughput.h"
 #include "tools/yolocache/cli_util.h"
+#include "tools/yolocache/cli_validators.h"
 #include "tools/yolocache/command.h"
 
 namespace yc::cli {
@@ -226,26 +227,35 @@ Registration reg("bench", "Measure loader throughput on a cache (img/s, per thre
                  [](CLI::App& app) -> Action {
                    auto a = std::make_shared<BenchArgs>();
                    app.add_option("cache", a->cache, "Cache directory")->required();
-                   app.add_option("--mode", a->mode, "train | val")->capture_default_str();
+                   app.add_option("--mode", a->mode, "train | val")->capture_default_str()->check(CLI::IsMember({"train", "val"}));
                    app.add_option("--split", a->split, "Split (default: train for train mode, val for val mode)");
-                   app.add_option("--batch", a->batch, "Batch size")->capture_default_str();
+                   app.add_option("--batch", a->batch, "Batch size")->capture_default_str()->check(AtLeast(1));
+                   // The loader's range; it checks the multiple of 32 itself (exit 2 as well).
                    app.add_option("--imgsz", a->imgsz, "Image size (default: the cache's; at most 8192)")
-                       ->check(CLI::Range(0, kMaxImgsz));
-                   app.add_option("--threads", a->threads, "Loader threads (0: all cores)")->capture_default_str();
+                       ->check(CLI::Range(32, kMaxImgsz));
+                   app.add_option("--threads", a->threads, "Loader threads (0: all cores)")
+                       ->capture_default_str()
+                       ->check(AtLeast(0));
                    app.add_option("--batches", a->batches, "Timed batches (with --scaling: per thread)")
-                       ->capture_default_str();
+                       ->capture_default_str()
+                       ->check(AtLeast(1));
                    app.add_option("--scaling", a->scaling,
                                   "Thread counts to compare side by side, e.g. 1,16: rounds of each, efficiency "
                                   "against the first count of the same round, the workers' clock, medians")
-                       ->delimiter(',');
-                   app.add_option("--rounds", a->rounds, "Rounds for --scaling")->capture_default_str();
-                   app.add_option("--prefetch", a->prefetch, "Batches in flight")->capture_default_str();
+                       ->delimiter(',')
+                       ->check(AtLeast(1));
+                   app.add_option("--rounds", a->rounds, "Rounds for --scaling")->capture_default_str()->check(AtLeast(1));
+                   app.add_option("--prefetch", a->prefetch, "Batches in flight")->capture_default_str()->check(AtLeast(1));
                    app.add_option("--warmup", a->warmup,
-                                  "Untimed warm-up batches (default: prefetch + 2, so every batch buffer is written once)");
-                   app.add_option("--layout", a->layout, "nchw | nhwc")->capture_default_str();
-                   app.add_option("--seed", a->seed, "Seed")->capture_default_str();
+                                  "Untimed warm-up batches (default: prefetch + 2, so every batch buffer is written once)")
+                       ->check(AtLeast(0));
+                   app.add_option("--layout", a->layout, "nchw | nhwc")
+                       ->capture_default_str()
+                       ->check(CLI::IsMember({"nchw", "nhwc"}));
+                   app.add_option("--seed", a->seed, "Seed")->capture_default_str()->check(NoMinusSign());
                    app.add_option("--profile-samples", a->profile_samples, "Samples for the per-stage profile (0: skip)")
-                       ->capture_default_str();
+                       ->capture_default_str()
+                       ->check(AtLeast(0));
                    app.add_flag("!--no-checksum", a->checksum, "Skip the (untimed) checksum run");
                    app.add_flag("--compare", a->compare, "Also run the naive decode-every-time loader, same records");
                    app.add_flag("--json", a->json, "Print one JSON document");

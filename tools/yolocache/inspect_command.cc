@@ -15,6 +15,7 @@
 #include "loader/loader.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache/cli_util.h"
+#include "tools/yolocache/cli_validators.h"
 #include "tools/yolocache/command.h"
 
 namespace yc::cli {
@@ -259,24 +260,35 @@ Registration reg("inspect",
                    app.add_option("cache", a->cache, "Cache directory")->required();
                    app.add_option("--split", a->split, "Split for --record / --preview / --export-augmented")
                        ->capture_default_str();
-                   app.add_option("--record", a->record, "Record index to draw (with --out)");
-                   app.add_option("--out", a->out, "Output JPEG for --record");
-                   app.add_option("--preview", a->preview, "Write a grid of augmented train samples to this JPEG");
-                   app.add_option("--preview-count", a->preview_count, "Samples in the preview grid")->capture_default_str();
+                   auto* record = app.add_option("--record", a->record, "Record index to draw (with --out)")
+                                      ->check(AtLeast(0));
+                   auto* out = app.add_option("--out", a->out, "Output JPEG for --record")->needs(record);
+                   auto* preview = app.add_option("--preview", a->preview, "Write a grid of augmented train samples to this JPEG");
+                   app.add_option("--preview-count", a->preview_count, "Samples in the preview grid")
+                       ->capture_default_str()
+                       ->check(AtLeast(1))
+                       ->needs(preview);
                    auto* exp = app.add_option("--export-augmented", "N DIR: write N augmented samples as a YOLO dataset")
                                    ->expected(2)
                                    ->type_name("N DIR");
-                   app.add_option("--seed", a->seed, "Augmentation seed")->capture_default_str();
+                   // One output per run: a record, a preview or an export (the first would silently win).
+                   preview->excludes(record)->excludes(out)->excludes(exp);
+                   exp->excludes(record)->excludes(out);
+                   app.add_option("--seed", a->seed, "Augmentation seed")->capture_default_str()->check(NoMinusSign());
                    app.add_option("--epoch", a->epoch, "Epoch to sample (close_mosaic applies to late epochs)")
-                       ->capture_default_str();
+                       ->capture_default_str()
+                       ->check(AtLeast(0));
                    app.add_flag("--json", a->json, "Print the summary as JSON");
                    return [a, exp] {
                      if (exp->count() > 0) {
                        const std::vector<std::string> v = exp->as<std::vector<std::string>>();
                        try {
-                         a->export_count = std::stoi(v[0]);
+                         size_t used = 0;
+                         a->export_count = std::stoi(v[0], &used);
+                         if (used != v[0].size()) throw std::invalid_argument("trailing characters");
                        } catch (const std::exception&) {
-                         return Fail("inspect", Status::InvalidArgument("--export-augmented: N must be a number"));
+                         return Fail("inspect", Status::InvalidArgument("--export-augmented: N must be a whole number, got '" +
+                                                                        v[0] + "'"));
                        }
                        if (a->export_count <= 0) return Fail("inspect", Status::InvalidArgument("--export-augmented: N must be > 0"));
                        a->export_dir = v[1];
