@@ -18,7 +18,7 @@ namespace yc::trainer {
 
 class ModelEMA {
  public:
-  // model must be Cloneable (DetectionModel is). The copy lives on the model's device.
+  // model must be Cloneable (YOLOv8 is). The copy lives on the model's device.
   explicit ModelEMA(const torch::nn::Module& model, double decay = 0.9999, double tau = 2000.0, int64_t updates = 0);
 
   // ema = d * ema + (1 - d) * model, after incrementing the update count. The model's tensors are looked

@@ -1,4 +1,4 @@
-// YOLOv8 / YOLO11 detection loss (Ultralytics v8DetectionLoss): TaskAlignedAssigner targets, BCE-with-logits
+// YOLOv8 detection loss (Ultralytics v8DetectionLoss): TaskAlignedAssigner targets, BCE-with-logits
 // class loss over all anchors normalised by the sum of target scores, CIoU box loss and Distribution
 // Focal Loss on foreground anchors weighted by their target score; gains box 7.5, cls 0.5, dfl 1.5.
 //
@@ -54,7 +54,7 @@ at::Tensor DistributionFocalLoss(const at::Tensor& pred_dist, const at::Tensor& 
 
 class DetectionLoss {
  public:
-  // nc classes, strides of the feature levels (8, 16, 32 for YOLOv8 and YOLO11).
+  // nc classes, strides of the feature levels (8, 16, 32 for YOLOv8).
   DetectionLoss(int64_t nc, std::vector<double> strides, LossOptions options = {});
 
   // feats: the model's train-mode outputs (B, 4 * reg_max + nc, H_i, W_i); labels: (N, 6) float table

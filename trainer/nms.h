@@ -26,7 +26,7 @@ struct NmsOptions {
   double max_wh = 7680.0;  // class offset
 };
 
-// prediction: (B, 4 + nc, A) from DetectionModel eval mode (xywh pixels + class scores). Returns per image an
+// prediction: (B, 4 + nc, A) from YOLOv8 eval mode (xywh pixels + class scores). Returns per image an
 // (n, 6) float tensor [x1, y1, x2, y2, conf, cls] on the same device, sorted by descending conf.
 // Anything that is not a (B, 4 + nc, A) tensor yields an empty vector. No time limit (Ultralytics aborts
 // after 2 s + 0.05 s/image); the max_det early exit bounds the work instead.
