@@ -4,12 +4,15 @@
 // when the checkout or a python3 with torch is absent.
 #pragma once
 
+#include <sys/wait.h>
+
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <sys/wait.h>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
