@@ -114,7 +114,7 @@ TEST(YOLO11, TrainStepGivesAFiniteLossAndEveryGradient) {
   ASSERT_TRUE(std::isfinite(l->total.item<double>()));
   EXPECT_GT(l->items[0].item<float>(), 0.0f);  // boxes were assigned anchors
   l->total.backward();
-  int64_t trainable = 0;
+  int64_t trainable = 0, box_branch_with_grad = 0;
   for (const auto& p : model->named_parameters()) {
     if (!p.value().requires_grad()) {
       EXPECT_NE(p.key().find(".dfl."), std::string::npos) << p.key();
@@ -123,9 +123,17 @@ TEST(YOLO11, TrainStepGivesAFiniteLossAndEveryGradient) {
     ++trainable;
     ASSERT_TRUE(p.value().grad().defined()) << p.key();
     EXPECT_TRUE(at::isfinite(p.value().grad()).all().item<bool>()) << p.key();
-    EXPECT_GT(p.value().grad().abs().sum().item<double>(), 0.0) << p.key();
+    const bool nonzero = p.value().grad().abs().sum().item<double>() > 0.0;
+    // A level's box branch (cv2.i) learns only from anchors assigned to a box on that level (the box and
+    // DFL losses are foreground-only); at 64 px not every level gets one. Everything else must move.
+    if (p.key().rfind("model.23.cv2.", 0) == 0) {
+      box_branch_with_grad += nonzero;
+    } else {
+      EXPECT_TRUE(nonzero) << p.key();
+    }
   }
   EXPECT_GT(trainable, 100);
+  EXPECT_GT(box_branch_with_grad, 0);
   // Clone (the EMA's copy) is deep and gives the same eval outputs.
   model->eval();
   auto copy = std::dynamic_pointer_cast<DetectionModelImpl>(model->clone());
