@@ -305,9 +305,14 @@ TEST(YOLO11, TrainInterruptResumeThenValAndPredictFromTheCli) {
   TrainOptions o = testutil::TinyRun(cache, tmp / "run");
   o.model = "yolo11n";
   o.epochs = 1;
-  // Interrupted at the first batch, then resumed: the checkpoint must rebuild a YOLO11.
-  std::atomic<bool> cancel{true};
-  Result<TrainSummary> first = Train(o, TrainHooks{nullptr, &cancel, {}, {}});
+  // Interrupted after the first of two batches, then resumed: the checkpoint must rebuild a YOLO11.
+  std::atomic<bool> cancel{false};
+  struct StopAfterFirstBatch final : TrainObserver {
+    explicit StopAfterFirstBatch(std::atomic<bool>* f) : flag(f) {}
+    void OnTrainProgress(const BatchProgress&) override { flag->store(true); }
+    std::atomic<bool>* flag;
+  } stopper(&cancel);
+  Result<TrainSummary> first = Train(o, TrainHooks{&stopper, &cancel, {}, {}});
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   ASSERT_TRUE(first->interrupted);
   const fs::path last = tmp / "run" / "weights" / "last.pt";
