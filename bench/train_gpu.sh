@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The trainer's GPU benchmark (issues 4/5), one run, figures side by side (prints only):
 #   bench/train_gpu.sh BUILD_DIR COCO128_DIR WORKDIR [EPOCHS] [MODELS]
+# MODELS: space-separated --model names, default yolov8n (e.g. "yolov8n yolo11n").
 # TRAIN_ARGS (environment) replaces the default extra options "--close-mosaic 0" (e.g. TRAIN_ARGS="" for
 # Ultralytics' close_mosaic 10 in the accuracy run).
 # Data: coco128 train replicated x40 (5120 images, symlinks) for training, the 128 originals for val.

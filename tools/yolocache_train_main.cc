@@ -1,5 +1,5 @@
-// `yolocache-train`: train, validate and run YOLOv8 models on a yolocache cache.
-//   yolocache-train train   --data CACHE --model yolov8n --epochs 100 --batch 16 --imgsz 640 --out DIR ...
+// `yolocache-train`: train, validate and run YOLOv8 and YOLO11 models on a yolocache cache.
+//   yolocache-train train   --data CACHE --model yolov8n|yolo11n --epochs 100 --batch 16 --imgsz 640 --out DIR ...
 //   yolocache-train val     --weights DIR/weights/best.pt --data CACHE [--json]
 //   yolocache-train predict --weights best.pt IMAGES... --out DIR [--json]
 //   yolocache-train ceiling --model yolov8n --batch 64 --imgsz 640 --amp [--data CACHE | --nc 80] [--json]
@@ -117,7 +117,7 @@ struct TrainArgs {
 void AddTrainOptions(CLI::App& app, TrainArgs& a) {
   TrainOptions& o = a.o;
   app.add_option("--data", o.data, "Cache directory (built by `yolocache build`)");
-  app.add_option("--model", o.model, "yolov8n | yolov8s | yolov8m | yolov8l | yolov8x")->capture_default_str();
+  app.add_option("--model", o.model, "yolov8n | yolov8s | yolov8m | yolov8l | yolov8x | yolo11n | yolo11s | yolo11m | yolo11l | yolo11x")->capture_default_str();
   app.add_option("--epochs", o.epochs, "Epochs")->capture_default_str();
   app.add_option("--batch", o.batch, "Batch size")->capture_default_str();
   app.add_option("--imgsz", o.imgsz, "Train/val image size (multiple of 32)")->capture_default_str();
@@ -411,12 +411,12 @@ int RunPredict(const PredictArgs& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"yolocache-train: train, validate and run YOLOv8 on a yolocache cache (LibTorch)"};
+  CLI::App app{"yolocache-train: train, validate and run YOLOv8 / YOLO11 on a yolocache cache (LibTorch)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "yolocache-train 0.1.0");
 
   TrainArgs train;
-  CLI::App* train_cmd = app.add_subcommand("train", "Train a YOLOv8 model (Ultralytics recipe) on a cache");
+  CLI::App* train_cmd = app.add_subcommand("train", "Train a YOLOv8 or YOLO11 model (Ultralytics recipe) on a cache");
   AddTrainOptions(*train_cmd, train);
 
   CeilingArgs ceiling;

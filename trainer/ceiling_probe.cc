@@ -15,7 +15,7 @@
 #include "trainer/loss.h"
 #include "trainer/optimizer.h"
 #include "trainer/train_step.h"
-#include "trainer/yolov8.h"
+#include "trainer/model/detection_model.h"
 
 namespace yc::trainer {
 
@@ -45,11 +45,11 @@ Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& o, in
     if (!device.ok()) return device.status();
     Result<AmpConfig> amp = ResolveAmp(o, *device);
     if (!amp.ok()) return amp.status();
-    Result<ModelScale> scale = ParseModelScale(o.model);
-    if (!scale.ok()) return scale.status();
+    Result<ModelName> model_name = ParseModelName(o.model);
+    if (!model_name.ok()) return model_name.status();
     ConfigureDevice(*device, o.cudnn_benchmark);
     const bool channels_last = device->is_cuda() && o.channels_last;
-    YOLOv8 model(YOLOv8Options(*scale, nc));
+    DetectionModel model(ModelOptions(*model_name, nc));
     model->to(*device);
     if (channels_last) ToChannelsLast(*model);
     model->train();

@@ -114,9 +114,22 @@ Status WriteAll(int fd, const void* data, size_t size) {
 }  // namespace
 
 Json MetaToJson(const CheckpointMeta& meta) {
-  return Json{{"format", meta.format},     {"model_scale", meta.model_scale}, {"nc", meta.nc},
-              {"names", meta.names},       {"options", ToJson(meta.options)}, {"state", StateToJson(meta.state)},
-              {"created", meta.created},   {"metrics", meta.metrics}};
+  return Json{{"format", meta.format},
+              {"model_family", meta.model_family},
+              {"model_scale", meta.model_scale},
+              {"nc", meta.nc},
+              {"names", meta.names},
+              {"options", ToJson(meta.options)},
+              {"state", StateToJson(meta.state)},
+              {"created", meta.created},
+              {"metrics", meta.metrics}};
+}
+
+std::string MetaModelName(const CheckpointMeta& meta) {
+  Result<ModelFamily> family = ParseModelFamily(meta.model_family);
+  Result<ModelScale> scale = ParseModelScale(meta.model_scale);
+  if (!family.ok() || !scale.ok()) return meta.model_family + "/" + meta.model_scale;
+  return ModelNameString(ModelName{*family, *scale});
 }
 
 Result<CheckpointMeta> MetaFromJson(const Json& j) {
@@ -133,6 +146,13 @@ Result<CheckpointMeta> MetaFromJson(const Json& j) {
   }
   if (m.nc < 1) return Status::Corruption("meta: nc must be >= 1");
   if (!ParseModelScale(m.model_scale).ok()) return Status::Corruption("meta: unknown model scale '" + m.model_scale + "'");
+  // Absent in checkpoints written before YOLO11: those are YOLOv8.
+  if (!Get(j, "model_family", &m.model_family)) {
+    return Status::Corruption("meta: model_family has the wrong type");
+  }
+  if (!ParseModelFamily(m.model_family).ok()) {
+    return Status::Corruption("meta: unknown model family '" + m.model_family + "' (expected v8 or 11)");
+  }
   if (auto it = j.find("options"); it != j.end()) {
     Result<TrainOptions> o = TrainOptionsFromJson(*it);
     if (!o.ok()) return Status::Corruption("meta: " + o.status().message());
@@ -449,11 +469,13 @@ std::string FirstNonFiniteTensor(const torch::nn::Module& module) {
   return {};
 }
 
-Result<YOLOv8> CheckpointReader::BuildInferenceModel(const at::Device& device) const {
+Result<DetectionModel> CheckpointReader::BuildInferenceModel(const at::Device& device) const {
   Result<ModelScale> scale = ParseModelScale(meta_.model_scale);
   if (!scale.ok()) return Status::Corruption(Status::At(path_.string(), scale.status().message()));
+  Result<ModelFamily> family = ParseModelFamily(meta_.model_family);
+  if (!family.ok()) return Status::Corruption(Status::At(path_.string(), family.status().message()));
   try {
-    YOLOv8 model(YOLOv8Options(*scale, meta_.nc));
+    DetectionModel model(ModelOptions(*family, *scale, meta_.nc));
     model->to(device);
     const char* section = has_ema() ? "ema" : "model";
     YC_RETURN_IF_ERROR(LoadModule(section, *model));

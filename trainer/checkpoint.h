@@ -29,7 +29,7 @@
 
 #include "libcache/status.h"
 #include "trainer/train_options.h"
-#include "trainer/yolov8.h"
+#include "trainer/model/detection_model.h"
 
 namespace yc::trainer {
 
@@ -55,6 +55,8 @@ struct TrainState {
 
 struct CheckpointMeta {
   int format = kCheckpointFormat;
+  // "v8" | "11" (ModelFamilyName). Checkpoints written before YOLO11 have no "model_family" and are v8.
+  std::string model_family = "v8";
   std::string model_scale = "n";  // n|s|m|l|x
   int64_t nc = 0;
   std::vector<std::string> names;  // class names, index = class id
@@ -65,6 +67,8 @@ struct CheckpointMeta {
 };
 
 nlohmann::json MetaToJson(const CheckpointMeta& meta);
+// "yolov8n", "yolo11s", ...: the model the meta describes (for messages). MetaFromJson has validated it.
+std::string MetaModelName(const CheckpointMeta& meta);
 Result<CheckpointMeta> MetaFromJson(const nlohmann::json& json);
 
 struct CheckpointContents {
@@ -126,11 +130,11 @@ class CheckpointReader {
   // Sets .grad of the named parameters (others are left undefined).
   Status LoadGrads(torch::nn::Module& module) const;
 
-  // A YOLOv8 of the saved scale and class count, with the EMA weights when present (what Ultralytics
-  // validates and exports), else the model weights; in eval mode, on `device`. Weights holding NaN or
-  // inf (a diverged run's) are Corruption naming the file and the first such tensor: their detections
-  // would be garbage.
-  Result<YOLOv8> BuildInferenceModel(const at::Device& device) const;
+  // A DetectionModel of the saved family, scale and class count, with the EMA weights when present
+  // (what Ultralytics validates and exports), else the model weights; in eval mode, on `device`.
+  // Weights holding NaN or inf (a diverged run's) are Corruption naming the file and the first such
+  // tensor: their detections would be garbage.
+  Result<DetectionModel> BuildInferenceModel(const at::Device& device) const;
 
   struct Impl;
 

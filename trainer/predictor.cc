@@ -35,7 +35,7 @@ Result<std::unique_ptr<Predictor>> Predictor::Load(const fs::path& checkpoint, c
   if (!(options.conf >= 0 && options.conf < 1) || !(options.iou > 0 && options.iou <= 1) || options.max_det < 1) {
     return Status::InvalidArgument("predict: need 0 <= conf < 1, 0 < iou <= 1, max_det >= 1");
   }
-  Result<YOLOv8> model = (*reader)->BuildInferenceModel(device);
+  Result<DetectionModel> model = (*reader)->BuildInferenceModel(device);
   if (!model.ok()) return model.status();
   std::unique_ptr<Predictor> p(new Predictor());
   p->device_ = device;

@@ -15,7 +15,7 @@
 #include <opencv2/core.hpp>
 
 #include "libcache/status.h"
-#include "trainer/yolov8.h"
+#include "trainer/model/detection_model.h"
 
 namespace yc::trainer {
 
@@ -61,7 +61,7 @@ class Predictor {
   at::Device device_{at::kCPU};
   PredictOptions options_;
   std::vector<std::string> names_;
-  YOLOv8 model_{nullptr};
+  DetectionModel model_{nullptr};
 };
 
 // Files as given, and the images (by extension: jpg, jpeg, png, bmp, tif, tiff, webp) directly inside

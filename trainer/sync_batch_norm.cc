@@ -3,7 +3,7 @@
 #include <torch/autograd.h>
 
 #include "trainer/distributed.h"
-#include "trainer/modules.h"
+#include "trainer/model/blocks.h"
 
 namespace yc::trainer {
 

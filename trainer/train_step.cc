@@ -52,7 +52,7 @@ void ClipGradNorm(torch::optim::Optimizer& optimizer, double max_norm, std::vect
 #endif
 }
 
-TrainStep::TrainStep(YOLOv8& model, torch::optim::Optimizer& optimizer, ModelEMA& ema, GradScaler& scaler,
+TrainStep::TrainStep(DetectionModel& model, torch::optim::Optimizer& optimizer, ModelEMA& ema, GradScaler& scaler,
                      const DetectionLoss& loss, AmpConfig amp, double clip, at::DeviceType device_type,
                      FusedStep* fused, GradReducer* reducer, int world_size)
     : model_(model), optimizer_(optimizer), ema_(ema), scaler_(scaler), loss_(loss), amp_(amp), clip_(clip),

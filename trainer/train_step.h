@@ -1,4 +1,4 @@
-// One training step of the YOLOv8 loop, shared by Train() and the ceiling probe: forward under autocast,
+// One training step of the training loop, shared by Train() and the ceiling probe: forward under autocast,
 // detection loss, scaled backward (gradients all-reduced under DDP), and, when due, Ultralytics'
 // optimizer_step (unscale, clip the gradient norm to 10, step or skip on inf/nan, scale update, zero
 // grads, EMA update).
@@ -17,7 +17,7 @@
 #include "trainer/grad_scaler.h"
 #include "trainer/loss.h"
 #include "trainer/train_options.h"
-#include "trainer/yolov8.h"
+#include "trainer/model/detection_model.h"
 
 namespace yc::trainer {
 
@@ -39,7 +39,7 @@ class TrainStep {
  public:
   // `fused` (null: torch::optim's own step) steps the optimizer with the fused kernels; `reducer` (null for
   // one process) all-reduces the gradients across `world_size` ranks.
-  TrainStep(YOLOv8& model, torch::optim::Optimizer& optimizer, ModelEMA& ema, GradScaler& scaler,
+  TrainStep(DetectionModel& model, torch::optim::Optimizer& optimizer, ModelEMA& ema, GradScaler& scaler,
             const DetectionLoss& loss, AmpConfig amp, double clip, at::DeviceType device_type,
             FusedStep* fused = nullptr, GradReducer* reducer = nullptr, int world_size = 1);
 
@@ -53,7 +53,7 @@ class TrainStep {
   Status OptimizerStep();
 
  private:
-  YOLOv8& model_;
+  DetectionModel& model_;
   torch::optim::Optimizer& optimizer_;
   ModelEMA& ema_;
   GradScaler& scaler_;

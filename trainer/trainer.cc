@@ -32,7 +32,7 @@
 #include "trainer/sync_batch_norm.h"
 #include "trainer/train_step.h"
 #include "trainer/validator.h"
-#include "trainer/yolov8.h"
+#include "trainer/model/detection_model.h"
 
 namespace yc::trainer {
 
@@ -156,14 +156,14 @@ class Run {
   std::shared_ptr<Cache> cache_;
   std::vector<std::string> names_;
   int64_t nc_ = 0;
-  ModelScale scale_ = ModelScale::kN;
+  ModelName model_name_;
   std::unique_ptr<CheckpointReader> resume_;
   TrainState state_;
   fs::path out_, weights_, last_, best_;
   std::unique_ptr<DistContext> dist_;       // world 1: a local no-op context
   std::unique_ptr<GradReducer> reducer_;   // only when distributed
 
-  YOLOv8 model_{nullptr};
+  DetectionModel model_{nullptr};
   std::unique_ptr<DeviceFeed> feed_;
   std::unique_ptr<Loader> loader_;
   size_t nb_ = 0;
@@ -200,9 +200,9 @@ class Run {
 
 Status Run::Setup() {
   YC_RETURN_IF_ERROR(ValidateTrainOptions(o_));
-  Result<ModelScale> scale = ParseModelScale(o_.model);
-  if (!scale.ok()) return Status::InvalidArgument("--model: " + scale.status().message());
-  scale_ = *scale;
+  Result<ModelName> model_name = ParseModelName(o_.model);
+  if (!model_name.ok()) return Status::InvalidArgument("--model: " + model_name.status().message());
+  model_name_ = *model_name;
   Result<at::Device> device = ParseDevice(o_.device);
   if (!device.ok()) return device.status();
   device_ = *device;
@@ -263,8 +263,9 @@ Status Run::Setup() {
     if (meta.state.finished) {
       return Status::InvalidArgument(Status::At(hooks_.resume.string(), "this run already finished; nothing to resume"));
     }
-    if (meta.nc != nc_ || meta.names != names_ || meta.model_scale != ModelScaleName(scale_)) {
-      return Status::InvalidArgument(Status::At(hooks_.resume.string(), "checkpoint is a yolov8" + meta.model_scale +
+    if (meta.nc != nc_ || meta.names != names_ || meta.model_scale != ModelScaleName(model_name_.scale) ||
+        meta.model_family != ModelFamilyName(model_name_.family)) {
+      return Status::InvalidArgument(Status::At(hooks_.resume.string(), "checkpoint is a " + MetaModelName(meta) +
                                                                             " for " + std::to_string(meta.nc) +
                                                                             " classes; it does not fit this model/data"));
     }
@@ -296,7 +297,7 @@ Status Run::Setup() {
 
   // Model: same init as Ultralytics' DetectionModel, from the seeded default generator.
   torch::manual_seed(o_.seed);
-  model_ = YOLOv8(YOLOv8Options(scale_, nc_));
+  model_ = DetectionModel(ModelOptions(model_name_, nc_));
   model_->to(device_);
   if (channels_last_) ToChannelsLast(*model_);
   if (resume_) YC_RETURN_IF_ERROR(resume_->LoadModule("model", *model_));
@@ -307,7 +308,7 @@ Status Run::Setup() {
     reducer_ = std::make_unique<GradReducer>(*model_, dist_->group());
   }
   model_->train();
-  Say("model: yolov8" + std::string(ModelScaleName(scale_)) + ", " + std::to_string(nc_) + " classes, " +
+  Say("model: " + ModelNameString(model_name_) + ", " + std::to_string(nc_) + " classes, " +
       std::to_string(CountParameters(*model_)) + " parameters");
 
   // Loader and device feed.
@@ -415,7 +416,8 @@ Result<std::shared_ptr<CheckpointSnapshot>> Run::SnapshotLast(bool pending_grads
     state_.scaler_growth = scaler_->growth_value();
   }
   CheckpointContents c;
-  c.meta.model_scale = ModelScaleName(scale_);
+  c.meta.model_family = ModelFamilyName(model_name_.family);
+  c.meta.model_scale = ModelScaleName(model_name_.scale);
   c.meta.nc = nc_;
   c.meta.names = names_;
   c.meta.options = o_;
@@ -628,7 +630,7 @@ Status Run::EndEpochMain(int epoch, bool* stop) {
   const auto t_val = Clock::now();
   if (validate) {
     if (hooks_.observer) hooks_.observer->OnValStart(epoch + 1, validator_->batches());
-    auto ema_model = ema_->as<YOLOv8Impl>();
+    auto ema_model = ema_->as<DetectionModelImpl>();
     std::function<void(size_t, size_t)> progress;
     if (hooks_.observer) progress = [this](size_t d, size_t t) { hooks_.observer->OnValProgress(d, t); };
     Result<ValResult> v = validator_->Run(*ema_model, progress);

@@ -72,7 +72,7 @@ void BatchGroundTruth(const Batch& batch, int index, at::Tensor* boxes, at::Tens
   *classes = at::from_blob(cls.data(), {m}, at::kFloat).clone();
 }
 
-Result<ValResult> Validator::Run(YOLOv8Impl& model, const std::function<void(size_t, size_t)>& progress,
+Result<ValResult> Validator::Run(DetectionModelImpl& model, const std::function<void(size_t, size_t)>& progress,
                                  const std::atomic<bool>* cancel) {
   Impl& d = *impl_;
   if (model.nc() != d.nc) {
@@ -174,7 +174,7 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
   report.imgsz = o.imgsz > 0 ? o.imgsz : meta.options.imgsz;
   report.device = DeviceDescription(*device);
   if (report.imgsz < 32 || report.imgsz % 32 != 0) return Status::InvalidArgument("--imgsz must be a multiple of 32");
-  Result<YOLOv8> model = (*reader)->BuildInferenceModel(*device);
+  Result<DetectionModel> model = (*reader)->BuildInferenceModel(*device);
   if (!model.ok()) return model.status();
   ValOptions vo;
   vo.batch = o.batch;

@@ -21,7 +21,7 @@
 #include "trainer/loss.h"
 #include "trainer/metrics.h"
 #include "trainer/nms.h"
-#include "trainer/yolov8.h"
+#include "trainer/model/detection_model.h"
 
 namespace yc::trainer {
 
@@ -63,7 +63,7 @@ class Validator {
   // Runs the model (which must be in eval mode, on the validator's device) over the whole split.
   // progress(batches done, batches total) is called after each batch; a set `cancel` stops early with
   // Cancelled.
-  Result<ValResult> Run(YOLOv8Impl& model, const std::function<void(size_t, size_t)>& progress = {},
+  Result<ValResult> Run(DetectionModelImpl& model, const std::function<void(size_t, size_t)>& progress = {},
                         const std::atomic<bool>* cancel = nullptr);
 
   size_t batches() const;

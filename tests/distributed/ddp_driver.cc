@@ -32,7 +32,7 @@
 #include "trainer/distributed.h"
 #include "trainer/grad_reducer.h"
 #include "trainer/loss.h"
-#include "trainer/yolov8.h"
+#include "trainer/model/detection_model.h"
 
 namespace {
 
@@ -247,7 +247,7 @@ int RunToy(const Args& a, DistContext& ctx, bool plain) {
 
 int RunYolo(const Args& a, DistContext& ctx) {
   torch::manual_seed(99 + ctx.rank());
-  YOLOv8 model(YOLOv8Options(ModelScale::kN, 2));
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 2));
   const at::Device dev = ctx.device();
   model->to(dev);
   model->train();

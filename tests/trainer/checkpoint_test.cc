@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 using testing::TempDir;
 
 // One SGD step on random data so that momentum buffers, BN statistics and grads are non-trivial.
-void SgdStep(YOLOv8& model, torch::optim::Optimizer& opt, uint64_t seed) {
+void SgdStep(DetectionModel& model, torch::optim::Optimizer& opt, uint64_t seed) {
   at::manual_seed(seed);
   model->train();
   auto x = at::rand({2, 3, 64, 64});
@@ -53,7 +53,7 @@ CheckpointMeta SampleMeta() {
   return m;
 }
 
-std::unique_ptr<torch::optim::Optimizer> MakeSgd(YOLOv8& model) {
+std::unique_ptr<torch::optim::Optimizer> MakeSgd(DetectionModel& model) {
   OptimizerSpec spec;
   spec.lr = 0.01;
   spec.momentum = 0.9;
@@ -75,7 +75,7 @@ bool SameState(const torch::nn::Module& a, const torch::nn::Module& b) {
 TEST(Checkpoint, RoundTripsEverything) {
   TempDir tmp;
   at::manual_seed(1);
-  YOLOv8 model(YOLOv8Options(ModelScale::kN, 3));
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));
   auto opt = MakeSgd(model);
   SgdStep(model, *opt, 11);
   ModelEMA ema(*model);
@@ -125,11 +125,11 @@ TEST(Checkpoint, RoundTripsEverything) {
 
   // Into fresh objects with different random init.
   at::manual_seed(99);
-  YOLOv8 model2(YOLOv8Options(ModelScale::kN, 3));
+  DetectionModel model2(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));
   EXPECT_FALSE(SameState(*model, *model2));
   ASSERT_TRUE((*reader)->LoadModule("model", *model2).ok());
   EXPECT_TRUE(SameState(*model, *model2));  // BatchNorm running stats and num_batches_tracked included
-  YOLOv8 ema2(YOLOv8Options(ModelScale::kN, 3));
+  DetectionModel ema2(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));
   ASSERT_TRUE((*reader)->LoadModule("ema", *ema2).ok());
   EXPECT_TRUE(SameState(*ema.module(), *ema2));
   auto opt2 = MakeSgd(model2);
@@ -157,7 +157,7 @@ TEST(Checkpoint, RoundTripsEverything) {
 // one cannot be built into an inference model (val and predict would print garbage).
 TEST(Checkpoint, NonFiniteWeightsAreNamedAndRefusedForInference) {
   TempDir tmp;
-  YOLOv8 model(YOLOv8Options(ModelScale::kN, 3));
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));
   EXPECT_EQ(FirstNonFiniteTensor(*model), "");
   std::string poisoned;
   {
@@ -191,11 +191,11 @@ TEST(Checkpoint, NonFiniteWeightsAreNamedAndRefusedForInference) {
 TEST(Checkpoint, SnapshotIsFrozenAtTake) {
   TempDir tmp;
   at::manual_seed(1);
-  YOLOv8 model(YOLOv8Options(ModelScale::kN, 3));
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));
   auto opt = MakeSgd(model);
   SgdStep(model, *opt, 11);
   at::manual_seed(7);
-  YOLOv8 frozen(YOLOv8Options(ModelScale::kN, 3));  // a copy of the state at Take() time
+  DetectionModel frozen(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));  // a copy of the state at Take() time
   {
     c10::NoGradGuard no_grad;
     auto src = model->named_parameters(true);
@@ -218,7 +218,7 @@ TEST(Checkpoint, SnapshotIsFrozenAtTake) {
 
   auto reader = CheckpointReader::Open(tmp / "last.pt", at::Device(at::kCPU));
   ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-  YOLOv8 loaded(YOLOv8Options(ModelScale::kN, 3));
+  DetectionModel loaded(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));
   ASSERT_TRUE((*reader)->LoadModule("model", *loaded).ok());
   EXPECT_TRUE(SameState(*loaded, *frozen));
   // The saved momentum buffers are those after step 11 alone: replaying step 12 from the file gives the
@@ -231,7 +231,7 @@ TEST(Checkpoint, SnapshotIsFrozenAtTake) {
 
 TEST(Checkpoint, ModelOnlyFileIsEnoughForInferenceButNotForResume) {
   TempDir tmp;
-  YOLOv8 model(YOLOv8Options(ModelScale::kN, 3));
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));
   CheckpointContents c;
   c.meta = SampleMeta();
   c.model = model.get();
@@ -247,7 +247,7 @@ TEST(Checkpoint, ModelOnlyFileIsEnoughForInferenceButNotForResume) {
   auto opt = MakeSgd(model);
   EXPECT_EQ((*reader)->LoadOptimizer(*opt).code(), Status::Code::kCorruption);
   // A model of another shape does not take the weights.
-  YOLOv8 other(YOLOv8Options(ModelScale::kN, 5));
+  DetectionModel other(ModelOptions(ModelFamily::kV8, ModelScale::kN, 5));
   Status st = (*reader)->LoadModule("model", *other);
   EXPECT_EQ(st.code(), Status::Code::kCorruption);
   EXPECT_NE(st.message().find("m.pt"), std::string::npos) << st.message();
@@ -264,7 +264,7 @@ TEST(Checkpoint, BadFilesAreErrorsNamingThePath) {
   EXPECT_NE(junk.status().message().find("junk.pt"), std::string::npos);
 
   // A truncated real checkpoint.
-  YOLOv8 model(YOLOv8Options(ModelScale::kN, 3));
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));
   CheckpointContents c;
   c.meta = SampleMeta();
   c.model = model.get();

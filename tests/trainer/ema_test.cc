@@ -5,8 +5,8 @@
 #include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
 
-#include "trainer/modules.h"
-#include "trainer/yolov8.h"
+#include "trainer/model/blocks.h"
+#include "trainer/model/detection_model.h"
 
 namespace yc::trainer {
 namespace {
@@ -59,9 +59,9 @@ TEST(ModelEMA, RejectsADifferentModel) {
 }
 
 TEST(ModelEMA, WorksOnTheFullModel) {
-  YOLOv8 model(YOLOv8Options(ModelScale::kN, 2));
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 2));
   ModelEMA ema(*model, 0.9999, 2000, /*updates=*/100);
-  auto copy = ema.as<YOLOv8Impl>();
+  auto copy = ema.as<DetectionModelImpl>();
   ASSERT_TRUE(copy);
   ASSERT_TRUE(ema.Update(*model).ok());
   EXPECT_EQ(ema.updates(), 101);

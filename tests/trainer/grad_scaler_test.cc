@@ -6,7 +6,7 @@
 #include <torch/optim/sgd.h>
 
 #include "trainer/autocast.h"
-#include "trainer/modules.h"
+#include "trainer/model/blocks.h"
 
 namespace yc::trainer {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "trainer/assigner.h"
 #include "trainer/box_ops.h"
-#include "trainer/yolov8.h"
+#include "trainer/model/detection_model.h"
 
 namespace yc::trainer {
 namespace {
@@ -191,7 +191,7 @@ TEST(Loss, ClassTermWithoutBoxesIsSummedBce) {
 TEST(Loss, DecreasesWhenOverfittingAFixedBatch) {
   at::manual_seed(0);
   const auto start = std::chrono::steady_clock::now();
-  YOLOv8 model(YOLOv8Options(ModelScale::kN, 2));
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 2));
   model->train();
   DetectionLoss loss(2, model->strides());
   auto images = at::rand({2, 3, 64, 64});

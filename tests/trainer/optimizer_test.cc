@@ -5,7 +5,7 @@
 #include <torch/optim/sgd.h>
 
 #include "trainer/lr_schedule.h"
-#include "trainer/yolov8.h"
+#include "trainer/model/detection_model.h"
 
 namespace yc::trainer {
 namespace {
@@ -41,7 +41,7 @@ TEST(Optimizer, AutoRule) {
 }
 
 TEST(Optimizer, ThreeGroupsLikeUltralytics) {
-  YOLOv8 model(YOLOv8Options(ModelScale::kN, 80));
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 80));
   auto g = SplitParameters(*model);
   int64_t bn_layers = 0, biased_convs = 0;
   for (const auto& m : model->modules()) {
@@ -116,7 +116,7 @@ TEST(LrSchedule, FactorsAndWarmup) {
 }
 
 TEST(LrSchedule, AppliesToTheOptimizer) {
-  YOLOv8 model(YOLOv8Options(ModelScale::kN, 2));
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 2));
   auto opt = BuildOptimizer(*model, ResolveOptimizer("SGD", 0.01, 0.937, 0.1, 2, 0).value(), 5e-4);
   LrSchedule s(LrScheduleOptions{});
   ApplyStepSettings(*opt, s.At(0, 0, 10, 0.01));

@@ -5,7 +5,7 @@
 #include <torch/nn/modules/batchnorm.h>
 
 #include "trainer/distributed.h"
-#include "trainer/modules.h"
+#include "trainer/model/blocks.h"
 
 namespace yc::trainer {
 namespace {

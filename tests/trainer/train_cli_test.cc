@@ -42,7 +42,7 @@ fs::path WriteUntrainedCheckpoint(const fs::path& cache, const fs::path& path, b
   meta.nc = static_cast<int64_t>(meta.names.size());
   meta.options.imgsz = 64;
   meta.options.data = cache.string();
-  YOLOv8 model(YOLOv8Options(ModelScale::kN, meta.nc));
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, meta.nc));
   if (poison) {
     c10::NoGradGuard no_grad;
     model->parameters()[5].view({-1})[0] = std::nan("");

@@ -17,7 +17,7 @@
 
 #include "tests/test_support.h"
 #include "tests/trainer/train_test_util.h"
-#include "trainer/yolov8.h"
+#include "trainer/model/detection_model.h"
 
 namespace yc::trainer {
 namespace {
@@ -63,7 +63,7 @@ std::vector<std::string> TrainArgs(const fs::path& cache, const fs::path& out, u
 // The weights the runs started from (seeded init, as Train does).
 std::vector<at::Tensor> InitialWeights(uint64_t seed, int64_t classes) {
   torch::manual_seed(seed);
-  YOLOv8 model(YOLOv8Options(ModelScale::kN, classes));
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, classes));
   std::vector<at::Tensor> init;
   for (const auto& p : model->parameters()) init.push_back(p.detach().clone());
   return init;

@@ -245,7 +245,7 @@ TEST(Validator, RunsOverTheWholeSplit) {
   EXPECT_EQ((*v)->images(), 10u);
   EXPECT_EQ((*v)->batches(), 3u);
   at::manual_seed(0);
-  YOLOv8 model(YOLOv8Options(ModelScale::kN, 4));
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 4));
   model->eval();
   size_t calls = 0;
   auto r = (*v)->Run(*model, [&](size_t done, size_t total) {
@@ -264,7 +264,7 @@ TEST(Validator, RunsOverTheWholeSplit) {
   for (const char* key : {"precision", "recall", "mAP50", "mAP50-95", "fitness", "per_class"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
-  YOLOv8 wrong(YOLOv8Options(ModelScale::kN, 3));
+  DetectionModel wrong(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));
   wrong->eval();
   EXPECT_EQ((*v)->Run(*wrong).status().code(), Status::Code::kInvalidArgument);
 }

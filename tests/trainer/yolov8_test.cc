@@ -1,4 +1,4 @@
-#include "trainer/yolov8.h"
+#include "trainer/model/detection_model.h"
 
 #include <cmath>
 #include <set>
@@ -17,14 +17,14 @@ TEST(YOLOv8, ParameterCountsEqualUltralytics) {
                                                      {ModelScale::kL, 43691520},
                                                      {ModelScale::kX, 68229648}};
   for (const auto& [scale, count] : expected) {
-    YOLOv8 model(YOLOv8Options(scale, 80));
+    DetectionModel model(ModelOptions(ModelFamily::kV8, scale, 80));
     EXPECT_EQ(CountParameters(*model), count) << ModelScaleName(scale);
     EXPECT_EQ(CountParameters(*model, /*trainable_only=*/true), count - 16) << ModelScaleName(scale);
   }
 }
 
 TEST(YOLOv8, ClassCountChangesOnlyTheClassBranch) {
-  YOLOv8 a(YOLOv8Options(ModelScale::kN, 80)), b(YOLOv8Options(ModelScale::kN, 1));
+  DetectionModel a(ModelOptions(ModelFamily::kV8, ModelScale::kN, 80)), b(ModelOptions(ModelFamily::kV8, ModelScale::kN, 1));
   // nc = 1: c3 = max(64, min(1, 100)) = 64, so cv3's convs shrink from 80 to 64 channels.
   EXPECT_LT(CountParameters(*b), CountParameters(*a));
   EXPECT_EQ(b->nc(), 1);
@@ -32,13 +32,14 @@ TEST(YOLOv8, ClassCountChangesOnlyTheClassBranch) {
 
 TEST(YOLOv8, ParseScale) {
   EXPECT_EQ(ParseModelScale("n").value(), ModelScale::kN);
-  EXPECT_EQ(ParseModelScale("YOLOv8x").value(), ModelScale::kX);
+  EXPECT_EQ(ParseModelScale("X").value(), ModelScale::kX);
+  EXPECT_FALSE(ParseModelScale("yolov8x").ok());  // full names go through ParseModelName
   EXPECT_FALSE(ParseModelScale("q").ok());
   EXPECT_FALSE(ParseModelScale("").ok());
 }
 
 TEST(YOLOv8, StateDictNamesMatchUltralytics) {
-  YOLOv8 model(YOLOv8Options(ModelScale::kN, 80));
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 80));
   std::set<std::string> names;
   for (const auto& p : model->named_parameters()) names.insert(p.key());
   for (const auto& b : model->named_buffers()) names.insert(b.key());
@@ -51,7 +52,7 @@ TEST(YOLOv8, StateDictNamesMatchUltralytics) {
 }
 
 TEST(YOLOv8, InitialisationFollowsUltralytics) {
-  YOLOv8 model(YOLOv8Options(ModelScale::kN, 80));
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 80));
   auto* bn = model->model->ptr(0)->as<ConvImpl>()->bn.get();
   EXPECT_DOUBLE_EQ(bn->options.eps(), 1e-3);
   EXPECT_DOUBLE_EQ(bn->options.momentum().value(), 0.03);
@@ -72,7 +73,7 @@ TEST(YOLOv8, InitialisationFollowsUltralytics) {
 
 TEST(YOLOv8, TrainAndEvalOutputs) {
   at::manual_seed(0);
-  YOLOv8 model(YOLOv8Options(ModelScale::kN, 3));
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));
   auto x = at::rand({2, 3, 64, 96});
   model->train();
   auto out = model->forward(x);
@@ -112,9 +113,9 @@ TEST(YOLOv8, TrainAndEvalOutputs) {
 
 TEST(YOLOv8, CloneIsDeepAndEquivalent) {
   at::manual_seed(1);
-  YOLOv8 model(YOLOv8Options(ModelScale::kN, 2));
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 2));
   model->eval();
-  auto copy = std::dynamic_pointer_cast<YOLOv8Impl>(model->clone());
+  auto copy = std::dynamic_pointer_cast<DetectionModelImpl>(model->clone());
   ASSERT_TRUE(copy);
   copy->eval();
   c10::NoGradGuard no_grad;
@@ -128,7 +129,7 @@ TEST(YOLOv8, CloneIsDeepAndEquivalent) {
 
 TEST(YOLOv8, ChannelsLastGivesTheSameOutputs) {
   at::manual_seed(2);
-  YOLOv8 model(YOLOv8Options(ModelScale::kN, 4));
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 4));
   model->eval();
   c10::NoGradGuard no_grad;
   auto x = at::rand({1, 3, 64, 64});

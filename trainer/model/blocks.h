@@ -1,7 +1,8 @@
-// YOLOv8 building blocks (Ultralytics nn/modules conv.py, block.py, head.py semantics), written as
-// LibTorch modules in the torch/csrc/api style: `*Impl` + TORCH_MODULE holder, Cloneable so that a
-// whole model can be deep-copied (EMA). Submodule names match Ultralytics' state_dict keys
-// (conv/bn, cv1/cv2/m, cv2/cv3/dfl) so converted weights line up.
+// Building blocks shared by the YOLOv8 and YOLO11 graphs (Ultralytics nn/modules conv.py and block.py
+// semantics: Conv, Bottleneck, C2f, SPPF, Concat), written as LibTorch modules in the torch/csrc/api
+// style: `*Impl` + TORCH_MODULE holder, Cloneable so that a whole model can be deep-copied (EMA).
+// Submodule names match Ultralytics' state_dict keys (conv/bn, cv1/cv2/m) so converted weights line up.
+// YOLO11's own blocks are in trainer/model/blocks_yolo11.h, the head in trainer/model/detect.h.
 //
 // Submodules are reached through their registered containers (ModuleList / Sequential) at forward
 // time instead of cached typed handles: Cloneable::clone() replaces container contents, and a cached
@@ -51,17 +52,23 @@ class ConvImpl : public torch::nn::Cloneable<ConvImpl> {
 };
 TORCH_MODULE(Conv);
 
-// Two 3x3 Convs (hidden c2*e) with an optional residual when shapes allow.
+// Ultralytics' DWConv: a Conv whose groups are gcd(c1, c2) (depthwise when c1 == c2). It is a plain Conv
+// in the state_dict (conv/bn), so it needs no class of its own.
+Conv DWConv(int64_t c1, int64_t c2, int64_t k = 1, int64_t s = 1, bool act = true);
+
+// Two Convs, k1 x k1 then k2 x k2 (hidden c2*e), with a residual when `shortcut` and shapes allow.
+// C2f uses 3/3 with e 1.0, C3 (and so C3k) 1/3 with e 1.0, C3k2's plain branch 3/3 with e 0.5.
 class BottleneckImpl : public torch::nn::Cloneable<BottleneckImpl> {
  public:
-  BottleneckImpl(int64_t c1, int64_t c2, bool shortcut = true, int64_t g = 1, double e = 0.5);
+  BottleneckImpl(int64_t c1, int64_t c2, bool shortcut = true, int64_t g = 1, double e = 0.5, int64_t k1 = 3,
+                 int64_t k2 = 3);
   void reset() override;
   at::Tensor forward(const at::Tensor& x);
 
   Conv cv1{nullptr}, cv2{nullptr};
 
  private:
-  int64_t c1_, c2_, g_;
+  int64_t c1_, c2_, g_, k1_, k2_;
   double e_;
   bool add_;
 };
@@ -111,54 +118,5 @@ class ConcatImpl : public torch::nn::Cloneable<ConcatImpl> {
   int64_t dim_;
 };
 TORCH_MODULE(Concat);
-
-// Distribution Focal Loss integral: softmax over reg_max bins per side, expectation with the fixed
-// weights arange(reg_max) (a frozen 1x1 conv, counted as a parameter as in Ultralytics).
-// (B, 4 * reg_max, A) -> (B, 4, A) distances in grid units.
-class DFLImpl : public torch::nn::Cloneable<DFLImpl> {
- public:
-  explicit DFLImpl(int64_t c1 = 16);
-  void reset() override;
-  at::Tensor forward(const at::Tensor& x);
-
-  torch::nn::Conv2d conv{nullptr};
-
- private:
-  int64_t c1_;
-};
-TORCH_MODULE(DFL);
-
-// Decoupled anchor-free head: per level a box branch cv2 (4 * reg_max) and a class branch cv3 (nc).
-class DetectImpl : public torch::nn::Cloneable<DetectImpl> {
- public:
-  DetectImpl(int64_t nc, std::vector<int64_t> ch, std::vector<double> strides, int64_t reg_max = 16);
-  void reset() override;
-
-  // Raw per-level outputs (B, 4 * reg_max + nc, H_i, W_i): what the loss consumes.
-  std::vector<at::Tensor> forward(const std::vector<at::Tensor>& xs);
-  // Inference decode of raw outputs -> (B, 4 + nc, A): xywh boxes in input pixels, sigmoid scores.
-  // Anchors are rebuilt only when the level shapes, dtype or device change.
-  at::Tensor Decode(const std::vector<at::Tensor>& feats);
-  // Ultralytics Detect.bias_init: box bias 1.0, class bias log(5 / nc / (640 / s)^2).
-  void BiasInit();
-
-  int64_t nc() const { return nc_; }
-  int64_t reg_max() const { return reg_max_; }
-  int64_t no() const { return nc_ + 4 * reg_max_; }
-  const std::vector<double>& strides() const { return strides_; }
-
-  torch::nn::ModuleList cv2{nullptr}, cv3{nullptr};
-  DFL dfl{nullptr};
-
- private:
-  int64_t nc_, reg_max_;
-  std::vector<int64_t> ch_;
-  std::vector<double> strides_;
-  // Decode cache.
-  std::vector<int64_t> anchor_key_;
-  at::Tensor anchors_;        // (2, A) grid units
-  at::Tensor anchor_strides_;  // (1, A)
-};
-TORCH_MODULE(Detect);
 
 }  // namespace yc::trainer
