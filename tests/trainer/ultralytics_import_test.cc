@@ -101,7 +101,9 @@ TEST(UltralyticsImport, ForwardEqualsUltralytics) {
     EXPECT_EQ(ck->stride, (std::vector<double>{8, 16, 32}));
     EXPECT_EQ(ck->imgsz, m["form"] == "training" ? 64 : 0);
     for (const auto& [n, t] : ck->state_dict) {
-      if (t.is_floating_point()) EXPECT_EQ(t.scalar_type(), at::kFloat) << n;
+      if (t.is_floating_point()) {
+        EXPECT_EQ(t.scalar_type(), at::kFloat) << n;
+      }
     }
 
     Result<InferenceModel> im = LoadInferenceModel(file, at::Device(at::kCPU));
@@ -179,7 +181,9 @@ TEST(UltralyticsImport, BadFilesFailNamingTheFile) {
     ASSERT_FALSE(w.ok());
     EXPECT_EQ(ExitCodeFor(w.status()), kExitFatal) << w.status().ToString();
     EXPECT_NE(w.status().message().find(path.string()), std::string::npos) << w.status().ToString();
-    if (!why.empty()) EXPECT_NE(w.status().message().find(why), std::string::npos) << w.status().ToString();
+    if (!why.empty()) {
+      EXPECT_NE(w.status().message().find(why), std::string::npos) << w.status().ToString();
+    }
   }
   // The same through the tools: val, predict and train exit 3 and name the file.
   const fs::path cache = testutil::MakeSynthCache(tmp.path(), testutil::Images(4, 2));
@@ -210,7 +214,7 @@ TEST(Pickle, MalformedStreamsAreErrors) {
       "\x80\x02h\x05.",            // BINGET of an id never PUT
       "\x80\x02X\xff\xff\xff\x7f", // BINUNICODE longer than the stream
       "\x80\x02]K\x01s.",          // SETITEM on a list
-      "\x80\x02)K\x01a.",          // APPEND to a tuple
+      "\x80\x02)K\x01" "a.",       // APPEND to a tuple
       "\x80\x02K\x01K\x02R.",      // REDUCE of an int
       "\x80\x02\x8a\x09\x01\x02\x03\x04\x05\x06\x07\x08\x09.",  // 72-bit integer
       "\x80\x09N.",                // protocol 9
@@ -220,7 +224,9 @@ TEST(Pickle, MalformedStreamsAreErrors) {
   for (const std::string& s : streams) {
     Result<PickleTree> t = Unpickle(s, "test.pkl");
     EXPECT_FALSE(t.ok()) << "stream of " << s.size() << " bytes";
-    if (!t.ok()) EXPECT_NE(t.status().message().find("test.pkl"), std::string::npos);
+    if (!t.ok()) {
+      EXPECT_NE(t.status().message().find("test.pkl"), std::string::npos);
+    }
   }
   // A well-formed one: {'a': [1, 2.5, True, None, 'x'], 'b': (b'\x00',)} with memo use.
   static const char kOk[] =

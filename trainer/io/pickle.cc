@@ -139,7 +139,7 @@ class Unpickler {
     return Status::OK();
   }
   Status Put(uint64_t id) {
-    ValueId top;
+    ValueId top = kNoValue;
     YC_RETURN_IF_ERROR(Top(&top));
     memo_[id] = top;
     return Status::OK();
@@ -289,7 +289,7 @@ Result<PickleTree> Unpickler::Run() {
         if (u > n_ - pos_) return Bad("frame runs past the end of the stream");
         break;
       case '.': {  // STOP
-        ValueId root;
+        ValueId root = kNoValue;
         YC_RETURN_IF_ERROR(Pop(&root));
         tree_.root_ = root;
         return std::move(tree_);
