@@ -10,6 +10,10 @@ packages=(
   libgtest-dev libgmock-dev
   libtorch-dev libgloo-dev
   clang libclang-rt-14-dev
+  # Test fixtures only: genuine Ultralytics checkpoints and reference outputs are made at test time by
+  # ../shared/ultralytics under Debian's python3 (tests/trainer/fixtures/*.py); nothing at run time.
+  python3-torch python3-torchvision python3-opencv python3-yaml python3-scipy python3-matplotlib
+  python3-pandas python3-psutil python3-tqdm python3-requests python3-cpuinfo python3-pil
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -117,7 +117,9 @@ struct TrainArgs {
 void AddTrainOptions(CLI::App& app, TrainArgs& a) {
   TrainOptions& o = a.o;
   app.add_option("--data", o.data, "Cache directory (built by `yolocache build`)");
-  app.add_option("--model", o.model, "yolov8n | yolov8s | yolov8m | yolov8l | yolov8x | yolo11n | yolo11s | yolo11m | yolo11l | yolo11x")->capture_default_str();
+  app.add_option("--model", o.model,
+                 "yolov8n..yolov8x | yolo11n..yolo11x (train: default the --weights' architecture)")
+      ->capture_default_str();
   app.add_option("--epochs", o.epochs, "Epochs")->capture_default_str();
   app.add_option("--batch", o.batch, "Batch size")->capture_default_str();
   app.add_option("--imgsz", o.imgsz, "Train/val image size (multiple of 32)")->capture_default_str();
@@ -202,7 +204,8 @@ int RunTrain(CLI::App& app, TrainArgs& a) {
     Result<TrainOptions> saved = ResumeOptions(a.resume);
     if (!saved.ok()) return Fail("train", saved.status());
     TrainOptions r = *saved;
-    for (const char* fixed : {"--model", "--epochs", "--batch", "--imgsz", "--optimizer", "--lr0", "--seed", "--out"}) {
+    for (const char* fixed : {"--model", "--weights", "--freeze", "--epochs", "--batch", "--imgsz", "--optimizer", "--lr0",
+                              "--seed", "--out"}) {
       if (app.count(fixed) > 0) {
         std::cerr << "yolocache-train train: " << fixed << " is ignored with --resume (the checkpoint's value is used)\n";
       }
@@ -218,6 +221,8 @@ int RunTrain(CLI::App& app, TrainArgs& a) {
   } else {
     Status amp = ApplyAmpFlags(a, &o);
     if (!amp.ok()) return Fail("train", amp);
+    // --weights without --model: the file's architecture (Train reads it from the file).
+    if (!o.weights.empty() && app.count("--model") == 0) o.model.clear();
   }
   ConsoleObserver console;
   hooks.observer = &console;
@@ -418,6 +423,12 @@ int main(int argc, char** argv) {
   TrainArgs train;
   CLI::App* train_cmd = app.add_subcommand("train", "Train a YOLOv8 or YOLO11 model (Ultralytics recipe) on a cache");
   AddTrainOptions(*train_cmd, train);
+  // Fine-tuning (train only): --model then defaults to the weights' architecture.
+  train_cmd->add_option("--weights", train.o.weights,
+                        "Initial weights: an Ultralytics .pt (yolov8n.pt, a run's best.pt) or a yolocache checkpoint; "
+                        "tensors whose name and shape match are transferred; --model defaults to the file's");
+  train_cmd->add_option("--freeze", train.o.freeze, "Freeze layers model.0 .. model.N-1 (and .dfl), as Ultralytics")
+      ->capture_default_str();
 
   CeilingArgs ceiling;
   CLI::App* ceiling_cmd = app.add_subcommand(
@@ -428,7 +439,7 @@ int main(int argc, char** argv) {
 
   ValArgs val;
   CLI::App* val_cmd = app.add_subcommand("val", "Validate a checkpoint on a cache split (P, R, mAP50, mAP50-95)");
-  val_cmd->add_option("--weights", val.o.weights, "Checkpoint (best.pt / last.pt)")->required();
+  val_cmd->add_option("--weights", val.o.weights, "Checkpoint (best.pt / last.pt) or Ultralytics .pt")->required();
   val_cmd->add_option("--data", val.o.data, "Cache directory")->required();
   val_cmd->add_option("--split", val.o.split, "Split to validate on")->capture_default_str();
   val_cmd->add_option("--batch", val.o.batch, "Batch size")->capture_default_str();
@@ -444,7 +455,7 @@ int main(int argc, char** argv) {
   PredictArgs predict;
   predict.o.imgsz = 0;
   CLI::App* predict_cmd = app.add_subcommand("predict", "Detect objects in images and write annotated JPEGs");
-  predict_cmd->add_option("--weights", predict.weights, "Checkpoint (best.pt / last.pt)")->required();
+  predict_cmd->add_option("--weights", predict.weights, "Checkpoint (best.pt / last.pt) or Ultralytics .pt")->required();
   predict_cmd->add_option("images", predict.images, "Image files or directories")->required();
   predict_cmd->add_option("--out", predict.out, "Output directory for the annotated images")->capture_default_str();
   predict_cmd->add_option("--imgsz", predict.o.imgsz, "Inference size (0: the checkpoint's)")->capture_default_str();

@@ -13,6 +13,7 @@
 #include "loader/draw.h"
 #include "loader/letterbox.h"
 #include "trainer/checkpoint.h"
+#include "trainer/io/pretrained.h"
 #include "trainer/nms.h"
 
 namespace yc::trainer {
@@ -26,22 +27,21 @@ Predictor::~Predictor() = default;
 
 Result<std::unique_ptr<Predictor>> Predictor::Load(const fs::path& checkpoint, const at::Device& device,
                                                    PredictOptions options) {
-  Result<std::unique_ptr<CheckpointReader>> reader = CheckpointReader::Open(checkpoint, device);
-  if (!reader.ok()) return reader.status();
-  if (options.imgsz == 0) options.imgsz = (*reader)->meta().options.imgsz;
+  // Either kind of weights file (a yolocache checkpoint or an Ultralytics .pt), with its class names.
+  Result<InferenceModel> loaded = LoadInferenceModel(checkpoint, device);
+  if (!loaded.ok()) return loaded.status();
+  if (options.imgsz == 0) options.imgsz = loaded->info.imgsz > 0 ? loaded->info.imgsz : 640;
   if (options.imgsz < 32 || options.imgsz % 32 != 0) {
     return Status::InvalidArgument("--imgsz must be a multiple of 32, >= 32");
   }
   if (!(options.conf >= 0 && options.conf < 1) || !(options.iou > 0 && options.iou <= 1) || options.max_det < 1) {
     return Status::InvalidArgument("predict: need 0 <= conf < 1, 0 < iou <= 1, max_det >= 1");
   }
-  Result<DetectionModel> model = (*reader)->BuildInferenceModel(device);
-  if (!model.ok()) return model.status();
   std::unique_ptr<Predictor> p(new Predictor());
   p->device_ = device;
   p->options_ = options;
-  p->names_ = (*reader)->meta().names;
-  p->model_ = *model;
+  p->names_ = loaded->info.names;
+  p->model_ = loaded->model;
   return p;
 }
 

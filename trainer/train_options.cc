@@ -65,6 +65,8 @@ const std::vector<Field>& Fields() {
   static const std::vector<Field> fields = {
       Str("data", &TrainOptions::data),
       Str("model", &TrainOptions::model),
+      Str("weights", &TrainOptions::weights),
+      Num("freeze", &TrainOptions::freeze),
       Str("train_split", &TrainOptions::train_split),
       Str("val_split", &TrainOptions::val_split),
       Num("epochs", &TrainOptions::epochs),
@@ -200,6 +202,8 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   auto bad = [](const std::string& what) { return Status::InvalidArgument(what); };
   auto finite = [](double v) { return std::isfinite(v); };
   if (o.epochs < 1) return bad("--epochs must be >= 1");
+  if (o.model.empty() && o.weights.empty()) return bad("--model is required (or --weights, whose architecture is used)");
+  if (o.freeze < 0) return bad("--freeze must be >= 0");
   if (o.batch < 1) return bad("--batch must be >= 1");
   if (o.imgsz < 32 || o.imgsz % 32 != 0) return bad("--imgsz must be a multiple of 32 (the model's largest stride), >= 32");
   if (o.threads < 0) return bad("--threads must be >= 0");

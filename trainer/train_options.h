@@ -23,7 +23,11 @@ enum class AmpDtype { kAuto, kFloat16, kBFloat16 };
 struct TrainOptions {
   // Data and model.
   std::string data;              // cache directory (`yolocache build` output)
-  std::string model = "yolov8n";  // yolov8n|s|m|l|x
+  std::string model = "yolov8n";  // yolov8n|s|m|l|x; "" with `weights`: the file's architecture
+  // Fine-tuning: initial weights (an Ultralytics .pt or a yolocache checkpoint; every tensor whose name and
+  // shape match is transferred, trainer/io/pretrained.h) and Ultralytics' freeze (model.0 .. model.{N-1}).
+  std::string weights;
+  int freeze = 0;
   std::string train_split = "train";
   std::string val_split = "val";
   int epochs = 100;

@@ -26,6 +26,7 @@
 #include "trainer/gpu_monitor.h"
 #include "trainer/grad_reducer.h"
 #include "trainer/grad_scaler.h"
+#include "trainer/io/pretrained.h"
 #include "trainer/loss.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/optimizer.h"
@@ -158,6 +159,7 @@ class Run {
   int64_t nc_ = 0;
   ModelName model_name_;
   std::unique_ptr<CheckpointReader> resume_;
+  std::unique_ptr<ModelWeights> pretrained_;  // --weights, until transferred into the model
   TrainState state_;
   fs::path out_, weights_, last_, best_;
   std::unique_ptr<DistContext> dist_;       // world 1: a local no-op context
@@ -200,6 +202,14 @@ class Run {
 
 Status Run::Setup() {
   YC_RETURN_IF_ERROR(ValidateTrainOptions(o_));
+  // --weights (a fresh run; a resumed one has its weights in the checkpoint): read first, so a bad file
+  // fails before any work, and the architecture comes from it unless --model names one.
+  if (!o_.weights.empty() && hooks_.resume.empty()) {
+    Result<ModelWeights> w = ReadModelWeights(o_.weights);
+    if (!w.ok()) return w.status();
+    pretrained_ = std::make_unique<ModelWeights>(std::move(*w));
+    if (o_.model.empty()) o_.model = ModelNameString(pretrained_->name);
+  }
   Result<ModelName> model_name = ParseModelName(o_.model);
   if (!model_name.ok()) return Status::InvalidArgument("--model: " + model_name.status().message());
   model_name_ = *model_name;
@@ -301,6 +311,26 @@ Status Run::Setup() {
   model_->to(device_);
   if (channels_last_) ToChannelsLast(*model_);
   if (resume_) YC_RETURN_IF_ERROR(resume_->LoadModule("model", *model_));
+  if (pretrained_) {  // Ultralytics' intersect_dicts: every tensor whose name and shape match
+    const TransferReport t = TransferWeights(*pretrained_, *model_);
+    Say("Transferred " + std::to_string(t.transferred) + "/" + std::to_string(t.total) +
+        " items from pretrained weights " + o_.weights + " (" + pretrained_->description + ")");
+    if (!t.not_transferred.empty()) Say("left at init: " + CompactNames(t.not_transferred));
+    if (pretrained_->nc != nc_) {
+      Say("classes: the weights have " + std::to_string(pretrained_->nc) + ", the data " + std::to_string(nc_) +
+          "; the class branches start from init");
+    }
+    if (ModelNameString(pretrained_->name) != ModelNameString(model_name_)) {
+      Say("--model " + ModelNameString(model_name_) + " differs from the weights' " + ModelNameString(pretrained_->name) +
+          ": only tensors of matching name and shape were taken");
+    }
+    pretrained_.reset();  // the tensors are in the model now
+  }
+  if (o_.freeze > 0) {  // before the optimizer is built: frozen parameters join no group (resume too)
+    const int64_t frozen = FreezeLayers(*model_, o_.freeze);
+    Say("freeze: layers model.0-" + std::to_string(o_.freeze - 1) + " and .dfl (" + std::to_string(frozen) +
+        " parameter tensors)");
+  }
   if (Distributed()) {
     // Identical start on every rank (seeded init or the same checkpoint already give it; this makes it
     // a guarantee), then the gradient all-reduce hooked onto the parameters on their final device.

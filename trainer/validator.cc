@@ -9,6 +9,7 @@
 #include "trainer/autocast.h"
 #include "trainer/box_ops.h"
 #include "trainer/checkpoint.h"
+#include "trainer/io/pretrained.h"
 #include "trainer/device_feed.h"
 
 namespace yc::trainer {
@@ -157,37 +158,37 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
   Result<at::Device> device = ParseDevice(o.device);
   if (!device.ok()) return device.status();
   ConfigureDevice(*device);
-  Result<std::unique_ptr<CheckpointReader>> reader = CheckpointReader::Open(o.weights, *device);
-  if (!reader.ok()) return reader.status();
-  const CheckpointMeta& meta = (*reader)->meta();
+  // Either kind of weights file (a yolocache checkpoint or an Ultralytics .pt), with its class names.
+  Result<InferenceModel> loaded = LoadInferenceModel(o.weights, *device);
+  if (!loaded.ok()) return loaded.status();
+  const ModelWeights& info = loaded->info;
   Result<std::unique_ptr<Cache>> opened = Cache::Open(o.data);
   if (!opened.ok()) return opened.status();
   std::shared_ptr<Cache> cache(std::move(*opened));
-  if (cache->manifest().names != meta.names) {
+  if (cache->manifest().names != info.names) {
     return Status::InvalidArgument(Status::At(o.data, "class names differ from the checkpoint's (" +
-                                                          std::to_string(meta.names.size()) + " classes)"));
+                                                          std::to_string(info.names.size()) + " classes)"));
   }
   const RecordSource* split = cache->split(o.split);
   if (split == nullptr) return Status::NotFound(Status::At(o.data, "no '" + o.split + "' split"));
   CheckpointValReport report;
-  report.names = meta.names;
-  report.imgsz = o.imgsz > 0 ? o.imgsz : meta.options.imgsz;
+  report.names = info.names;
+  report.imgsz = o.imgsz > 0 ? o.imgsz : info.imgsz > 0 ? info.imgsz : 640;
   report.device = DeviceDescription(*device);
   if (report.imgsz < 32 || report.imgsz % 32 != 0) return Status::InvalidArgument("--imgsz must be a multiple of 32");
-  Result<DetectionModel> model = (*reader)->BuildInferenceModel(*device);
-  if (!model.ok()) return model.status();
+  DetectionModel model = loaded->model;
   ValOptions vo;
   vo.batch = o.batch;
   vo.imgsz = report.imgsz;
   vo.rect = o.rect;
   vo.nms = o.nms;
   vo.compute_loss = o.compute_loss;
-  vo.loss = LossOptions{meta.options.box, meta.options.cls, meta.options.dfl};
+  vo.loss = LossOptions{info.loss_gains[0], info.loss_gains[1], info.loss_gains[2]};
   vo.threads = o.threads;
   Result<std::unique_ptr<Validator>> v =
-      Validator::Create(std::shared_ptr<const RecordSource>(cache, split), vo, *device, meta.nc);
+      Validator::Create(std::shared_ptr<const RecordSource>(cache, split), vo, *device, info.nc);
   if (!v.ok()) return v.status();
-  Result<ValResult> r = (*v)->Run(**model, progress);
+  Result<ValResult> r = (*v)->Run(*model, progress);
   if (!r.ok()) return r.status();
   report.result = *r;
   return report;

@@ -1,0 +1,165 @@
+#include "trainer/io/pretrained.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+#include <c10/core/GradMode.h>
+#include <caffe2/serialize/inline_container.h>
+
+#include "trainer/checkpoint.h"
+#include "trainer/io/torch_archive.h"
+#include "trainer/io/ultralytics_checkpoint.h"
+
+namespace yc::trainer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A LibTorch archive (what torch::serialize::OutputArchive writes: yolocache checkpoints) carries
+// constants.pkl beside data.pkl; torch.save's pickles do not.
+bool IsLibTorchArchive(const fs::path& path) {
+  if (!LooksLikeZip(path)) return false;
+  try {
+    caffe2::serialize::PyTorchStreamReader zip(path.string());
+    return zip.hasRecord("constants.pkl");
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+Result<ModelWeights> ReadYolocache(const fs::path& path) {
+  Result<std::unique_ptr<CheckpointReader>> r = CheckpointReader::Open(path, at::Device(at::kCPU));
+  if (!r.ok()) return Status::IOError(r.status().message());  // damaged weights: exit 3 like any unreadable file
+  const CheckpointMeta& meta = (*r)->meta();
+  Result<DetectionModel> model = (*r)->BuildInferenceModel(at::Device(at::kCPU));
+  if (!model.ok()) return Status::IOError(model.status().message());
+  ModelWeights w;
+  w.format = "yolocache";
+  w.name = (*model)->options().name();
+  w.nc = meta.nc;
+  w.names = meta.names;
+  w.imgsz = meta.options.imgsz;
+  w.loss_gains = {meta.options.box, meta.options.cls, meta.options.dfl};
+  w.description = "yolocache checkpoint " + ModelNameString(w.name) + " (" + ((*r)->has_ema() ? "ema" : "model") + ", " +
+                  std::to_string(meta.nc) + " classes)";
+  for (const auto& p : (*model)->named_parameters(true)) w.tensors.emplace_back(p.key(), p.value().detach());
+  for (const auto& b : (*model)->named_buffers(true)) w.tensors.emplace_back(b.key(), b.value().detach());
+  return w;
+}
+
+}  // namespace
+
+Result<ModelWeights> ReadModelWeights(const fs::path& path) {
+  if (IsLibTorchArchive(path)) return ReadYolocache(path);
+  Result<UltralyticsCheckpoint> ck = ReadUltralyticsCheckpoint(path);
+  if (!ck.ok()) return ck.status();
+  ModelWeights w;
+  w.format = "ultralytics";
+  Result<ModelName> name = ParseModelName(ck->family + ck->scale);
+  if (!name.ok()) return Status::Unsupported(Status::At(path.string(), name.status().message()));
+  w.name = *name;
+  w.nc = ck->nc;
+  w.names = ck->names;
+  w.imgsz = ck->imgsz;
+  w.description = "Ultralytics" + (ck->version.empty() ? std::string() : " " + ck->version) + " " + ck->family +
+                  ck->scale + " (" + ck->source + ", " + std::to_string(ck->nc) + " classes)";
+  w.tensors = std::move(ck->state_dict);
+  return w;
+}
+
+TransferReport TransferWeights(const ModelWeights& weights, torch::nn::Module& model) {
+  std::map<std::string, const at::Tensor*> src;
+  for (const auto& [name, t] : weights.tensors) src[name] = &t;
+  TransferReport r;
+  c10::NoGradGuard no_grad;
+  auto visit = [&](const std::string& name, at::Tensor dst) {
+    ++r.total;
+    auto it = src.find(name);
+    if (it == src.end() || it->second->sizes() != dst.sizes()) {
+      r.not_transferred.push_back(name);
+      return;
+    }
+    dst.copy_(*it->second);  // to the model's device, dtype and memory format
+    ++r.transferred;
+  };
+  for (const auto& p : model.named_parameters(true)) visit(p.key(), p.value());
+  for (const auto& b : model.named_buffers(true)) visit(b.key(), b.value());
+  return r;
+}
+
+std::string CompactNames(const std::vector<std::string>& names, size_t max_items) {
+  // Names deeper than 4 components are grouped by their first 4 ("model.22.cv3.0.1.bn.weight" ->
+  // "model.22.cv3.0.*"), in order of first appearance, with counts: a head's class branches read as three
+  // entries instead of 108 names.
+  std::vector<std::pair<std::string, int64_t>> groups;
+  std::map<std::string, size_t> index;
+  for (const std::string& n : names) {
+    std::string key = n;
+    size_t pos = 0;
+    int dots = 0;
+    while ((pos = n.find('.', pos)) != std::string::npos) {
+      if (++dots == 4) {
+        if (n.find('.', pos + 1) != std::string::npos) key = n.substr(0, pos) + ".*";
+        break;
+      }
+      ++pos;
+    }
+    auto [it, fresh] = index.emplace(key, groups.size());
+    if (fresh) groups.emplace_back(key, 0);
+    ++groups[it->second].second;
+  }
+  std::string out;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (i == max_items) {
+      out += ", ... (" + std::to_string(groups.size() - i) + " more)";
+      break;
+    }
+    if (i > 0) out += ", ";
+    out += groups[i].first;
+    if (groups[i].second > 1) out += " (" + std::to_string(groups[i].second) + ")";
+  }
+  return out;
+}
+
+int64_t FreezeLayers(torch::nn::Module& model, int layers) {
+  int64_t frozen = 0;
+  for (auto& p : model.named_parameters(true)) {
+    const std::string& name = p.key();
+    bool freeze = name.find(".dfl") != std::string::npos;
+    for (int i = 0; i < layers && !freeze; ++i) {
+      if (name.rfind("model." + std::to_string(i) + ".", 0) == 0) freeze = true;
+    }
+    if (freeze) {
+      p.value().set_requires_grad(false);
+      ++frozen;
+    }
+  }
+  return frozen;
+}
+
+Result<InferenceModel> LoadInferenceModel(const fs::path& path, const at::Device& device) {
+  Result<ModelWeights> w = ReadModelWeights(path);
+  if (!w.ok()) return w.status();
+  DetectionModel model(ModelOptions(w->name, w->nc));
+  TransferReport r = TransferWeights(*w, *model);
+  if (r.transferred != r.total) {
+    return Status::IOError(path.string() + ": " + std::to_string(r.total - r.transferred) + " of the " +
+                           ModelNameString(w->name) + " model's " + std::to_string(r.total) + " tensors are missing or differ in shape: " +
+                           CompactNames(r.not_transferred));
+  }
+  // A diverged run's weights (or a damaged file's) would print garbage detections.
+  if (const std::string bad = FirstNonFiniteTensor(*model); !bad.empty())
+    return Status::Corruption(Status::At(path.string(), "the weights hold NaN or inf values (first: " + bad + ")"));
+  InferenceModel m;
+  m.model = model;
+  m.model->to(device);
+  m.model->eval();
+  for (auto& p : m.model->parameters(true)) p.set_requires_grad(false);
+  m.info = std::move(*w);
+  m.info.tensors.clear();
+  return m;
+}
+
+}  // namespace yc::trainer

@@ -1,0 +1,63 @@
+// Reads a `torch.save` zip archive (PyTorch >= 1.6's default format) without Python: the pickle in
+// <root>/data.pkl as a generic tree (trainer/io/pickle.h), and its tensors on demand from the raw
+// storages in <root>/data/<key>.
+//
+//   Result<std::unique_ptr<TorchArchive>> a = TorchArchive::Open("yolov8n.pt");
+//   const PickleTree& t = (*a)->tree();
+//   Result<at::Tensor> w = (*a)->Tensor(t.Find(params, "weight"));  // _rebuild_tensor_v2 / _rebuild_parameter
+//
+// The zip is read by LibTorch's caffe2::serialize::PyTorchStreamReader (miniz; stored or deflated entries,
+// zip64). A tensor's storage is read once and shared by every view of it, as torch.load does. Every
+// storage key, element type, byte size, shape, stride and offset is checked against the storage before
+// a view is made; a file that is not such an archive, or is damaged, is IOError naming it.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <ATen/ATen.h>
+
+#include "libcache/status.h"
+#include "trainer/io/pickle.h"
+
+namespace caffe2::serialize {
+class PyTorchStreamReader;
+}
+
+namespace yc::trainer {
+
+// Whether `path` starts like a zip archive ("PK\3\4"); false for unreadable files.
+bool LooksLikeZip(const std::filesystem::path& path);
+
+class TorchArchive {
+ public:
+  static Result<std::unique_ptr<TorchArchive>> Open(const std::filesystem::path& path);
+  ~TorchArchive();
+
+  const PickleTree& tree() const { return tree_; }
+  const std::filesystem::path& path() const { return path_; }
+  // Whether the archive holds <root>/<name> (e.g. "constants.pkl": a TorchScript / LibTorch archive).
+  bool HasRecord(const std::string& name) const;
+
+  // The tensor a value stands for: torch._utils._rebuild_tensor_v2 / _rebuild_tensor, _rebuild_parameter(
+  // _with_state), torch._tensor._rebuild_from_type_v2 of one of those. A CPU tensor of the stored dtype
+  // viewing the shared storage.
+  Result<at::Tensor> Tensor(ValueId id);
+  // Whether `id` is one of those tensor constructions (without reading anything).
+  bool IsTensor(ValueId id) const;
+
+ private:
+  TorchArchive() = default;
+  Status Bad(const std::string& why) const;
+  Result<at::Tensor> Storage(ValueId persid);
+  Result<at::Tensor> View(ValueId args);  // _rebuild_tensor_v2's arguments
+
+  std::filesystem::path path_;
+  std::unique_ptr<caffe2::serialize::PyTorchStreamReader> zip_;
+  PickleTree tree_;
+  std::map<std::string, at::Tensor> storages_;  // key -> flat storage tensor
+};
+
+}  // namespace yc::trainer
