@@ -219,7 +219,6 @@ TEST(TrainLoop, DivergenceKeepsTheLastFiniteCheckpoints) {
   ASSERT_TRUE(first->interrupted);
   const fs::path last = tmp / "run" / "weights" / "last.pt", best = tmp / "run" / "weights" / "best.pt";
   ASSERT_TRUE(fs::exists(best));
-  const std::string last_bytes = testing::ReadFile(last), best_bytes = testing::ReadFile(best);
 
   Result<TrainOptions> ro = ResumeOptions(last);
   ASSERT_TRUE(ro.ok()) << ro.status().ToString();
@@ -231,14 +230,17 @@ TEST(TrainLoop, DivergenceKeepsTheLastFiniteCheckpoints) {
   const std::string& msg = second.status().message();
   EXPECT_NE(msg.find("training diverged: non-finite"), std::string::npos) << msg;
   EXPECT_NE(msg.find("epoch "), std::string::npos) << msg;  // epoch 2 or 3: where lr 1e6 first overflows
-  EXPECT_EQ(testing::ReadFile(last), last_bytes);
-  EXPECT_EQ(testing::ReadFile(best), best_bytes);
-  auto reader = CheckpointReader::Open(last, at::Device(at::kCPU));
-  ASSERT_TRUE(reader.ok());
-  EXPECT_TRUE((*reader)->BuildInferenceModel(at::Device(at::kCPU)).ok());  // finite weights
+  // Whichever epoch lr 1e6 first overflows in (it may finish epoch 2 with finite weights and save them),
+  // last.pt and best.pt hold the last good epoch's finite weights: BuildInferenceModel refuses NaN/inf.
+  for (const fs::path& saved : {last, best}) {
+    auto reader = CheckpointReader::Open(saved, at::Device(at::kCPU));
+    ASSERT_TRUE(reader.ok()) << saved;
+    EXPECT_TRUE((*reader)->BuildInferenceModel(at::Device(at::kCPU)).ok()) << saved;
+  }
   auto rows = ReadResultsCsv(tmp / "run" / "results.csv");
   ASSERT_TRUE(rows.ok());
-  EXPECT_EQ(rows->size(), 1u);
+  EXPECT_GE(rows->size(), 1u);  // no row for the diverged epoch: at most the two before the third
+  EXPECT_LE(rows->size(), 2u);
 }
 
 TEST(TrainLoop, RefusesToOverwriteARunAndBadOptions) {

@@ -34,7 +34,10 @@ Result<ModelWeights> ReadYolocache(const fs::path& path) {
   if (!r.ok()) return Status::IOError(r.status().message());  // damaged weights: exit 3 like any unreadable file
   const CheckpointMeta& meta = (*r)->meta();
   Result<DetectionModel> model = (*r)->BuildInferenceModel(at::Device(at::kCPU));
-  if (!model.ok()) return Status::IOError(model.status().message());
+  if (!model.ok()) {  // non-finite weights stay Corruption (exit 1: a diverged run's file); the rest is unreadable
+    if (model.status().code() == Status::Code::kCorruption) return model.status();
+    return Status::IOError(model.status().message());
+  }
   ModelWeights w;
   w.format = "yolocache";
   w.name = (*model)->options().name();
