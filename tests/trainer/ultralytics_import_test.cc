@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/test_support.h"
+#include "tests/trainer/ultralytics_fixture.h"
 #include "tests/trainer/train_test_util.h"
 #include "trainer/checkpoint.h"
 #include "trainer/io/pickle.h"
@@ -40,25 +41,14 @@ const Fixtures& GetFixtures() {
   static TempDir* tmp = new TempDir();  // lives for the process (removed by the OS's tmp cleaning otherwise)
   static Fixtures f = [] {
     Fixtures r;
-    const fs::path ultralytics = fs::path(YOLOCACHE_SHARED_DATA).parent_path() / "ultralytics";
-    const fs::path script = fs::path(YOLOCACHE_SOURCE_DIR) / "tests/trainer/fixtures/ultralytics_checkpoints.py";
-    if (!fs::exists(ultralytics / "ultralytics" / "__init__.py")) {
-      r.skip = ultralytics.string() + " not present";
-      return r;
-    }
-    if (std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") != 0) {
-      r.skip = "/usr/bin/python3 with torch (python3-torch) not present";
+    const testing::UltralyticsFixture u = testing::UltralyticsFixture::Find();
+    if (!u.available) {
+      r.skip = u.why;
       return r;
     }
     r.dir = tmp->path() / "fixtures";
-    const fs::path home = tmp->path() / "home";
-    fs::create_directories(home);
-    const std::string cmd = "cd " + tmp->path().string() + " && HOME=" + home.string() + " YOLO_CONFIG_DIR=" +
-                            home.string() + " YOLO_OFFLINE=1 OMP_NUM_THREADS=1 PYTHONPATH=" +
-                            fs::absolute(ultralytics).string() + " /usr/bin/python3 " + script.string() + " " +
-                            r.dir.string() + " > " + (tmp->path() / "fixture.log").string() + " 2>&1";
-    if (std::system(cmd.c_str()) != 0) {
-      ADD_FAILURE() << "fixture script failed: " << testing::ReadFile(tmp->path() / "fixture.log");
+    if (u.Run("ultralytics_checkpoints.py", {r.dir.string()}, tmp->path()) != 0) {
+      ADD_FAILURE() << "fixture script failed: " << testing::ReadFile(tmp->path() / "python.log");
       r.skip = "fixture script failed";
       return r;
     }
