@@ -111,7 +111,9 @@ inline void MakeHostile(const std::filesystem::path& path, HostileFile kind) {
   }
   std::filesystem::remove(path);
   if (kind == HostileFile::kDirectory) std::filesystem::create_directory(path);
-  if (kind == HostileFile::kFifo) ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+  if (kind == HostileFile::kFifo) {
+    ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+  }
   if (kind == HostileFile::kDevZero) std::filesystem::create_symlink("/dev/zero", path);
 }
 

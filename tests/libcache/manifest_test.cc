@@ -300,7 +300,9 @@ TEST(ManifestTest, EditedValuesAreRejectedByTheChecksum) {
   std::string upper = text;
   const size_t lead = upper.rfind("\": \"") + 4;
   for (size_t i = lead; i < lead + 16; ++i) upper[i] = static_cast<char>(std::toupper(static_cast<unsigned char>(upper[i])));
-  if (upper != text) EXPECT_FALSE(ParseManifest(upper).ok());
+  if (upper != text) {
+    EXPECT_FALSE(ParseManifest(upper).ok());
+  }
 }
 
 TEST(ManifestTest, OldFormatWithoutChecksumAsksForARebuild) {

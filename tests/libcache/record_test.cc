@@ -359,7 +359,9 @@ TEST(RecordTest, ForgedRecordInAResealedCacheIsCaughtByVerifyAndReaders) {
       EXPECT_EQ(p.file, file.string());
       EXPECT_NE(p.message.find(expected), std::string::npos) << p.ToString();
       // The source path is found through the header, so only when the header itself parses.
-      if (testing::HeaderParses(f)) EXPECT_EQ(p.source, built.records.at("train")[kForged].source);
+      if (testing::HeaderParses(f)) {
+        EXPECT_EQ(p.source, built.records.at("train")[kForged].source);
+      }
 
       for (bool hash : {false, true}) {
         OpenOptions oo;
@@ -375,7 +377,9 @@ TEST(RecordTest, ForgedRecordInAResealedCacheIsCaughtByVerifyAndReaders) {
         EXPECT_NE(s.message().find(expected), std::string::npos) << s.message();
         EXPECT_LT(scratch.size(), size_t{1} << 16);
         for (size_t i = 0; i < src->size(); ++i)
-          if (i != kForged) EXPECT_TRUE(src->Read(i, &v, &scratch).ok()) << i;
+          if (i != kForged) {
+            EXPECT_TRUE(src->Read(i, &v, &scratch).ok()) << i;
+          }
       }
     }
   }
