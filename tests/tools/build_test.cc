@@ -138,7 +138,9 @@ void ExpectSameRecords(const fs::path& a, const fs::path& b, const std::string& 
     ASSERT_EQ(va.height * va.width * va.channels, vb.height * vb.width * vb.channels);
     EXPECT_EQ(std::memcmp(va.pixels, vb.pixels, static_cast<size_t>(va.height * va.width * va.channels)), 0) << i;
     ASSERT_EQ(va.box_count, vb.box_count);
-    EXPECT_EQ(std::memcmp(va.boxes, vb.boxes, va.box_count * sizeof(Box)), 0) << i;
+    if (va.box_count > 0) {  // a background record's boxes may be null: memcmp must not see it
+      EXPECT_EQ(std::memcmp(va.boxes, vb.boxes, va.box_count * sizeof(Box)), 0) << i;
+    }
   }
 }
 
