@@ -64,7 +64,23 @@ struct Backendcase {
   Codec::Kind codec;
 };
 
-class BuildAllBackends : public ::testing::TestWithParam<Backendcase> {};
+class BuildAllBackends : public ::testing::TestWithParam<Backendcase> {
+ protected:
+  // Builds the synthetic set in `tmp` with the parameter's backend and codec, then flips one byte inside
+  // val record 3 (its boxes or pixels). Returns the options it was built with.
+  BuildOptions BuildThenFlipARecordByte(const TempDir& tmp) {
+    EXPECT_TRUE(GenerateSynthDataset(tmp / "data", SmallSynth()).ok());
+    BuildOptions b = Options(tmp / "data" / "data.yaml", tmp / "cache");
+    b.backend = GetParam().backend;
+    b.codec.kind = GetParam().codec;
+    EXPECT_TRUE(BuildCache(b).ok());
+    const fs::path file = tmp / "cache" / (b.backend == Backend::kShards ? "val-00000.shard" : "val.lmdb");
+    const uint64_t record3 = FindRecord(file, 3);
+    EXPECT_GT(record3, 0u);
+    FlipByte(file, record3 + 300);
+    return b;
+  }
+};
 
 TEST_P(BuildAllBackends, RoundTripsEveryImageAndLabel) {
   TempDir tmp;
@@ -107,15 +123,8 @@ TEST_P(BuildAllBackends, RoundTripsEveryImageAndLabel) {
 
 TEST_P(BuildAllBackends, VerifyNamesTheRecordWhoseByteFlipped) {
   TempDir tmp;
-  ASSERT_TRUE(GenerateSynthDataset(tmp / "data", SmallSynth()).ok());
-  BuildOptions b = Options(tmp / "data" / "data.yaml", tmp / "cache");
-  b.backend = GetParam().backend;
-  b.codec.kind = GetParam().codec;
-  ASSERT_TRUE(BuildCache(b).ok());
-  const fs::path file = tmp / "cache" / (b.backend == Backend::kShards ? "val-00000.shard" : "val.lmdb");
-  const uint64_t record3 = FindRecord(file, 3);
-  ASSERT_GT(record3, 0u);
-  FlipByte(file, record3 + 300);  // inside record 3's boxes/pixels
+  BuildThenFlipARecordByte(tmp);
+  ASSERT_FALSE(HasFailure());
   VerifyReport report = VerifyCache(tmp / "cache");
   ASSERT_FALSE(report.ok());
   bool named = false;
@@ -146,15 +155,8 @@ void ExpectSameRecords(const fs::path& a, const fs::path& b, const std::string& 
 
 TEST_P(BuildAllBackends, UpdateDecodesARecordThatFailsItsChecksumAgain) {
   TempDir tmp;
-  ASSERT_TRUE(GenerateSynthDataset(tmp / "data", SmallSynth()).ok());
-  BuildOptions b = Options(tmp / "data" / "data.yaml", tmp / "cache");
-  b.backend = GetParam().backend;
-  b.codec.kind = GetParam().codec;
-  ASSERT_TRUE(BuildCache(b).ok());
-  const fs::path file = tmp / "cache" / (b.backend == Backend::kShards ? "val-00000.shard" : "val.lmdb");
-  const uint64_t record3 = FindRecord(file, 3);
-  ASSERT_GT(record3, 0u);
-  FlipByte(file, record3 + 300);
+  BuildOptions b = BuildThenFlipARecordByte(tmp);
+  ASSERT_FALSE(HasFailure());
   b.update = true;
   Result<BuildReport> report = BuildCache(b);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
