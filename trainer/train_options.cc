@@ -4,6 +4,8 @@
 #include <functional>
 #include <vector>
 
+#include "libcache/decode.h"  // kMaxImgsz: the bound every command shares
+
 namespace yc::trainer {
 
 namespace {
@@ -205,7 +207,9 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.model.empty() && o.weights.empty()) return bad("--model is required (or --weights, whose architecture is used)");
   if (o.freeze < 0) return bad("--freeze must be >= 0");
   if (o.batch < 1) return bad("--batch must be >= 1");
-  if (o.imgsz < 32 || o.imgsz % 32 != 0) return bad("--imgsz must be a multiple of 32 (the model's largest stride), >= 32");
+  if (o.imgsz < 32 || o.imgsz % 32 != 0 || o.imgsz > kMaxImgsz) {
+    return bad("--imgsz must be a multiple of 32 (the model's largest stride), 32.." + std::to_string(kMaxImgsz));
+  }
   if (o.threads < 0) return bad("--threads must be >= 0");
   if (o.torch_threads < 0) return bad("--torch-threads must be >= 0");
   if (o.prefetch < 1) return bad("--prefetch must be >= 1");

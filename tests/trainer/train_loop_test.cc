@@ -259,6 +259,8 @@ TEST(TrainLoop, RefusesToOverwriteARunAndBadOptions) {
   o.exist_ok = true;
   o.imgsz = 100;  // not a multiple of 32
   EXPECT_EQ(Train(o).status().code(), Status::Code::kInvalidArgument);
+  o.imgsz = 100000 / 32 * 32;  // a multiple of 32, but beyond the 8192 every command accepts
+  EXPECT_EQ(Train(o).status().code(), Status::Code::kInvalidArgument);
   o.imgsz = 64;
   o.data = (tmp / "no-such-cache").string();
   EXPECT_FALSE(Train(o).ok());
