@@ -1,4 +1,4 @@
-# NCCL for trainer/distributed.cc. ProcessGroupNCCL.hpp includes <nccl.h>, which LibTorch does not ship:
+# NCCL for trainer/distributed/distributed.cc. ProcessGroupNCCL.hpp includes <nccl.h>, which LibTorch does not ship:
 # a pip torch finds it in the nvidia-nccl-cuXX wheel (site-packages/nvidia/nccl/include). The NCCL path
 # is compiled only when LibTorch exports USE_C10D_NCCL (torch_cuda's interface definitions) AND nccl.h is
 # found; the source then sees YOLOCACHE_WITH_NCCL=1. A CPU LibTorch (Debian's) never includes it.

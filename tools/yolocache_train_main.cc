@@ -18,11 +18,11 @@
 #include "libcache/status.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache/cli_validators.h"
-#include "trainer/ceiling_probe.h"
-#include "trainer/device_feed.h"
-#include "trainer/predictor.h"
-#include "trainer/trainer.h"
-#include "trainer/validator.h"
+#include "trainer/engine/ceiling_probe.h"
+#include "trainer/runtime/device_feed.h"
+#include "trainer/eval/predictor.h"
+#include "trainer/engine/trainer.h"
+#include "trainer/eval/validator.h"
 
 namespace {
 

@@ -29,9 +29,9 @@
 #include <torch/optim/sgd.h>
 #include <torch/serialize.h>
 
-#include "trainer/distributed.h"
-#include "trainer/grad_reducer.h"
-#include "trainer/loss.h"
+#include "trainer/distributed/distributed.h"
+#include "trainer/distributed/grad_reducer.h"
+#include "trainer/loss/loss.h"
 #include "trainer/model/detection_model.h"
 
 namespace {

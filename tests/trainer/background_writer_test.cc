@@ -1,4 +1,4 @@
-#include "trainer/background_writer.h"
+#include "trainer/runtime/background_writer.h"
 
 #include <atomic>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "trainer/box_ops.h"
+#include "trainer/model/box_ops.h"
 
 #include <cmath>
 

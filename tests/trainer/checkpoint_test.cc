@@ -1,6 +1,6 @@
 // Checkpoint files: everything written comes back (weights, BN statistics, EMA, optimizer state,
 // pending gradients, meta), damaged or foreign files are errors with the path, never crashes.
-#include "trainer/checkpoint.h"
+#include "trainer/io/checkpoint.h"
 
 #include <fstream>
 #include <limits>
@@ -10,9 +10,9 @@
 #include <torch/optim/sgd.h>
 
 #include "tests/test_support.h"
-#include "trainer/ema.h"
-#include "trainer/loss.h"
-#include "trainer/optimizer.h"
+#include "trainer/engine/ema.h"
+#include "trainer/loss/loss.h"
+#include "trainer/engine/optimizer.h"
 
 namespace yc::trainer {
 namespace {

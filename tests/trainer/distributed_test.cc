@@ -17,8 +17,8 @@
 #include <torch/serialize.h>
 
 #include "tests/test_support.h"
-#include "trainer/distributed.h"
-#include "trainer/grad_reducer.h"
+#include "trainer/distributed/distributed.h"
+#include "trainer/distributed/grad_reducer.h"
 
 namespace yc::trainer {
 namespace {

@@ -1,4 +1,4 @@
-#include "trainer/ema.h"
+#include "trainer/engine/ema.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "trainer/fused_step.h"
+#include "trainer/engine/fused_step.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
-#include "trainer/optimizer.h"
+#include "trainer/engine/optimizer.h"
 
 namespace yc::trainer {
 namespace {

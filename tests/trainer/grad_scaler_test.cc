@@ -1,11 +1,11 @@
-#include "trainer/grad_scaler.h"
+#include "trainer/engine/grad_scaler.h"
 
 #include <limits>
 
 #include <gtest/gtest.h>
 #include <torch/optim/sgd.h>
 
-#include "trainer/autocast.h"
+#include "trainer/runtime/autocast.h"
 #include "trainer/model/blocks.h"
 
 namespace yc::trainer {

@@ -1,4 +1,4 @@
-#include "trainer/loss.h"
+#include "trainer/loss/loss.h"
 
 #include <chrono>
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 #include <torch/optim/sgd.h>
 
-#include "trainer/assigner.h"
-#include "trainer/box_ops.h"
+#include "trainer/loss/assigner.h"
+#include "trainer/model/box_ops.h"
 #include "trainer/model/detection_model.h"
 
 namespace yc::trainer {

@@ -1,4 +1,4 @@
-#include "trainer/metrics.h"
+#include "trainer/eval/metrics.h"
 
 #include <gtest/gtest.h>
 

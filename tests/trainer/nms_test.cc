@@ -1,10 +1,10 @@
-#include "trainer/nms.h"
+#include "trainer/eval/nms.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "trainer/box_ops.h"
+#include "trainer/model/box_ops.h"
 
 namespace yc::trainer {
 namespace {

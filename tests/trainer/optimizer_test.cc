@@ -1,10 +1,10 @@
-#include "trainer/optimizer.h"
+#include "trainer/engine/optimizer.h"
 
 #include <gtest/gtest.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
-#include "trainer/lr_schedule.h"
+#include "trainer/engine/lr_schedule.h"
 #include "trainer/model/detection_model.h"
 
 namespace yc::trainer {

@@ -1,10 +1,10 @@
-#include "trainer/sync_batch_norm.h"
+#include "trainer/model/sync_batch_norm.h"
 
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 #include <torch/nn/modules/batchnorm.h>
 
-#include "trainer/distributed.h"
+#include "trainer/distributed/distributed.h"
 #include "trainer/model/blocks.h"
 
 namespace yc::trainer {

@@ -18,7 +18,7 @@
 #include "libcache/cache.h"
 #include "tests/test_support.h"
 #include "tests/trainer/train_test_util.h"
-#include "trainer/checkpoint.h"
+#include "trainer/io/checkpoint.h"
 
 namespace yc::trainer {
 namespace {

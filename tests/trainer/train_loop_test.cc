@@ -1,7 +1,7 @@
 // The training loop end to end on CPU: it learns (mAP50 >= 0.5 on synthetic shapes in a few minutes),
 // an interrupted run resumed from last.pt ends bit-for-bit where the uninterrupted run ends, and the
 // run directory holds what Ultralytics' does (results.csv/png, last.pt, best.pt, epochN.pt).
-#include "trainer/trainer.h"
+#include "trainer/engine/trainer.h"
 
 #include <atomic>
 #include <fstream>
@@ -11,9 +11,9 @@
 
 #include "tests/test_support.h"
 #include "tests/trainer/train_test_util.h"
-#include "trainer/checkpoint.h"
-#include "trainer/device_feed.h"
-#include "trainer/results_log.h"
+#include "trainer/io/checkpoint.h"
+#include "trainer/runtime/device_feed.h"
+#include "trainer/engine/results_log.h"
 
 namespace yc::trainer {
 namespace {

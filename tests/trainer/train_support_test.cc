@@ -7,11 +7,11 @@
 #include "libcache/cache.h"
 #include "tests/test_support.h"
 #include "tests/trainer/train_test_util.h"
-#include "trainer/device_feed.h"
-#include "trainer/gpu_monitor.h"
-#include "trainer/results_log.h"
-#include "trainer/train_options.h"
-#include "trainer/validator.h"
+#include "trainer/runtime/device_feed.h"
+#include "trainer/runtime/gpu_monitor.h"
+#include "trainer/engine/results_log.h"
+#include "trainer/config/train_options.h"
+#include "trainer/eval/validator.h"
 
 namespace yc::trainer {
 namespace {

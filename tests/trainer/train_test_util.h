@@ -7,7 +7,7 @@
 
 #include "libcache/builder.h"
 #include "libcache/synth.h"
-#include "trainer/train_options.h"
+#include "trainer/config/train_options.h"
 
 namespace yc::trainer::testutil {
 

@@ -16,12 +16,12 @@
 #include "tests/test_support.h"
 #include "tests/trainer/ultralytics_fixture.h"
 #include "tests/trainer/train_test_util.h"
-#include "trainer/checkpoint.h"
+#include "trainer/io/checkpoint.h"
 #include "trainer/io/pickle.h"
 #include "trainer/io/pretrained.h"
 #include "trainer/io/torch_archive.h"
 #include "trainer/io/ultralytics_checkpoint.h"
-#include "trainer/trainer.h"
+#include "trainer/engine/trainer.h"
 
 namespace yc::trainer {
 namespace {

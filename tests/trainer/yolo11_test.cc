@@ -13,11 +13,11 @@
 #include "tests/test_support.h"
 #include "tests/trainer/train_test_util.h"
 #include "tests/trainer/ultralytics_fixture.h"
-#include "trainer/checkpoint.h"
-#include "trainer/loss.h"
+#include "trainer/io/checkpoint.h"
+#include "trainer/loss/loss.h"
 #include "trainer/model/blocks_yolo11.h"
 #include "trainer/model/detection_model.h"
-#include "trainer/trainer.h"
+#include "trainer/engine/trainer.h"
 
 namespace yc::trainer {
 namespace {

@@ -1,5 +1,5 @@
 // Weights from a file, whatever wrote it: an Ultralytics checkpoint (trainer/io/ultralytics_checkpoint.h)
-// or a yolocache checkpoint (trainer/checkpoint.h), told apart by content (a yolocache checkpoint is a
+// or a yolocache checkpoint (trainer/io/checkpoint.h), told apart by content (a yolocache checkpoint is a
 // LibTorch archive with constants.pkl; an Ultralytics one a plain torch.save pickle), never by extension.
 // Used by `train --weights` (fine-tuning: Ultralytics' intersect_dicts transfer, --freeze) and by `val` /
 // `predict` (inference with the file's class names).

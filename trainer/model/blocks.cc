@@ -3,7 +3,7 @@
 #include <numeric>
 
 
-#include "trainer/sync_batch_norm.h"
+#include "trainer/model/sync_batch_norm.h"
 
 namespace yc::trainer {
 

@@ -6,7 +6,7 @@
 #include <c10/core/GradMode.h>
 #include <torch/nn/modules/container/sequential.h>
 
-#include "trainer/box_ops.h"
+#include "trainer/model/box_ops.h"
 
 namespace yc::trainer {
 

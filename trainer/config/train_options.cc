@@ -1,0 +1,258 @@
+#include "trainer/config/train_options.h"
+
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "libcache/decode.h"  // kMaxImgsz: the bound every command shares
+
+namespace yc::trainer {
+
+namespace {
+
+using Json = nlohmann::json;
+
+// One table drives both directions so a new option cannot be saved but not loaded (or vice versa).
+struct Field {
+  const char* key;
+  std::function<Json(const TrainOptions&)> get;
+  std::function<bool(const Json&, TrainOptions*)> set;  // false: wrong type
+};
+
+template <typename T>
+Field Num(const char* key, T TrainOptions::*member) {
+  return {key, [member](const TrainOptions& o) { return Json(o.*member); },
+          [member](const Json& j, TrainOptions* o) {
+            if (!j.is_number()) return false;
+            if constexpr (std::is_integral_v<T>) {
+              if (!j.is_number_integer() && !j.is_number_unsigned()) return false;
+            }
+            o->*member = j.get<T>();
+            return true;
+          }};
+}
+
+template <typename T>
+Field HypNum(const char* key, T AugmentHyp::*member) {
+  return {key, [member](const TrainOptions& o) { return Json(o.hyp.*member); },
+          [member](const Json& j, TrainOptions* o) {
+            if (!j.is_number()) return false;
+            if constexpr (std::is_integral_v<T>) {
+              if (!j.is_number_integer()) return false;
+            }
+            o->hyp.*member = j.get<T>();
+            return true;
+          }};
+}
+
+Field Str(const char* key, std::string TrainOptions::*member) {
+  return {key, [member](const TrainOptions& o) { return Json(o.*member); },
+          [member](const Json& j, TrainOptions* o) {
+            if (!j.is_string()) return false;
+            o->*member = j.get<std::string>();
+            return true;
+          }};
+}
+
+Field Bool(const char* key, bool TrainOptions::*member) {
+  return {key, [member](const TrainOptions& o) { return Json(o.*member); },
+          [member](const Json& j, TrainOptions* o) {
+            if (!j.is_boolean()) return false;
+            o->*member = j.get<bool>();
+            return true;
+          }};
+}
+
+const std::vector<Field>& Fields() {
+  static const std::vector<Field> fields = {
+      Str("data", &TrainOptions::data),
+      Str("model", &TrainOptions::model),
+      Str("weights", &TrainOptions::weights),
+      Num("freeze", &TrainOptions::freeze),
+      Str("train_split", &TrainOptions::train_split),
+      Str("val_split", &TrainOptions::val_split),
+      Num("epochs", &TrainOptions::epochs),
+      Num("batch", &TrainOptions::batch),
+      Num("imgsz", &TrainOptions::imgsz),
+      Str("device", &TrainOptions::device),
+      {"amp", [](const TrainOptions& o) { return Json(AmpModeName(o.amp)); },
+       [](const Json& j, TrainOptions* o) {
+         if (j.is_boolean()) {
+           o->amp = j.get<bool>() ? AmpMode::kOn : AmpMode::kOff;
+           return true;
+         }
+         if (!j.is_string()) return false;
+         const auto s = j.get<std::string>();
+         if (s == "auto") o->amp = AmpMode::kAuto;
+         else if (s == "on") o->amp = AmpMode::kOn;
+         else if (s == "off") o->amp = AmpMode::kOff;
+         else return false;
+         return true;
+       }},
+      {"amp_dtype", [](const TrainOptions& o) { return Json(AmpDtypeName(o.amp_dtype)); },
+       [](const Json& j, TrainOptions* o) {
+         if (!j.is_string()) return false;
+         auto d = ParseAmpDtype(j.get<std::string>());
+         if (!d.ok()) return false;
+         o->amp_dtype = *d;
+         return true;
+       }},
+      Num("threads", &TrainOptions::threads),
+      Num("torch_threads", &TrainOptions::torch_threads),
+      Num("prefetch", &TrainOptions::prefetch),
+      Bool("channels_last", &TrainOptions::channels_last),
+      Bool("fused_optimizer", &TrainOptions::fused_optimizer),
+      Bool("cudnn_benchmark", &TrainOptions::cudnn_benchmark),
+      Bool("sync_bn", &TrainOptions::sync_bn),
+      Str("optimizer", &TrainOptions::optimizer),
+      Num("lr0", &TrainOptions::lr0),
+      Num("lrf", &TrainOptions::lrf),
+      Num("momentum", &TrainOptions::momentum),
+      Num("weight_decay", &TrainOptions::weight_decay),
+      Num("warmup_epochs", &TrainOptions::warmup_epochs),
+      Num("warmup_momentum", &TrainOptions::warmup_momentum),
+      Num("warmup_bias_lr", &TrainOptions::warmup_bias_lr),
+      Bool("cos_lr", &TrainOptions::cos_lr),
+      Num("nbs", &TrainOptions::nbs),
+      Num("box", &TrainOptions::box),
+      Num("cls", &TrainOptions::cls),
+      Num("dfl", &TrainOptions::dfl),
+      Num("clip_grad", &TrainOptions::clip_grad),
+      HypNum("mosaic", &AugmentHyp::mosaic),
+      HypNum("mixup", &AugmentHyp::mixup),
+      HypNum("degrees", &AugmentHyp::degrees),
+      HypNum("translate", &AugmentHyp::translate),
+      HypNum("scale", &AugmentHyp::scale),
+      HypNum("shear", &AugmentHyp::shear),
+      HypNum("perspective", &AugmentHyp::perspective),
+      HypNum("hsv_h", &AugmentHyp::hsv_h),
+      HypNum("hsv_s", &AugmentHyp::hsv_s),
+      HypNum("hsv_v", &AugmentHyp::hsv_v),
+      HypNum("flipud", &AugmentHyp::flipud),
+      HypNum("fliplr", &AugmentHyp::fliplr),
+      HypNum("close_mosaic", &AugmentHyp::close_mosaic),
+      Num("val_every", &TrainOptions::val_every),
+      Bool("val", &TrainOptions::val),
+      Bool("val_loss", &TrainOptions::val_loss),
+      Num("val_conf", &TrainOptions::val_conf),
+      Num("val_iou", &TrainOptions::val_iou),
+      Num("max_det", &TrainOptions::max_det),
+      Num("save_every", &TrainOptions::save_every),
+      Num("keep", &TrainOptions::keep),
+      Num("patience", &TrainOptions::patience),
+      Num("seed", &TrainOptions::seed),
+      Str("out", &TrainOptions::out),
+      Bool("exist_ok", &TrainOptions::exist_ok),
+      Num("log_every", &TrainOptions::log_every),
+      Bool("synthetic_input", &TrainOptions::synthetic_input),
+      Num("synthetic_iters", &TrainOptions::synthetic_iters),
+  };
+  return fields;
+}
+
+}  // namespace
+
+const char* AmpModeName(AmpMode mode) {
+  switch (mode) {
+    case AmpMode::kAuto: return "auto";
+    case AmpMode::kOn: return "on";
+    case AmpMode::kOff: return "off";
+  }
+  return "auto";
+}
+
+const char* AmpDtypeName(AmpDtype dtype) {
+  switch (dtype) {
+    case AmpDtype::kAuto: return "auto";
+    case AmpDtype::kFloat16: return "fp16";
+    case AmpDtype::kBFloat16: return "bf16";
+  }
+  return "auto";
+}
+
+Result<AmpDtype> ParseAmpDtype(const std::string& text) {
+  if (text == "auto") return AmpDtype::kAuto;
+  if (text == "fp16" || text == "float16" || text == "half") return AmpDtype::kFloat16;
+  if (text == "bf16" || text == "bfloat16") return AmpDtype::kBFloat16;
+  return Status::InvalidArgument("--amp-dtype '" + text + "': expected auto, fp16 or bf16");
+}
+
+nlohmann::ordered_json ToJson(const TrainOptions& options) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const Field& f : Fields()) j[f.key] = f.get(options);
+  return j;
+}
+
+Result<TrainOptions> TrainOptionsFromJson(const nlohmann::json& json) {
+  if (!json.is_object()) return Status::InvalidArgument("train options: expected a JSON object");
+  TrainOptions o;
+  for (const Field& f : Fields()) {
+    auto it = json.find(f.key);
+    if (it == json.end() || it->is_null()) continue;
+    bool ok = false;
+    try {
+      ok = f.set(*it, &o);
+    } catch (const nlohmann::json::exception&) {
+      ok = false;  // e.g. a negative number for an unsigned field
+    }
+    if (!ok) return Status::InvalidArgument(std::string("train options: key '") + f.key + "' has a wrong type or value");
+  }
+  return o;
+}
+
+Status ValidateTrainOptions(const TrainOptions& o) {
+  auto bad = [](const std::string& what) { return Status::InvalidArgument(what); };
+  auto finite = [](double v) { return std::isfinite(v); };
+  if (o.epochs < 1) return bad("--epochs must be >= 1");
+  if (o.model.empty() && o.weights.empty()) return bad("--model is required (or --weights, whose architecture is used)");
+  if (o.freeze < 0) return bad("--freeze must be >= 0");
+  if (o.batch < 1) return bad("--batch must be >= 1");
+  if (o.imgsz < 32 || o.imgsz % 32 != 0 || o.imgsz > kMaxImgsz) {
+    return bad("--imgsz must be a multiple of 32 (the model's largest stride), 32.." + std::to_string(kMaxImgsz));
+  }
+  if (o.threads < 0) return bad("--threads must be >= 0");
+  if (o.torch_threads < 0) return bad("--torch-threads must be >= 0");
+  if (o.prefetch < 1) return bad("--prefetch must be >= 1");
+  if (!(o.lr0 > 0) || !finite(o.lr0)) return bad("--lr0 must be > 0");
+  if (!(o.lrf > 0) || !finite(o.lrf)) return bad("--lrf must be > 0");
+  if (!(o.momentum >= 0 && o.momentum < 1)) return bad("--momentum must be in [0, 1)");
+  if (!(o.weight_decay >= 0) || !finite(o.weight_decay)) return bad("--weight-decay must be >= 0");
+  if (!(o.warmup_epochs >= 0) || !finite(o.warmup_epochs)) return bad("--warmup-epochs must be >= 0");
+  if (!(o.warmup_momentum >= 0 && o.warmup_momentum < 1)) return bad("--warmup-momentum must be in [0, 1)");
+  if (!(o.warmup_bias_lr >= 0) || !finite(o.warmup_bias_lr)) return bad("--warmup-bias-lr must be >= 0");
+  if (o.nbs < 1) return bad("--nbs must be >= 1");
+  if (!(o.box >= 0 && o.cls >= 0 && o.dfl >= 0) || !finite(o.box + o.cls + o.dfl)) {
+    return bad("loss gains --box/--cls/--dfl must be >= 0");
+  }
+  if (!(o.clip_grad > 0) || !finite(o.clip_grad)) return bad("--clip-grad must be > 0");
+  if (o.val_every < 0) return bad("--val-every must be >= 0");
+  if (!(o.val_conf >= 0 && o.val_conf < 1)) return bad("--conf must be in [0, 1)");
+  if (!(o.val_iou > 0 && o.val_iou <= 1)) return bad("--iou must be in (0, 1]");
+  if (o.max_det < 1) return bad("--max-det must be >= 1");
+  if (o.save_every < 0) return bad("--save-every must be >= 0");
+  if (o.keep < 0) return bad("--keep must be >= 0");
+  if (o.patience < 0) return bad("--patience must be >= 0");
+  if (o.log_every < 1) return bad("--log-every must be >= 1");
+  if (o.synthetic_iters < 1) return bad("--synthetic-iters must be >= 1");
+  if (o.out.empty()) return bad("--out must not be empty");
+  if (o.data.empty()) return bad("--data (a cache directory) is required");
+  // The loader checks the augmentation ranges itself; fail early with its message.
+  return ValidateOptions(TrainLoaderOptions(o));
+}
+
+LoaderOptions TrainLoaderOptions(const TrainOptions& o, int rank, int world_size) {
+  LoaderOptions lo;
+  lo.mode = LoaderMode::kTrain;
+  lo.batch = o.batch / world_size;  // Ultralytics: batch // world_size per rank
+  lo.rank = rank;
+  lo.world_size = world_size;  // EpochSampler pads the epoch so every rank gets the same batch count
+  lo.imgsz = o.imgsz;
+  lo.hyp = o.hyp;
+  lo.epochs = o.epochs;
+  lo.seed = o.seed;
+  lo.threads = o.threads;
+  lo.prefetch = o.prefetch;
+  return lo;
+}
+
+}  // namespace yc::trainer

@@ -1,0 +1,132 @@
+#include "trainer/engine/ceiling_probe.h"
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include "libcache/cache.h"
+#include "loader/loader.h"
+#include "trainer/runtime/device_feed.h"
+#include "trainer/engine/ema.h"
+#include "trainer/engine/fused_step.h"
+#include "trainer/engine/grad_scaler.h"
+#include "trainer/loss/loss.h"
+#include "trainer/engine/optimizer.h"
+#include "trainer/engine/train_step.h"
+#include "trainer/model/detection_model.h"
+
+namespace yc::trainer {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Fixed random labels for the synthetic probe: `per_image` boxes in every image.
+at::Tensor SyntheticLabels(int64_t batch, int64_t nc, int64_t per_image, const at::Device& device) {
+  auto gen = at::detail::createCPUGenerator(12345);
+  const int64_t n = batch * per_image;
+  auto bi = at::arange(batch, at::kFloat).repeat_interleave(per_image);
+  auto cls = at::randint(nc, {n}, gen, at::TensorOptions().dtype(at::kFloat));
+  auto cxy = at::rand({n, 2}, gen, at::TensorOptions().dtype(at::kFloat)).mul(0.6).add(0.2);
+  auto wh = at::rand({n, 2}, gen, at::TensorOptions().dtype(at::kFloat)).mul(0.25).add(0.05);
+  return at::cat({bi.unsqueeze(1), cls.unsqueeze(1), cxy, wh}, 1).to(device);
+}
+
+}  // namespace
+
+Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& o, int64_t nc, int iterations,
+                                                       const std::vector<ProbeLabels>& real_labels) {
+  try {
+    Result<at::Device> device = ParseDevice(o.device);
+    if (!device.ok()) return device.status();
+    Result<AmpConfig> amp = ResolveAmp(o, *device);
+    if (!amp.ok()) return amp.status();
+    Result<ModelName> model_name = ParseModelName(o.model);
+    if (!model_name.ok()) return model_name.status();
+    ConfigureDevice(*device, o.cudnn_benchmark);
+    const bool channels_last = device->is_cuda() && o.channels_last;
+    DetectionModel model(ModelOptions(*model_name, nc));
+    model->to(*device);
+    if (channels_last) ToChannelsLast(*model);
+    model->train();
+    const int64_t accumulate = AccumulateSteps(o.nbs, o.batch);
+    Result<OptimizerSpec> spec = ResolveOptimizer(o.optimizer, o.lr0, o.momentum, o.warmup_bias_lr, nc, 100000);
+    if (!spec.ok()) return spec.status();
+    auto optimizer = BuildOptimizer(*model, *spec, ScaledWeightDecay(o.weight_decay, o.batch, accumulate, o.nbs));
+    ModelEMA ema(*model);
+    GradScalerOptions so;
+    so.enabled = amp->scaler;
+    GradScaler scaler(so);
+    DetectionLoss loss(nc, model->strides(), LossOptions{o.box, o.cls, o.dfl});
+    std::unique_ptr<FusedStep> fused;
+    if (o.fused_optimizer && FusedStep::Supported(*optimizer)) fused = std::make_unique<FusedStep>(*optimizer);
+    TrainStep train_step(model, *optimizer, ema, scaler, loss, *amp, o.clip_grad, device->type(), fused.get());
+    auto images = at::rand({o.batch, 3, o.imgsz, o.imgsz}, at::TensorOptions().device(*device));
+    if (channels_last) images = images.contiguous(at::MemoryFormat::ChannelsLast);
+    std::vector<ProbeLabels> labels;
+    for (const auto& l : real_labels) labels.push_back({l.table.to(*device), l.max_boxes});
+    if (labels.empty()) {
+      const int64_t per_image = 4;
+      labels.push_back({SyntheticLabels(o.batch, nc, per_image, *device), per_image});
+    }
+    auto run = [&](int n, int64_t* it) -> Status {
+      for (int k = 0; k < n; ++k, ++*it) {
+        const bool step_now = (*it + 1) % accumulate == 0;
+        const ProbeLabels& l = labels[static_cast<size_t>(*it) % labels.size()];
+        Result<at::Tensor> items = train_step.ForwardBackward(images, l.table, l.max_boxes, step_now);
+        if (!items.ok()) return items.status();
+        if (step_now) YC_RETURN_IF_ERROR(train_step.OptimizerStep());
+      }
+      return Status::OK();
+    };
+    int64_t it = 0;
+    SyntheticThroughput result;
+    result.fused_optimizer = fused != nullptr;
+    const auto t_warm = Clock::now();
+    YC_RETURN_IF_ERROR(run(std::min(5, iterations), &it));  // CUDA set-up, allocator warm-up, autotuning if on
+    SynchronizeDevice(*device);
+    result.warmup_seconds = Seconds(t_warm);
+    const auto t0 = Clock::now();
+    YC_RETURN_IF_ERROR(run(iterations, &it));
+    SynchronizeDevice(*device);
+    const double s = Seconds(t0);
+    result.images_per_second = s > 0 ? static_cast<double>(o.batch) * iterations / s : 0.0;
+    return result;
+  } catch (const std::exception& e) {
+    return Status::IOError(std::string("synthetic-input probe failed: ") + e.what());
+  }
+}
+
+Result<TrainLabelSample> SampleTrainLabels(const TrainOptions& o, int batches) {
+  Result<std::unique_ptr<Cache>> cache = Cache::Open(o.data);
+  if (!cache.ok()) return cache.status();
+  std::shared_ptr<Cache> shared(std::move(*cache));
+  const RecordSource* train = shared->split(o.train_split);
+  if (train == nullptr || train->size() == 0) {
+    return Status::NotFound(Status::At(o.data, "no '" + o.train_split + "' split with images"));
+  }
+  TrainLabelSample out;
+  out.nc = static_cast<int64_t>(shared->manifest().names.size());
+  Result<std::unique_ptr<Loader>> loader =
+      Loader::Create(std::shared_ptr<const RecordSource>(shared, train), TrainLoaderOptions(o));
+  if (!loader.ok()) return Status(loader.status()).WithContext("train loader");
+  YC_RETURN_IF_ERROR((*loader)->StartEpoch(0, 0));
+  std::shared_ptr<Batch> b;
+  while (static_cast<int>(out.labels.size()) < batches) {
+    YC_RETURN_IF_ERROR((*loader)->Next(&b));
+    if (!b) break;
+    Result<int64_t> max_boxes = DeviceFeed::CheckLabels(*b, out.nc);
+    if (!max_boxes.ok()) return max_boxes.status();
+    const auto n = static_cast<int64_t>(b->label_count());
+    at::Tensor table = at::empty({n, 6}, at::kFloat);
+    if (n > 0) std::memcpy(table.data_ptr<float>(), b->labels.data(), sizeof(float) * 6 * static_cast<size_t>(n));
+    out.labels.push_back({table, *max_boxes});
+  }
+  return out;
+}
+
+}  // namespace yc::trainer

@@ -1,0 +1,44 @@
+// The model's own training-step ceiling (`--synthetic-input`, `yolocache-train ceiling`): the same model,
+// batch, imgsz, AMP, accumulation, optimizer and EMA as training, stepping on device-resident random images
+// with real or random label tables. No data loading and no host-to-device copies: what a perfect loader
+// would give, measured in the same process as the run it is compared with.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "libcache/status.h"
+#include "trainer/config/train_options.h"
+
+namespace yc::trainer {
+
+// One training batch's label table (batch_idx, cls, cx, cy, w, h) and its most boxes in one image: the
+// probe steps on these so its loss and assigner see the box counts of training.
+struct ProbeLabels {
+  at::Tensor table;
+  int64_t max_boxes = 0;
+};
+
+struct SyntheticThroughput {
+  double images_per_second = 0;
+  double warmup_seconds = 0;     // the first few iterations: CUDA set-up, allocator growth, autotuning if on
+  bool fused_optimizer = false;  // whether the fused optimizer step ran (fused_step.h)
+};
+
+// `iterations` timed steps after a few warm-up ones. `labels`: real label tables to cycle through
+// (empty: 4 random boxes per image). Under `options.device`; errors (no such device, out of memory) are
+// a Status.
+Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& options, int64_t nc, int iterations,
+                                                       const std::vector<ProbeLabels>& labels = {});
+
+// What the probe needs from a real cache: its class count and the label tables of the first `batches`
+// batches of epoch 0 from its train loader (augmented as in training).
+struct TrainLabelSample {
+  int64_t nc = 0;
+  std::vector<ProbeLabels> labels;
+};
+Result<TrainLabelSample> SampleTrainLabels(const TrainOptions& options, int batches);
+
+}  // namespace yc::trainer

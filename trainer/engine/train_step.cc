@@ -1,0 +1,96 @@
+#include "trainer/engine/train_step.h"
+
+#include <torch/version.h>
+
+#include "trainer/runtime/autocast.h"
+
+// _foreach_mul_ with a tensor scale (one launch for all gradients) exists from PyTorch 2.1.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#define YC_FOREACH_MUL_TENSOR 1
+#else
+#define YC_FOREACH_MUL_TENSOR 0
+#endif
+
+namespace yc::trainer {
+
+Result<AmpConfig> ResolveAmp(const TrainOptions& o, const at::Device& device) {
+  AmpConfig a;
+  a.enabled = o.amp == AmpMode::kOn || (o.amp == AmpMode::kAuto && device.is_cuda());
+  if (!a.enabled) return a;
+  if (o.amp_dtype == AmpDtype::kBFloat16 || (o.amp_dtype == AmpDtype::kAuto && !device.is_cuda())) {
+    a.dtype = at::kBFloat16;
+  } else {
+    a.dtype = at::kHalf;
+  }
+  if (a.dtype == at::kHalf && !device.is_cuda()) {
+    return Status::InvalidArgument("--amp-dtype fp16 needs a CUDA device; on the CPU autocast runs in bf16");
+  }
+  a.scaler = a.dtype == at::kHalf;
+  return a;
+}
+
+std::string DescribeAmp(const AmpConfig& a) {
+  if (!a.enabled) return "off (fp32)";
+  return a.scaler ? "fp16 autocast + dynamic loss scaling" : "bf16 autocast (no loss scaling)";
+}
+
+void ClipGradNorm(torch::optim::Optimizer& optimizer, double max_norm, std::vector<at::Tensor>* grads) {
+  grads->clear();
+  for (auto& group : optimizer.param_groups()) {
+    for (auto& p : group.params()) {
+      if (p.grad().defined()) grads->push_back(p.grad());
+    }
+  }
+  if (grads->empty()) return;
+  std::vector<at::Tensor> norms = at::_foreach_norm(*grads, 2);
+  auto total = at::stack(norms).norm();
+  auto coef = total.add(1e-6).reciprocal().mul(max_norm).clamp_max(1.0);
+#if YC_FOREACH_MUL_TENSOR
+  at::_foreach_mul_(*grads, coef);
+#else
+  for (auto& g : *grads) g.mul_(coef);
+#endif
+}
+
+TrainStep::TrainStep(DetectionModel& model, torch::optim::Optimizer& optimizer, ModelEMA& ema, GradScaler& scaler,
+                     const DetectionLoss& loss, AmpConfig amp, double clip, at::DeviceType device_type,
+                     FusedStep* fused, GradReducer* reducer, int world_size)
+    : model_(model), optimizer_(optimizer), ema_(ema), scaler_(scaler), loss_(loss), amp_(amp), clip_(clip),
+      device_type_(device_type), fused_(fused), reducer_(reducer), world_size_(world_size) {}
+
+Result<at::Tensor> TrainStep::ForwardBackward(const at::Tensor& images, const at::Tensor& labels,
+                                              int64_t max_boxes, bool step_now) {
+  if (reducer_ != nullptr) reducer_->set_require_sync(step_now);
+  DetectOutput out;
+  {
+    AutocastGuard autocast(device_type_, amp_.enabled, amp_.dtype);
+    out = model_->forward(images);
+  }
+  Result<LossOutput> loss = loss_(out.feats, labels, max_boxes);
+  if (!loss.ok()) return loss.status();
+  // Ultralytics multiplies the loss by world_size under DDP: the reducer averages like DDP, so the result
+  // is the gradient of the summed global-batch loss.
+  at::Tensor total = world_size_ > 1 ? loss->total * static_cast<double>(world_size_) : loss->total;
+  scaler_.Scale(total).backward();
+  return loss->items;
+}
+
+Status TrainStep::OptimizerStep() {
+  // First: after Finish() every rank holds the same gradients, so found_inf, the clip norm and the
+  // step agree without further collectives.
+  if (reducer_ != nullptr) YC_RETURN_IF_ERROR(reducer_->Finish());
+  YC_RETURN_IF_ERROR(scaler_.Unscale(optimizer_));
+  ClipGradNorm(optimizer_, clip_, &grads_);
+  if (fused_ != nullptr) {
+    // Skips an overflowed step on the device: no host read of found_inf, no pipeline drain.
+    fused_->Step(scaler_.found_inf());
+  } else {
+    Result<bool> stepped = scaler_.Step(optimizer_);
+    if (!stepped.ok()) return stepped.status();
+  }
+  scaler_.Update();
+  optimizer_.zero_grad();
+  return ema_.Update(*model_);
+}
+
+}  // namespace yc::trainer

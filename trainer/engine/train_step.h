@@ -1,0 +1,70 @@
+// One training step of the training loop, shared by Train() and the ceiling probe: forward under autocast,
+// detection loss, scaled backward (gradients all-reduced under DDP), and, when due, Ultralytics'
+// optimizer_step (unscale, clip the gradient norm to 10, step or skip on inf/nan, scale update, zero
+// grads, EMA update).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/optim/optimizer.h>
+
+#include "libcache/status.h"
+#include "trainer/engine/ema.h"
+#include "trainer/engine/fused_step.h"
+#include "trainer/distributed/grad_reducer.h"
+#include "trainer/engine/grad_scaler.h"
+#include "trainer/loss/loss.h"
+#include "trainer/config/train_options.h"
+#include "trainer/model/detection_model.h"
+
+namespace yc::trainer {
+
+struct AmpConfig {
+  bool enabled = false;
+  at::ScalarType dtype = at::kBFloat16;
+  bool scaler = false;  // fp16 needs dynamic loss scaling; bf16 does not
+};
+
+// The autocast settings of --amp/--amp-dtype on `device` (fp16 on CPU is refused).
+Result<AmpConfig> ResolveAmp(const TrainOptions& options, const at::Device& device);
+std::string DescribeAmp(const AmpConfig& amp);
+
+// clip_grad_norm_(params, max_norm) without reading the norm on the host: the clip coefficient stays a
+// device tensor (PyTorch's own foreach implementation does the same since 2.0). `grads`: reused storage.
+void ClipGradNorm(torch::optim::Optimizer& optimizer, double max_norm, std::vector<at::Tensor>* grads);
+
+class TrainStep {
+ public:
+  // `fused` (null: torch::optim's own step) steps the optimizer with the fused kernels; `reducer` (null for
+  // one process) all-reduces the gradients across `world_size` ranks.
+  TrainStep(DetectionModel& model, torch::optim::Optimizer& optimizer, ModelEMA& ema, GradScaler& scaler,
+            const DetectionLoss& loss, AmpConfig amp, double clip, at::DeviceType device_type,
+            FusedStep* fused = nullptr, GradReducer* reducer = nullptr, int world_size = 1);
+
+  // Returns the detached loss items (box, cls, dfl) on the device. `step_now`: an optimizer step follows
+  // this backward, so under DDP its gradients are all-reduced (otherwise they only accumulate locally,
+  // DDP's no_sync()); it must be known before backward because the reducer starts inside backward.
+  Result<at::Tensor> ForwardBackward(const at::Tensor& images, const at::Tensor& labels, int64_t max_boxes,
+                                     bool step_now);
+
+  // Ultralytics optimizer_step: unscale, clip, step (skipped on inf/nan), update scale, zero, EMA.
+  Status OptimizerStep();
+
+ private:
+  DetectionModel& model_;
+  torch::optim::Optimizer& optimizer_;
+  ModelEMA& ema_;
+  GradScaler& scaler_;
+  const DetectionLoss& loss_;
+  AmpConfig amp_;
+  double clip_;
+  at::DeviceType device_type_;
+  FusedStep* fused_;
+  GradReducer* reducer_;
+  int world_size_;
+  std::vector<at::Tensor> grads_;  // ClipGradNorm's list, reused
+};
+
+}  // namespace yc::trainer

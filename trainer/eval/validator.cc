@@ -1,0 +1,217 @@
+#include "trainer/eval/validator.h"
+
+#include <chrono>
+
+#include <c10/core/GradMode.h>
+
+#include "libcache/cache.h"
+#include "loader/loader.h"
+#include "trainer/runtime/autocast.h"
+#include "trainer/model/box_ops.h"
+#include "trainer/io/checkpoint.h"
+#include "trainer/io/pretrained.h"
+#include "trainer/runtime/device_feed.h"
+
+namespace yc::trainer {
+
+struct Validator::Impl {
+  at::Device device{at::kCPU};
+  int64_t nc = 0;
+  std::unique_ptr<Loader> loader;
+  std::unique_ptr<DeviceFeed> feed;
+  std::unique_ptr<DetectionLoss> loss;
+};
+
+Validator::~Validator() = default;
+
+Result<std::unique_ptr<Validator>> Validator::Create(std::shared_ptr<const RecordSource> source, const ValOptions& options,
+                                                     const at::Device& device, int64_t nc) {
+  if (!source) return Status::InvalidArgument("validator: no val split");
+  if (nc < 1) return Status::InvalidArgument("validator: nc must be >= 1");
+  std::unique_ptr<Validator> v(new Validator());
+  v->options_ = options;
+  v->impl_ = std::make_unique<Impl>();
+  Impl& d = *v->impl_;
+  d.device = device;
+  d.nc = nc;
+  d.feed = std::make_unique<DeviceFeed>(device, options.channels_last, nc);
+  LoaderOptions lo;
+  lo.mode = LoaderMode::kVal;
+  lo.batch = options.batch;
+  lo.imgsz = options.imgsz;
+  lo.rect = options.rect;
+  lo.pad = options.pad;
+  lo.shuffle = false;
+  lo.threads = options.threads;
+  lo.prefetch = options.prefetch;
+  lo.layout = d.feed->layout();
+  lo.allocator = MakeBatchAllocator(device);
+  Result<std::unique_ptr<Loader>> loader = Loader::Create(std::move(source), lo);
+  if (!loader.ok()) return Status(loader.status()).WithContext("val loader");
+  d.loader = std::move(*loader);
+  if (options.compute_loss) {
+    d.loss = std::make_unique<DetectionLoss>(nc, std::vector<double>{8.0, 16.0, 32.0}, options.loss);
+  }
+  return v;
+}
+
+size_t Validator::batches() const { return impl_->loader->batches_per_epoch(); }
+size_t Validator::images() const { return impl_->loader->dataset_size(); }
+
+void BatchGroundTruth(const Batch& batch, int index, at::Tensor* boxes, at::Tensor* classes) {
+  std::vector<float> xyxy, cls;
+  const float w = static_cast<float>(batch.width), h = static_cast<float>(batch.height);
+  for (size_t r = 0; r < batch.label_count(); ++r) {
+    const float* row = batch.labels.data() + 6 * r;
+    if (static_cast<int>(row[0]) != index) continue;
+    const float cx = row[2] * w, cy = row[3] * h, bw = row[4] * w, bh = row[5] * h;
+    xyxy.insert(xyxy.end(), {cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2});
+    cls.push_back(row[1]);
+  }
+  const int64_t m = static_cast<int64_t>(cls.size());
+  *boxes = at::from_blob(xyxy.data(), {m, 4}, at::kFloat).clone();
+  *classes = at::from_blob(cls.data(), {m}, at::kFloat).clone();
+}
+
+Result<ValResult> Validator::Run(DetectionModelImpl& model, const std::function<void(size_t, size_t)>& progress,
+                                 const std::atomic<bool>* cancel) {
+  Impl& d = *impl_;
+  if (model.nc() != d.nc) {
+    return Status::InvalidArgument("validator: model has " + std::to_string(model.nc()) + " classes, expected " +
+                                   std::to_string(d.nc));
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto lap = [t = t0](double* bucket) mutable {  // adds the time since the previous lap to *bucket
+    const auto now = Clock::now();
+    *bucket += std::chrono::duration<double>(now - t).count();
+    t = now;
+  };
+  ValResult result;
+  DetectionMetrics metrics;
+  at::Tensor loss_sum = at::zeros({3}, at::TensorOptions().dtype(at::kFloat).device(d.device));
+  int64_t loss_batches = 0;
+  const size_t total = d.loader->batches_per_epoch();
+  YC_RETURN_IF_ERROR(d.loader->StartEpoch(0));
+  // Prime the feed: the next batch's copy is staged before the current one is computed.
+  std::shared_ptr<Batch> next;
+  YC_RETURN_IF_ERROR(d.loader->Next(&next));
+  if (next) YC_RETURN_IF_ERROR(d.feed->Stage(std::move(next)));
+  lap(&result.data_seconds);
+  size_t done = 0;
+  try {
+    c10::NoGradGuard no_grad;
+    while (d.feed->staged() > 0) {
+      if (cancel != nullptr && cancel->load()) return Status::Cancelled("validation interrupted");
+      YC_RETURN_IF_ERROR(d.loader->Next(&next));
+      if (next) YC_RETURN_IF_ERROR(d.feed->Stage(std::move(next)));
+      Result<DeviceBatch> db = d.feed->Take();
+      if (!db.ok()) return db.status();
+      lap(&result.data_seconds);
+      DetectOutput out;
+      {
+        AutocastGuard amp(d.device.type(), options_.amp, options_.amp_dtype);
+        out = model.forward(db->images);
+      }
+      if (d.loss) {
+        Result<LossOutput> l = (*d.loss)(out.feats, db->labels, db->max_boxes);
+        if (!l.ok()) return l.status();
+        loss_sum.add_(l->items);
+        ++loss_batches;
+      }
+      SynchronizeDevice(d.device);  // NMS's first host read would wait here anyway
+      lap(&result.model_seconds);
+      std::vector<at::Tensor> dets = NonMaxSuppression(out.pred.to(at::kFloat), options_.nms);
+      lap(&result.nms_seconds);
+      for (int i = 0; i < db->size; ++i) {
+        at::Tensor gt_boxes, gt_cls;
+        BatchGroundTruth(*db->host, i, &gt_boxes, &gt_cls);
+        metrics.Update(i < static_cast<int>(dets.size()) ? dets[static_cast<size_t>(i)] : at::Tensor(), gt_boxes, gt_cls);
+      }
+      lap(&result.metrics_seconds);
+      result.images += db->size;
+      ++done;
+      if (progress) progress(done, total);
+    }
+  } catch (const std::exception& e) {
+    return Status::IOError(std::string("validation failed: ") + e.what());
+  }
+  result.metrics = metrics.Compute();
+  if (loss_batches > 0) {
+    auto l = (loss_sum / static_cast<double>(loss_batches)).to(at::kCPU).to(at::kDouble);
+    for (int k = 0; k < 3; ++k) result.loss[k] = l[k].item<double>();
+    result.has_loss = true;
+  }
+  lap(&result.metrics_seconds);
+  result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return result;
+}
+
+Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
+                                               const std::function<void(size_t, size_t)>& progress) {
+  if (o.batch < 1) return Status::InvalidArgument("--batch must be >= 1");
+  if (o.imgsz < 0) return Status::InvalidArgument("--imgsz must be 0 (the checkpoint's) or a multiple of 32");
+  if (!(o.nms.conf >= 0 && o.nms.conf < 1)) return Status::InvalidArgument("--conf must be in [0, 1)");
+  if (!(o.nms.iou > 0 && o.nms.iou <= 1)) return Status::InvalidArgument("--iou must be in (0, 1]");
+  if (o.nms.max_det < 1) return Status::InvalidArgument("--max-det must be >= 1");
+  if (o.threads < 0) return Status::InvalidArgument("--threads must be >= 0 (0: all cores)");
+  Result<at::Device> device = ParseDevice(o.device);
+  if (!device.ok()) return device.status();
+  ConfigureDevice(*device);
+  // Either kind of weights file (a yolocache checkpoint or an Ultralytics .pt), with its class names.
+  Result<InferenceModel> loaded = LoadInferenceModel(o.weights, *device);
+  if (!loaded.ok()) return loaded.status();
+  const ModelWeights& info = loaded->info;
+  Result<std::unique_ptr<Cache>> opened = Cache::Open(o.data);
+  if (!opened.ok()) return opened.status();
+  std::shared_ptr<Cache> cache(std::move(*opened));
+  if (cache->manifest().names != info.names) {
+    return Status::InvalidArgument(Status::At(o.data, "class names differ from the checkpoint's (" +
+                                                          std::to_string(info.names.size()) + " classes)"));
+  }
+  const RecordSource* split = cache->split(o.split);
+  if (split == nullptr) return Status::NotFound(Status::At(o.data, "no '" + o.split + "' split"));
+  CheckpointValReport report;
+  report.names = info.names;
+  report.imgsz = o.imgsz > 0 ? o.imgsz : info.imgsz > 0 ? info.imgsz : 640;
+  report.device = DeviceDescription(*device);
+  if (report.imgsz < 32 || report.imgsz % 32 != 0) return Status::InvalidArgument("--imgsz must be a multiple of 32");
+  DetectionModel model = loaded->model;
+  ValOptions vo;
+  vo.batch = o.batch;
+  vo.imgsz = report.imgsz;
+  vo.rect = o.rect;
+  vo.nms = o.nms;
+  vo.compute_loss = o.compute_loss;
+  vo.loss = LossOptions{info.loss_gains[0], info.loss_gains[1], info.loss_gains[2]};
+  vo.threads = o.threads;
+  Result<std::unique_ptr<Validator>> v =
+      Validator::Create(std::shared_ptr<const RecordSource>(cache, split), vo, *device, info.nc);
+  if (!v.ok()) return v.status();
+  Result<ValResult> r = (*v)->Run(*model, progress);
+  if (!r.ok()) return r.status();
+  report.result = *r;
+  return report;
+}
+
+nlohmann::json MetricsToJson(const MetricsSummary& m, const std::vector<std::string>& names) {
+  nlohmann::json per_class = nlohmann::json::array();
+  const auto& pc = m.per_class;
+  for (size_t i = 0; i < pc.classes.size(); ++i) {
+    const int64_t c = pc.classes[i];
+    double ap = 0;
+    for (double v : pc.ap[i]) ap += v;
+    ap = pc.ap[i].empty() ? 0.0 : ap / static_cast<double>(pc.ap[i].size());
+    per_class.push_back({{"class", c},
+                         {"name", c >= 0 && static_cast<size_t>(c) < names.size() ? names[static_cast<size_t>(c)] : std::to_string(c)},
+                         {"instances", pc.num_targets[i]},
+                         {"precision", pc.p.empty() ? 0.0 : pc.p[i]},
+                         {"recall", pc.r.empty() ? 0.0 : pc.r[i]},
+                         {"mAP50", pc.ap[i].empty() ? 0.0 : pc.ap[i][0]},
+                         {"mAP50-95", ap}});
+  }
+  return {{"precision", m.precision}, {"recall", m.recall},     {"mAP50", m.map50},       {"mAP50-95", m.map50_95},
+          {"fitness", m.fitness},     {"images", m.images},     {"instances", m.instances}, {"per_class", per_class}};
+}
+
+}  // namespace yc::trainer

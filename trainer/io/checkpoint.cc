@@ -1,0 +1,495 @@
+#include "trainer/io/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include <c10/core/GradMode.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/rmsprop.h>
+#include <torch/optim/sgd.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+
+#include "libcache/manifest.h"
+#include "libcache/mapped_file.h"
+
+namespace yc::trainer {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+namespace {
+
+Json StateToJson(const TrainState& s) {
+  return Json{{"epoch", s.epoch},
+              {"next_batch", s.next_batch},
+              {"optimizer_steps", s.optimizer_steps},
+              {"last_opt_step", s.last_opt_step},
+              {"ema_updates", s.ema_updates},
+              {"best_fitness", s.best_fitness},
+              {"best_epoch", s.best_epoch},
+              {"train_seconds", s.train_seconds},
+              {"images_seen", s.images_seen},
+              {"epoch_loss_sum", s.epoch_loss_sum},
+              {"epoch_loss_batches", s.epoch_loss_batches},
+              {"scaler_scale", s.scaler_scale},
+              {"scaler_growth", s.scaler_growth},
+              {"finished", s.finished}};
+}
+
+template <typename T>
+bool Get(const Json& j, const char* key, T* out) {
+  auto it = j.find(key);
+  if (it == j.end()) return true;  // optional: keep the default
+  try {
+    *out = it->get<T>();
+    return true;
+  } catch (const Json::exception&) {
+    return false;
+  }
+}
+
+Result<TrainState> StateFromJson(const Json& j) {
+  TrainState s;
+  if (!j.is_object()) return Status::Corruption("state: expected an object");
+  const bool ok = Get(j, "epoch", &s.epoch) && Get(j, "next_batch", &s.next_batch) &&
+                  Get(j, "optimizer_steps", &s.optimizer_steps) && Get(j, "last_opt_step", &s.last_opt_step) &&
+                  Get(j, "ema_updates", &s.ema_updates) && Get(j, "best_fitness", &s.best_fitness) &&
+                  Get(j, "best_epoch", &s.best_epoch) && Get(j, "train_seconds", &s.train_seconds) &&
+                  Get(j, "images_seen", &s.images_seen) && Get(j, "epoch_loss_sum", &s.epoch_loss_sum) &&
+                  Get(j, "epoch_loss_batches", &s.epoch_loss_batches) && Get(j, "scaler_scale", &s.scaler_scale) &&
+                  Get(j, "scaler_growth", &s.scaler_growth) && Get(j, "finished", &s.finished);
+  if (!ok) return Status::Corruption("state: a field has the wrong type");
+  if (s.epoch < 0 || s.next_batch < 0) return Status::Corruption("state: negative epoch or batch");
+  return s;
+}
+
+// Parameters then buffers, by qualified name (state_dict order).
+std::vector<std::pair<std::string, at::Tensor>> NamedState(const torch::nn::Module& m) {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (const auto& p : m.named_parameters(true)) out.emplace_back(p.key(), p.value());
+  for (const auto& b : m.named_buffers(true)) out.emplace_back(b.key(), b.value());
+  return out;
+}
+
+// A host copy of `t`, taken now (also when it already lives on the host): a snapshot holds host tensors, so
+// serialising it later on another thread touches no device and sees no later training step.
+at::Tensor HostCopy(const at::Tensor& t) {
+  return t.detach().to(t.options().device(at::kCPU), /*non_blocking=*/false, /*copy=*/true);
+}
+
+void WriteSection(torch::serialize::OutputArchive& archive, const std::string& key, const torch::nn::Module& m,
+                  Json* names) {
+  std::vector<at::Tensor> tensors;
+  Json list = Json::array();
+  for (auto& [name, t] : NamedState(m)) {
+    list.push_back(name);
+    tensors.push_back(HostCopy(t));  // training goes on while the snapshot is written
+  }
+  (*names)[key] = list;
+  archive.write(key, c10::IValue(tensors));
+}
+
+Status WriteAll(int fd, const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(fd, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::IOError(std::strerror(errno));
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Json MetaToJson(const CheckpointMeta& meta) {
+  return Json{{"format", meta.format},
+              {"model_family", meta.model_family},
+              {"model_scale", meta.model_scale},
+              {"nc", meta.nc},
+              {"names", meta.names},
+              {"options", ToJson(meta.options)},
+              {"state", StateToJson(meta.state)},
+              {"created", meta.created},
+              {"metrics", meta.metrics}};
+}
+
+std::string MetaModelName(const CheckpointMeta& meta) {
+  Result<ModelFamily> family = ParseModelFamily(meta.model_family);
+  Result<ModelScale> scale = ParseModelScale(meta.model_scale);
+  if (!family.ok() || !scale.ok()) return meta.model_family + "/" + meta.model_scale;
+  return ModelNameString(ModelName{*family, *scale});
+}
+
+Result<CheckpointMeta> MetaFromJson(const Json& j) {
+  if (!j.is_object()) return Status::Corruption("meta: expected a JSON object");
+  CheckpointMeta m;
+  if (!Get(j, "format", &m.format)) return Status::Corruption("meta: 'format' is not an integer");
+  if (m.format > kCheckpointFormat) {
+    return Status::Unsupported("checkpoint format " + std::to_string(m.format) + " is newer than this tool's (" +
+                               std::to_string(kCheckpointFormat) + ")");
+  }
+  if (!Get(j, "model_scale", &m.model_scale) || !Get(j, "nc", &m.nc) || !Get(j, "names", &m.names) ||
+      !Get(j, "created", &m.created)) {
+    return Status::Corruption("meta: model_scale/nc/names/created have the wrong type");
+  }
+  if (m.nc < 1) return Status::Corruption("meta: nc must be >= 1");
+  if (!ParseModelScale(m.model_scale).ok()) return Status::Corruption("meta: unknown model scale '" + m.model_scale + "'");
+  // Absent in checkpoints written before YOLO11: those are YOLOv8.
+  if (!Get(j, "model_family", &m.model_family)) {
+    return Status::Corruption("meta: model_family has the wrong type");
+  }
+  if (!ParseModelFamily(m.model_family).ok()) {
+    return Status::Corruption("meta: unknown model family '" + m.model_family + "' (expected v8 or 11)");
+  }
+  if (auto it = j.find("options"); it != j.end()) {
+    Result<TrainOptions> o = TrainOptionsFromJson(*it);
+    if (!o.ok()) return Status::Corruption("meta: " + o.status().message());
+    m.options = *o;
+  }
+  if (auto it = j.find("state"); it != j.end()) {
+    Result<TrainState> s = StateFromJson(*it);
+    if (!s.ok()) return Status::Corruption("meta: " + s.status().message());
+    m.state = *s;
+  }
+  if (auto it = j.find("metrics"); it != j.end() && it->is_object()) m.metrics = *it;
+  return m;
+}
+
+namespace {
+
+// Writes the optimizer into `archive` holding copies of its state tensors (the optimizer keeps stepping
+// its own): each state tensor is swapped for a copy during save() and put back after. False for an
+// optimizer kind whose state this does not know (then the archive holds the live tensors).
+bool SaveOptimizerCopy(torch::optim::Optimizer& optimizer, torch::serialize::OutputArchive& archive) {
+  std::vector<std::pair<at::Tensor*, at::Tensor>> originals;
+  bool known = true;
+  auto swap_in_copy = [&originals](at::Tensor& t) {
+    if (!t.defined()) return;
+    originals.emplace_back(&t, t);
+    t = HostCopy(t);
+  };
+  for (auto& entry : optimizer.state()) {
+    auto* state = entry.second.get();
+    if (auto* a = dynamic_cast<torch::optim::AdamParamState*>(state)) {
+      swap_in_copy(a->exp_avg());
+      swap_in_copy(a->exp_avg_sq());
+      swap_in_copy(a->max_exp_avg_sq());
+    } else if (auto* w = dynamic_cast<torch::optim::AdamWParamState*>(state)) {
+      swap_in_copy(w->exp_avg());
+      swap_in_copy(w->exp_avg_sq());
+      swap_in_copy(w->max_exp_avg_sq());
+    } else if (auto* g = dynamic_cast<torch::optim::SGDParamState*>(state)) {
+      swap_in_copy(g->momentum_buffer());
+    } else if (auto* r = dynamic_cast<torch::optim::RMSpropParamState*>(state)) {
+      swap_in_copy(r->square_avg());
+      swap_in_copy(r->momentum_buffer());
+      swap_in_copy(r->grad_avg());
+    } else {
+      known = false;
+    }
+  }
+  try {
+    optimizer.save(archive);
+  } catch (...) {
+    for (auto& [slot, original] : originals) *slot = original;
+    throw;
+  }
+  for (auto& [slot, original] : originals) *slot = original;
+  return known;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const CheckpointContents& c) {
+  if (c.model == nullptr) return Status::InvalidArgument("checkpoint without a model");
+  std::shared_ptr<CheckpointSnapshot> snap(new CheckpointSnapshot());
+  snap->archive_ = std::make_shared<torch::serialize::OutputArchive>();
+  torch::serialize::OutputArchive& archive = *snap->archive_;
+  bool frozen = true;
+  try {
+    c10::NoGradGuard no_grad;
+    Json meta = MetaToJson(c.meta);
+    Json names = Json::object();
+    WriteSection(archive, "model", *c.model, &names);
+    if (c.ema != nullptr) WriteSection(archive, "ema", *c.ema, &names);
+    if (c.grads) {
+      std::vector<at::Tensor> grads;
+      Json list = Json::array();
+      for (const auto& p : c.model->named_parameters(true)) {
+        if (!p.value().grad().defined()) continue;
+        list.push_back(p.key());
+        grads.push_back(HostCopy(p.value().grad()));
+      }
+      names["grads"] = list;
+      archive.write("grads", c10::IValue(grads));
+    }
+    if (c.optimizer != nullptr) {
+      torch::serialize::OutputArchive opt;
+      frozen = SaveOptimizerCopy(*c.optimizer, opt);
+      archive.write("optimizer", opt);
+    }
+    meta["tensors"] = names;
+    archive.write("meta", c10::IValue(meta.dump()));
+  } catch (const std::exception& e) {
+    return Status::IOError(std::string("cannot snapshot checkpoint: ") + e.what());
+  }
+  if (!frozen) {  // live optimizer tensors: produce the bytes now, before training changes them
+    Result<std::shared_ptr<const std::string>> bytes = snap->Serialize();
+    if (!bytes.ok()) return bytes.status();
+  }
+  return snap;
+}
+
+Result<std::shared_ptr<const std::string>> CheckpointSnapshot::Serialize() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (bytes_) return bytes_;
+  auto bytes = std::make_shared<std::string>();
+  try {
+    archive_->save_to([&](const void* data, size_t size) -> size_t {
+      bytes->append(static_cast<const char*>(data), size);
+      return size;
+    });
+  } catch (const std::exception& e) {
+    return Status::IOError(std::string("cannot serialise checkpoint: ") + e.what());
+  }
+  bytes_ = std::move(bytes);
+  archive_.reset();  // the tensor copies are no longer needed
+  return bytes_;
+}
+
+Status WriteFileAtomic(const fs::path& path, const std::string& bytes) {
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Status::IOError(Status::At(dir.string(), ec.message()));
+  const fs::path tmp = dir / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IOError(Status::At(tmp.string(), std::strerror(errno)));
+  Status st = WriteAll(fd, bytes.data(), bytes.size());
+  if (st.ok() && ::fsync(fd) != 0) st = Status::IOError(std::strerror(errno));
+  if (::close(fd) != 0 && st.ok()) st = Status::IOError(std::strerror(errno));
+  if (!st.ok()) {
+    fs::remove(tmp, ec);
+    return Status::IOError(Status::At(path.string(), st.message()));
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return Status::IOError(Status::At(path.string(), "rename failed: " + ec.message()));
+  }
+  return SyncPath(dir);
+}
+
+Status CheckpointSnapshot::WriteTo(const fs::path& path) {
+  Result<std::shared_ptr<const std::string>> bytes = Serialize();
+  if (!bytes.ok()) return Status(bytes.status()).WithContext(path.string());
+  return WriteFileAtomic(path, **bytes);
+}
+
+Status WriteCheckpoint(const fs::path& path, const CheckpointContents& c) {
+  Result<std::shared_ptr<CheckpointSnapshot>> snap = CheckpointSnapshot::Take(c);
+  if (!snap.ok()) return Status(snap.status()).WithContext(path.string());
+  return (*snap)->WriteTo(path);
+}
+
+struct CheckpointReader::Impl {
+  torch::serialize::InputArchive archive;
+  Json tensor_names = Json::object();
+  at::Device device{at::kCPU};
+};
+
+CheckpointReader::~CheckpointReader() = default;
+
+Result<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const fs::path& path, const at::Device& device) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return Status::NotFound(Status::At(path.string(), "no such checkpoint file"));
+  std::unique_ptr<CheckpointReader> r(new CheckpointReader());
+  r->path_ = path;
+  r->impl_ = std::make_unique<Impl>();
+  r->impl_->device = device;
+  try {
+    r->impl_->archive.load_from(path.string(), device);
+    c10::IValue meta;
+    if (!r->impl_->archive.try_read("meta", meta) || !meta.isString()) {
+      return Status::Corruption(Status::At(path.string(), "not a yolocache checkpoint (no meta record)"));
+    }
+    Json j = Json::parse(meta.toStringRef(), nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return Status::Corruption(Status::At(path.string(), "meta record is not valid JSON"));
+    Result<CheckpointMeta> m = MetaFromJson(j);
+    if (!m.ok()) return Status(m.status()).WithContext(path.string());
+    r->meta_ = std::move(*m);
+    if (auto it = j.find("tensors"); it != j.end() && it->is_object()) r->impl_->tensor_names = *it;
+  } catch (const std::exception& e) {
+    return Status::Corruption(Status::At(path.string(), std::string("cannot read checkpoint: ") + e.what()));
+  }
+  if (static_cast<int64_t>(r->meta_.names.size()) != r->meta_.nc) {
+    return Status::Corruption(Status::At(path.string(), "meta: names has " + std::to_string(r->meta_.names.size()) +
+                                                            " entries for nc " + std::to_string(r->meta_.nc)));
+  }
+  return r;
+}
+
+bool CheckpointReader::has_ema() const { return impl_->tensor_names.contains("ema"); }
+bool CheckpointReader::has_grads() const { return impl_->tensor_names.contains("grads"); }
+bool CheckpointReader::has_optimizer() const {
+  try {
+    torch::serialize::InputArchive opt;
+    return impl_->archive.try_read("optimizer", opt);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+namespace {
+
+Result<std::map<std::string, at::Tensor>> ReadSection(torch::serialize::InputArchive& archive, const Json& tensor_names,
+                                                      const std::string& section, const std::string& where) {
+  auto it = tensor_names.find(section);
+  if (it == tensor_names.end() || !it->is_array()) {
+    return Status::Corruption(Status::At(where, "no '" + section + "' tensors"));
+  }
+  c10::IValue value;
+  if (!archive.try_read(section, value) || !value.isTensorList()) {
+    return Status::Corruption(Status::At(where, "'" + section + "' record is missing or not a tensor list"));
+  }
+  std::vector<at::Tensor> tensors = value.toTensorVector();
+  if (tensors.size() != it->size()) {
+    return Status::Corruption(Status::At(where, "'" + section + "' has " + std::to_string(tensors.size()) +
+                                                    " tensors for " + std::to_string(it->size()) + " names"));
+  }
+  std::map<std::string, at::Tensor> out;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (!(*it)[i].is_string()) return Status::Corruption(Status::At(where, "'" + section + "' names are not strings"));
+    out[(*it)[i].get<std::string>()] = tensors[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+Status CheckpointReader::LoadModule(const std::string& section, torch::nn::Module& module) const {
+  try {
+    Result<std::map<std::string, at::Tensor>> saved = ReadSection(impl_->archive, impl_->tensor_names, section, path_.string());
+    if (!saved.ok()) return saved.status();
+    c10::NoGradGuard no_grad;
+    auto state = NamedState(module);
+    if (state.size() != saved->size()) {
+      return Status::Corruption(Status::At(path_.string(), "'" + section + "' has " + std::to_string(saved->size()) +
+                                                               " tensors, the model " + std::to_string(state.size())));
+    }
+    for (auto& [name, dst] : state) {
+      auto it = saved->find(name);
+      if (it == saved->end()) return Status::Corruption(Status::At(path_.string(), "'" + section + "' lacks " + name));
+      if (it->second.sizes() != dst.sizes() || it->second.scalar_type() != dst.scalar_type()) {
+        return Status::Corruption(Status::At(path_.string(), "'" + section + "' tensor " + name + " has shape/dtype " +
+                                                                 c10::str(it->second.sizes(), " ", it->second.scalar_type()) +
+                                                                 ", the model " + c10::str(dst.sizes(), " ", dst.scalar_type())));
+      }
+      dst.copy_(it->second);
+    }
+  } catch (const std::exception& e) {
+    return Status::Corruption(Status::At(path_.string(), "loading '" + section + "': " + e.what()));
+  }
+  return Status::OK();
+}
+
+Status CheckpointReader::LoadOptimizer(torch::optim::Optimizer& optimizer) const {
+  try {
+    torch::serialize::InputArchive opt;
+    if (!impl_->archive.try_read("optimizer", opt)) {
+      return Status::Corruption(Status::At(path_.string(), "no optimizer state (cannot resume from it)"));
+    }
+    optimizer.load(opt);
+  } catch (const std::exception& e) {
+    return Status::Corruption(Status::At(path_.string(), std::string("optimizer state does not fit: ") + e.what()));
+  }
+  return Status::OK();
+}
+
+Status CheckpointReader::LoadGrads(torch::nn::Module& module) const {
+  if (!has_grads()) return Status::OK();
+  try {
+    Result<std::map<std::string, at::Tensor>> saved = ReadSection(impl_->archive, impl_->tensor_names, "grads", path_.string());
+    if (!saved.ok()) return saved.status();
+    std::set<std::string> used;
+    for (auto& p : module.named_parameters(true)) {
+      auto it = saved->find(p.key());
+      if (it == saved->end()) continue;
+      if (it->second.sizes() != p.value().sizes()) {
+        return Status::Corruption(Status::At(path_.string(), "gradient of " + p.key() + " has the wrong shape"));
+      }
+      // Same layout as the parameter (channels_last weights get channels_last gradients).
+      auto g = at::empty_like(p.value());
+      g.copy_(it->second);
+      p.value().mutable_grad() = g;
+      used.insert(p.key());
+    }
+    if (used.size() != saved->size()) {
+      return Status::Corruption(Status::At(path_.string(), "gradients saved for parameters the model does not have"));
+    }
+  } catch (const std::exception& e) {
+    return Status::Corruption(Status::At(path_.string(), std::string("loading gradients: ") + e.what()));
+  }
+  return Status::OK();
+}
+
+std::string FirstNonFiniteTensor(const torch::nn::Module& module) {
+  c10::NoGradGuard no_grad;
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  for (const auto& p : module.named_parameters(/*recurse=*/true)) tensors.emplace_back(p.key(), p.value());
+  for (const auto& b : module.named_buffers(/*recurse=*/true)) tensors.emplace_back(b.key(), b.value());
+  std::vector<at::Tensor> finite;
+  std::vector<size_t> index;  // into tensors, for the floating-point ones
+  finite.reserve(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const at::Tensor& t = tensors[i].second;
+    if (!t.defined() || !at::isFloatingType(t.scalar_type()) || t.numel() == 0) continue;
+    finite.push_back(at::isfinite(t.detach()).all().reshape({1}));
+    index.push_back(i);
+  }
+  if (finite.empty()) return {};
+  const at::Tensor flags = at::cat(finite).to(at::kCPU);  // one host read for all of them
+  if (flags.all().item<bool>()) return {};
+  const bool* f = flags.data_ptr<bool>();
+  for (size_t k = 0; k < index.size(); ++k) {
+    if (!f[k]) return tensors[index[k]].first;
+  }
+  return {};
+}
+
+Result<DetectionModel> CheckpointReader::BuildInferenceModel(const at::Device& device) const {
+  Result<ModelScale> scale = ParseModelScale(meta_.model_scale);
+  if (!scale.ok()) return Status::Corruption(Status::At(path_.string(), scale.status().message()));
+  Result<ModelFamily> family = ParseModelFamily(meta_.model_family);
+  if (!family.ok()) return Status::Corruption(Status::At(path_.string(), family.status().message()));
+  try {
+    DetectionModel model(ModelOptions(*family, *scale, meta_.nc));
+    model->to(device);
+    const char* section = has_ema() ? "ema" : "model";
+    YC_RETURN_IF_ERROR(LoadModule(section, *model));
+    const std::string bad = FirstNonFiniteTensor(*model);
+    if (!bad.empty()) {
+      return Status::Corruption(Status::At(path_.string(), std::string("the ") + section + " weights hold NaN or infinite "
+                                           "values (first: " + bad + "); the run that saved them diverged"));
+    }
+    model->eval();
+    for (auto& p : model->parameters(true)) p.set_requires_grad(false);
+    return model;
+  } catch (const std::exception& e) {
+    return Status::Corruption(Status::At(path_.string(), std::string("building the model: ") + e.what()));
+  }
+}
+
+}  // namespace yc::trainer

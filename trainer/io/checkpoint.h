@@ -1,0 +1,148 @@
+// Training checkpoints (last.pt, best.pt, epochN.pt): everything a run needs to continue exactly where
+// it stopped — model and EMA weights (BatchNorm statistics included), optimizer state, loss-scaler
+// state, pending accumulated gradients, counters, the loader position — plus the run's options (JSON)
+// and class names, so `val` and `predict` can rebuild the model from the file alone.
+//
+// Format: a LibTorch serialize archive (zip) with
+//   meta        string   JSON: format, model scale, nc, names, options, state, metrics, tensor names
+//   model       [Tensor] parameters then buffers, in the names listed in meta.tensors.model
+//   ema         [Tensor] same names (optional)
+//   grads       [Tensor] accumulated .grad of the parameters named in meta.tensors.grads (optional)
+//   optimizer   archive  torch::optim::Optimizer::save (optional)
+// Written atomically: a temporary file in the same directory, fsync, rename, fsync of the directory;
+// a crash leaves the previous file intact.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+#include <torch/serialize/output-archive.h>
+
+#include "libcache/status.h"
+#include "trainer/config/train_options.h"
+#include "trainer/model/detection_model.h"
+
+namespace yc::trainer {
+
+inline constexpr int kCheckpointFormat = 1;
+
+// Loop counters and bookkeeping; with the tensors this makes a resumed run match an uninterrupted one.
+struct TrainState {
+  int epoch = 0;                 // 0-based epoch to run next (== epochs completed when next_batch is 0)
+  int64_t next_batch = 0;        // > 0: the run stopped inside `epoch`; continue at this batch
+  int64_t optimizer_steps = 0;
+  int64_t last_opt_step = -1;    // global iteration of the last optimizer step (accumulation phase)
+  int64_t ema_updates = 0;
+  double best_fitness = -1;      // < 0: no validation yet
+  int best_epoch = 0;            // 1-based epoch that produced best_fitness
+  double train_seconds = 0;      // time spent in epochs so far (results.csv "time")
+  int64_t images_seen = 0;
+  std::array<double, 3> epoch_loss_sum{};  // running loss sums of the interrupted epoch
+  int64_t epoch_loss_batches = 0;
+  double scaler_scale = 65536.0;  // GradScaler state (fp16 AMP)
+  int64_t scaler_growth = 0;
+  bool finished = false;          // the run completed (or stopped early): nothing left to resume
+};
+
+struct CheckpointMeta {
+  int format = kCheckpointFormat;
+  // "v8" | "11" (ModelFamilyName). Checkpoints written before YOLO11 have no "model_family" and are v8.
+  std::string model_family = "v8";
+  std::string model_scale = "n";  // n|s|m|l|x
+  int64_t nc = 0;
+  std::vector<std::string> names;  // class names, index = class id
+  TrainOptions options;
+  TrainState state;
+  std::string created;             // UTC ISO 8601
+  nlohmann::json metrics = nlohmann::json::object();  // last validation (precision, recall, mAP50, ...)
+};
+
+nlohmann::json MetaToJson(const CheckpointMeta& meta);
+// "yolov8n", "yolo11s", ...: the model the meta describes (for messages). MetaFromJson has validated it.
+std::string MetaModelName(const CheckpointMeta& meta);
+Result<CheckpointMeta> MetaFromJson(const nlohmann::json& json);
+
+struct CheckpointContents {
+  CheckpointMeta meta;
+  const torch::nn::Module* model = nullptr;  // required
+  const torch::nn::Module* ema = nullptr;
+  torch::optim::Optimizer* optimizer = nullptr;  // not changed; its state is swapped for copies while saved
+  bool grads = false;  // save the model's defined .grad tensors (gradient accumulation in progress)
+};
+
+// Atomic write (see above). IOError naming the path on failure.
+Status WriteCheckpoint(const std::filesystem::path& path, const CheckpointContents& contents);
+
+// WriteCheckpoint in two halves, so that serialising and writing can run on another thread while training
+// goes on (BackgroundWriter): Take() freezes the contents (host copies of every tensor: one device-to-host
+// copy of the state, tens of milliseconds for yolov8n), Serialize() produces the file's bytes from the copies
+// (pickling, zip and CRC; any thread, once, no device access).
+class CheckpointSnapshot {
+ public:
+  static Result<std::shared_ptr<CheckpointSnapshot>> Take(const CheckpointContents& contents);
+  Result<std::shared_ptr<const std::string>> Serialize();
+  // Serialize() written atomically to `path` (WriteFileAtomic); errors name the path.
+  Status WriteTo(const std::filesystem::path& path);
+
+ private:
+  CheckpointSnapshot() = default;
+  std::mutex mu_;
+  std::shared_ptr<torch::serialize::OutputArchive> archive_;  // released once serialised
+  std::shared_ptr<const std::string> bytes_;
+};
+
+// The name of the first floating-point parameter or buffer of `module` holding a NaN or an infinity
+// (registration order, parameters first); empty when every value is finite. A diverged run's weights
+// must not be saved, validated or run: the trainer checks before each checkpoint, val and predict when
+// loading one. One reduction per tensor and one host read; names are looked up only on failure.
+std::string FirstNonFiniteTensor(const torch::nn::Module& module);
+
+// `bytes` written to `path` through a temporary file, fsync and rename (never half-written).
+Status WriteFileAtomic(const std::filesystem::path& path, const std::string& bytes);
+
+class CheckpointReader {
+ public:
+  // Tensors are mapped onto `device` as they are read. A file that is not a checkpoint, or is damaged,
+  // is Corruption naming it (LibTorch's exceptions do not escape).
+  static Result<std::unique_ptr<CheckpointReader>> Open(const std::filesystem::path& path, const at::Device& device);
+  ~CheckpointReader();
+
+  const CheckpointMeta& meta() const { return meta_; }
+  const std::filesystem::path& path() const { return path_; }
+  bool has_ema() const;
+  bool has_optimizer() const;
+  bool has_grads() const;
+
+  // Copies the saved "model" or "ema" tensors into the module's parameters and buffers by name (in
+  // place: devices, memory formats and optimizer references are kept). Every name must be present with
+  // the same shape, else Corruption.
+  Status LoadModule(const std::string& section, torch::nn::Module& module) const;
+  Status LoadOptimizer(torch::optim::Optimizer& optimizer) const;
+  // Sets .grad of the named parameters (others are left undefined).
+  Status LoadGrads(torch::nn::Module& module) const;
+
+  // A DetectionModel of the saved family, scale and class count, with the EMA weights when present
+  // (what Ultralytics validates and exports), else the model weights; in eval mode, on `device`.
+  // Weights holding NaN or inf (a diverged run's) are Corruption naming the file and the first such
+  // tensor: their detections would be garbage.
+  Result<DetectionModel> BuildInferenceModel(const at::Device& device) const;
+
+  struct Impl;
+
+ private:
+  CheckpointReader() = default;
+  std::filesystem::path path_;
+  CheckpointMeta meta_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace yc::trainer
