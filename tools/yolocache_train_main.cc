@@ -165,7 +165,7 @@ void AddTrainOptions(CLI::App& app, TrainArgs& a) {
   app.add_option("--flipud", o.hyp.flipud, "Vertical flip probability")->capture_default_str();
   app.add_option("--fliplr", o.hyp.fliplr, "Horizontal flip probability")->capture_default_str();
   app.add_option("--val-every", o.val_every, "Validate every N epochs (0: only after the last)")->capture_default_str();
-  app.add_flag("!--no-val", o.val, "Never validate (no best.pt, no early stopping)");
+  app.add_flag("!--no-val", o.val, "Never validate (best.pt = the final EMA, no early stopping)");
   app.add_option("--conf", o.val_conf, "Validation NMS confidence threshold")->capture_default_str();
   app.add_option("--iou", o.val_iou, "Validation NMS IoU threshold")->capture_default_str();
   app.add_option("--save-every", o.save_every, "Also save weights/epochN.pt every N epochs (0: off)")->capture_default_str();

@@ -304,3 +304,94 @@ TEST(Checkpoint, MetaJsonValidation) {
 
 }  // namespace
 }  // namespace yc::trainer
+
+namespace yc::trainer {
+namespace {
+
+// Release weights (best.pt): the EMA in fp16 and nothing else. For yolov8n at nc 80 that is about
+// 6.3 MB, as Ultralytics' stripped yolov8n.pt; the weights come back (widened) within fp16 rounding,
+// val/predict/export/--weights load them, and resuming from them is refused.
+TEST(Checkpoint, ReleaseWeightsAreTheEmaInHalfPrecision) {
+  TempDir tmp;
+  at::manual_seed(5);
+  DetectionModel ema(ModelOptions(ModelFamily::kV8, ModelScale::kN, 80));
+  {
+    c10::NoGradGuard no_grad;
+    for (auto& b : ema->named_buffers(true)) {
+      if (b.key().find("running_var") != std::string::npos) b.value().uniform_(0.5, 2.0);
+    }
+  }
+  CheckpointMeta meta = SampleMeta();
+  meta.nc = 80;
+  meta.names.assign(80, "thing");
+  const fs::path path = tmp / "best.pt";
+  ASSERT_TRUE(WriteCheckpoint(path, ReleaseContents(meta, *ema)).ok());
+
+  int64_t floats = 0;
+  for (const auto& p : ema->named_parameters(true)) floats += p.value().numel();
+  const auto bytes = static_cast<int64_t>(fs::file_size(path));
+  std::printf("yolov8n release weights: %lld bytes (%lld parameters)\n", static_cast<long long>(bytes),
+              static_cast<long long>(floats));
+  EXPECT_GT(bytes, 2 * floats);             // every parameter, 2 bytes each
+  EXPECT_LT(bytes, 2 * floats + 300'000);   // and little else: no fp32 copy, no optimizer
+  EXPECT_GT(bytes, 6'200'000);
+  EXPECT_LT(bytes, 6'600'000);
+
+  auto reader = CheckpointReader::Open(path, at::Device(at::kCPU));
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_TRUE((*reader)->is_release());
+  EXPECT_FALSE((*reader)->has_ema());
+  EXPECT_FALSE((*reader)->has_optimizer());
+  EXPECT_TRUE((*reader)->meta().state.finished);
+  EXPECT_EQ((*reader)->meta().names.size(), 80u);
+  Result<DetectionModel> back = (*reader)->BuildInferenceModel(at::Device(at::kCPU));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  auto want = ema->named_parameters(true);
+  for (const auto& p : (*back)->named_parameters(true)) {
+    ASSERT_EQ(p.value().scalar_type(), at::kFloat) << p.key();
+    EXPECT_TRUE(at::equal(p.value(), want[p.key()].to(at::kHalf).to(at::kFloat))) << p.key();
+  }
+  ema->eval();
+  const at::Tensor x = at::rand({1, 3, 96, 96});
+  const at::Tensor a = ema->forward(x).pred, b = (*back)->forward(x).pred;
+  EXPECT_TRUE(at::allclose(a, b, /*rtol=*/1e-2, /*atol=*/1e-2)) << (a - b).abs().max().item<float>();
+
+  // A tensor beyond fp16's range (a run about to diverge) is kept in fp32, not turned into infinities.
+  {
+    c10::NoGradGuard no_grad;
+    ema->named_parameters(true)["model.0.conv.weight"].fill_(1e6f);
+  }
+  ASSERT_TRUE(WriteCheckpoint(path, ReleaseContents(meta, *ema)).ok());
+  reader = CheckpointReader::Open(path, at::Device(at::kCPU));
+  ASSERT_TRUE(reader.ok());
+  back = (*reader)->BuildInferenceModel(at::Device(at::kCPU));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(at::equal((*back)->named_parameters(true)["model.0.conv.weight"],
+                        ema->named_parameters(true)["model.0.conv.weight"]));
+}
+
+TEST(Checkpoint, ATrainingCheckpointLoadsNoHalfTensorsAndRejectsAnUnknownKind) {
+  TempDir tmp;
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));
+  CheckpointContents c;
+  c.meta = SampleMeta();
+  c.model = model.get();
+  ASSERT_TRUE(WriteCheckpoint(tmp / "last.pt", c).ok());
+  auto reader = CheckpointReader::Open(tmp / "last.pt", at::Device(at::kCPU));
+  ASSERT_TRUE(reader.ok());
+  EXPECT_FALSE((*reader)->is_release());
+  EXPECT_EQ((*reader)->meta().kind, kCheckpointKindTraining);
+
+  nlohmann::json j = MetaToJson(SampleMeta());
+  j["kind"] = "mystery";
+  Result<CheckpointMeta> m = MetaFromJson(j);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("kind"), std::string::npos) << m.status().ToString();
+  j.erase("kind");  // written before release weights existed: a training checkpoint
+  m = MetaFromJson(j);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->kind, kCheckpointKindTraining);
+}
+
+}  // namespace
+}  // namespace yc::trainer

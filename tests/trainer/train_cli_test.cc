@@ -166,6 +166,13 @@ TEST(TrainCli, TrainThenValJsonThenPredict) {
   EXPECT_GE(j["mAP50"].get<double>(), 0.0);
   EXPECT_LE(j["mAP50"].get<double>(), 1.0);
 
+  // best.pt is the release form (EMA only, fp16): val read it above; it cannot be resumed (last.pt can).
+  CliRun r = YolocacheTrain(tmp, {"train", "--resume", (run / "weights" / "best.pt").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("release weights"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("last.pt"), std::string::npos) << r.err;
+  EXPECT_LT(fs::file_size(run / "weights" / "best.pt"), fs::file_size(run / "weights" / "last.pt") / 5);
+
   // Predict on a directory of source images: one annotated JPEG each, detections as JSON.
   const fs::path images = tmp / "data" / "images" / "val";
   CliRun p = YolocacheTrain(tmp, {"predict", "--weights", (run / "weights" / "last.pt").string(), images.string(),

@@ -235,7 +235,8 @@ TEST(TrainLoop, DivergenceKeepsTheLastFiniteCheckpoints) {
   for (const fs::path& saved : {last, best}) {
     auto reader = CheckpointReader::Open(saved, at::Device(at::kCPU));
     ASSERT_TRUE(reader.ok()) << saved;
-    EXPECT_TRUE((*reader)->BuildInferenceModel(at::Device(at::kCPU)).ok()) << saved;
+    Result<DetectionModel> m = (*reader)->BuildInferenceModel(at::Device(at::kCPU));
+    EXPECT_TRUE(m.ok()) << saved << ": " << m.status().ToString();
   }
   auto rows = ReadResultsCsv(tmp / "run" / "results.csv");
   ASSERT_TRUE(rows.ok());
@@ -251,7 +252,11 @@ TEST(TrainLoop, RefusesToOverwriteARunAndBadOptions) {
   o.val = false;
   Result<TrainSummary> s = Train(o);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_TRUE(s->best.empty());  // nothing validated: no best.pt
+  // Nothing validated: best.pt holds the final EMA, in the release form.
+  ASSERT_FALSE(s->best.empty());
+  auto best = CheckpointReader::Open(s->best, at::Device(at::kCPU));
+  ASSERT_TRUE(best.ok()) << best.status().ToString();
+  EXPECT_TRUE((*best)->is_release());
   EXPECT_FALSE(s->has_metrics);
   Result<TrainSummary> again = Train(o);
   EXPECT_EQ(again.status().code(), Status::Code::kInvalidArgument);

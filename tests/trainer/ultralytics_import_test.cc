@@ -1,7 +1,7 @@
 // Importing Ultralytics checkpoints (trainer/io/): genuine files written at test time by the Ultralytics
 // source in ../shared/ultralytics (tests/trainer/fixtures/ultralytics_checkpoints.py, Debian's python3
 // with torch): yolocache's forward on the imported weights equals Ultralytics' eval forward; fine-tuning
-// transfers what intersect_dicts transfers, --freeze freezes model.0-9, resume keeps it; bad files fail
+// transfers what intersect_dicts transfers, --freeze freezes model.0..N-1, resume keeps it (yolov8n and yolo11n); bad files fail
 // with exit 3 naming the file. Skipped with a message when ../shared/ultralytics or python3-torch is absent.
 #include <atomic>
 #include <cmath>
@@ -75,7 +75,7 @@ TEST(UltralyticsImport, ForwardEqualsUltralytics) {
   at::Tensor x = ReadFloats(f.dir / "input.bin", {2, 3, 64, 96});
   int checked = 0;
   for (const auto& [name, m] : f.manifest.items()) {
-    if (name == "transfer") continue;
+    if (name.rfind("transfer", 0) == 0) continue;
     SCOPED_TRACE(name);
     const fs::path file = f.dir / (name + ".pt");
     Result<UltralyticsCheckpoint> ck = ReadUltralyticsCheckpoint(file);
@@ -110,29 +110,34 @@ TEST(UltralyticsImport, ForwardEqualsUltralytics) {
     EXPECT_GT(ref.std().item<double>(), 1.0);
     ++checked;
   }
-  EXPECT_EQ(checked, 9);
+  EXPECT_EQ(checked, 19);  // yolov8n/s and yolo11n/s; nc 80, 5, 4; release and training; fp16 and fp32
 }
 
 TEST(UltralyticsImport, TransferCountsMatchIntersectDicts) {
   YC_REQUIRE_FIXTURES(f);
-  Result<ModelWeights> w = ReadModelWeights(f.dir / "yolov8n_nc80_release_fp16.pt");
-  ASSERT_TRUE(w.ok()) << w.status().ToString();
-  EXPECT_EQ(w->format, "ultralytics");
-  EXPECT_EQ(ModelNameString(w->name), "yolov8n");
-  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 4));
-  TransferReport r = TransferWeights(*w, *model);
-  const auto& t = f.manifest["transfer"];
-  EXPECT_EQ(r.transferred, t["K"].get<int64_t>());
-  EXPECT_EQ(r.total, t["N"].get<int64_t>());
-  std::vector<std::string> not_kept = r.not_transferred;
-  std::sort(not_kept.begin(), not_kept.end());
-  EXPECT_EQ(not_kept, t["not_kept"].get<std::vector<std::string>>());
-  const std::string compact = CompactNames(r.not_transferred);
-  EXPECT_NE(compact.find("model.22.cv3.0.*"), std::string::npos) << compact;
-  // Another architecture takes only what matches by name and shape (here: the stem conv).
-  DetectionModel v11(ModelOptions(ModelFamily::k11, ModelScale::kN, 4));
-  const TransferReport other = TransferWeights(*w, *v11);
-  EXPECT_LT(other.transferred, other.total / 2);
+  for (const char* model : {"yolov8n", "yolo11n"}) {
+    SCOPED_TRACE(model);
+    Result<ModelWeights> w = ReadModelWeights(f.dir / (std::string(model) + "_nc80_release_fp16.pt"));
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    EXPECT_EQ(w->format, "ultralytics");
+    EXPECT_EQ(ModelNameString(w->name), model);
+    DetectionModel target(ModelOptions(w->name, 4));
+    TransferReport r = TransferWeights(*w, *target);
+    const auto& t = f.manifest["transfer_" + std::string(model)];
+    EXPECT_EQ(r.transferred, t["K"].get<int64_t>());
+    EXPECT_EQ(r.total, t["N"].get<int64_t>());
+    std::vector<std::string> not_kept = r.not_transferred;
+    std::sort(not_kept.begin(), not_kept.end());
+    EXPECT_EQ(not_kept, t["not_kept"].get<std::vector<std::string>>());
+    const std::string head = w->name.family == ModelFamily::kV8 ? "model.22" : "model.23";
+    const std::string compact = CompactNames(r.not_transferred);
+    EXPECT_NE(compact.find(head + ".cv3.0.*"), std::string::npos) << compact;
+    // Another architecture takes only what matches by name and shape (here: the stem conv).
+    DetectionModel other_family(ModelOptions(
+        ModelName{w->name.family == ModelFamily::kV8 ? ModelFamily::k11 : ModelFamily::kV8, ModelScale::kN}, 4));
+    const TransferReport other = TransferWeights(*w, *other_family);
+    EXPECT_LT(other.transferred, other.total / 2);
+  }
 }
 
 // Every way a file can be wrong: a Status naming the file and the reason, never a crash; the CLI exits 3.
@@ -268,26 +273,30 @@ TEST(UltralyticsImport, ValAndPredictAcceptUltralyticsWeights) {
   EXPECT_TRUE(named);
 }
 
-// Fine-tuning through the CLI: the transferred count equals intersect_dicts', a CPU epoch runs, --freeze
-// keeps model.0-9 at the imported values while the rest trains; then an interrupted run resumes with
-// the freeze kept.
-TEST(UltralyticsImport, FineTuneFreezeAndResume) {
-  YC_REQUIRE_FIXTURES(f);
+// Fine-tuning through the CLI from an nc-80 Ultralytics release file onto the synth set (nc 4): the
+// transferred count equals intersect_dicts', a CPU epoch runs, --freeze keeps model.0..N-1 at the imported
+// values while the rest trains; then an interrupted run resumes with the freeze kept, and its best.pt
+// (release weights) fine-tunes again, every tensor transferred.
+void FineTuneFreezeAndResume(const Fixtures& f, const std::string& model, int freeze) {
+  SCOPED_TRACE(model);
   TempDir tmp;
   const fs::path cache = testutil::MakeSynthCache(tmp.path(), testutil::Images(8, 4));
-  const fs::path weights = f.dir / "yolov8n_nc80_release_fp16.pt";
+  const fs::path weights = f.dir / (model + "_nc80_release_fp16.pt");
   const fs::path run = tmp / "run";
+  const std::string n_frozen = std::to_string(freeze);
   CliRun r = testing::RunTool(
       "yolocache-train", tmp.path(),
       {"train", "--weights", weights.string(), "--data", cache.string(), "--epochs", "1", "--batch", "4", "--imgsz", "64",
-       "--device", "cpu", "--threads", "1", "--torch-threads", "1", "--freeze", "10", "--no-val", "--out", run.string()});
+       "--device", "cpu", "--threads", "1", "--torch-threads", "1", "--freeze", n_frozen, "--no-val", "--out",
+       run.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const auto& t = f.manifest["transfer"];
+  const auto& t = f.manifest["transfer_" + model];
   const std::string expect = "Transferred " + std::to_string(t["K"].get<int>()) + "/" + std::to_string(t["N"].get<int>()) +
                              " items from pretrained weights";
   EXPECT_NE(r.out.find(expect), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("left at init: model.22.cv3.0.*"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("model: yolov8n, 4 classes"), std::string::npos) << r.out;  // architecture from the file
+  const std::string head = model == "yolov8n" ? "model.22" : "model.23";
+  EXPECT_NE(r.out.find("left at init: " + head + ".cv3.0.*"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("model: " + model + ", 4 classes"), std::string::npos) << r.out;  // architecture from the file
 
   Result<ModelWeights> src = ReadModelWeights(weights);
   ASSERT_TRUE(src.ok());
@@ -295,8 +304,8 @@ TEST(UltralyticsImport, FineTuneFreezeAndResume) {
   auto check_frozen = [&](const fs::path& ckpt) {
     Result<std::unique_ptr<CheckpointReader>> rd = CheckpointReader::Open(ckpt, at::Device(at::kCPU));
     ASSERT_TRUE(rd.ok()) << rd.status().ToString();
-    EXPECT_EQ((*rd)->meta().options.freeze, 10);
-    DetectionModel trained(ModelOptions(ModelFamily::kV8, ModelScale::kN, 4));
+    EXPECT_EQ((*rd)->meta().options.freeze, freeze);
+    DetectionModel trained(ModelOptions(src->name, 4));
     ASSERT_TRUE((*rd)->LoadModule("model", *trained).ok());
     int frozen_same = 0, trained_changed = 0, trained_total = 0;
     for (const auto& p : trained->named_parameters(true)) {
@@ -305,7 +314,7 @@ TEST(UltralyticsImport, FineTuneFreezeAndResume) {
       const bool same = at::equal(it->second, p.value());
       int layer = -1;
       std::sscanf(p.key().c_str(), "model.%d.", &layer);
-      if (layer >= 0 && layer < 10) {
+      if (layer >= 0 && layer < freeze) {
         EXPECT_TRUE(same) << p.key() << " is frozen but changed";
         frozen_same += same;
       } else if (p.key().find(".dfl") == std::string::npos) {
@@ -322,7 +331,7 @@ TEST(UltralyticsImport, FineTuneFreezeAndResume) {
   TrainOptions o = testutil::TinyRun(cache, tmp / "run2");
   o.weights = weights.string();
   o.model.clear();
-  o.freeze = 10;
+  o.freeze = freeze;
   o.val = false;
   struct StopAfterEpoch : TrainObserver {
     std::atomic<bool> stop{false};
@@ -337,14 +346,35 @@ TEST(UltralyticsImport, FineTuneFreezeAndResume) {
   EXPECT_EQ(first->epochs_completed, 1);
   Result<TrainOptions> resumed = ResumeOptions(tmp / "run2" / "weights" / "last.pt");
   ASSERT_TRUE(resumed.ok());
-  EXPECT_EQ(resumed->model, "yolov8n");
-  EXPECT_EQ(resumed->freeze, 10);
+  EXPECT_EQ(resumed->model, model);
+  EXPECT_EQ(resumed->freeze, freeze);
   TrainHooks rh;
   rh.resume = tmp / "run2" / "weights" / "last.pt";
   Result<TrainSummary> second = Train(*resumed, rh);
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   EXPECT_EQ(second->epochs_completed, 2);
   check_frozen(tmp / "run2" / "weights" / "last.pt");
+
+  // The finished run's best.pt (release weights, no validation: the final EMA) is a starting point too.
+  const fs::path best = tmp / "run2" / "weights" / "best.pt";
+  ASSERT_TRUE(fs::exists(best));
+  CliRun again = testing::RunTool(
+      "yolocache-train", tmp.path(),
+      {"train", "--weights", best.string(), "--data", cache.string(), "--epochs", "1", "--batch", "4", "--imgsz", "64",
+       "--device", "cpu", "--threads", "1", "--torch-threads", "1", "--no-val", "--out", (tmp / "run3").string()});
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  const std::string all = std::to_string(t["N"].get<int>());
+  EXPECT_NE(again.out.find("Transferred " + all + "/" + all + " items"), std::string::npos) << again.out;
+}
+
+TEST(UltralyticsImport, FineTuneYolov8nFreezeAndResume) {
+  YC_REQUIRE_FIXTURES(f);
+  FineTuneFreezeAndResume(f, "yolov8n", 10);
+}
+
+TEST(UltralyticsImport, FineTuneYolo11nFreezeAndResume) {
+  YC_REQUIRE_FIXTURES(f);
+  FineTuneFreezeAndResume(f, "yolo11n", 11);  // yolo11's backbone: model.0-10
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ struct TrainOptions {
 
   // Validation, checkpoints, stopping.
   int val_every = 1;             // validate every N epochs (and always after the last); 0 = final only
-  bool val = true;               // false: never validate (no best.pt, no early stopping)
+  bool val = true;               // false: never validate (best.pt = the final EMA, no early stopping)
   bool val_loss = true;          // also compute val/box_loss etc.
   double val_conf = 0.001, val_iou = 0.7;
   int max_det = 300;

@@ -145,6 +145,9 @@ class Run {
   Status EndEpochMain(int epoch, bool* stop);  // rank 0: validation, checkpoints, results
   // last.pt's contents now (a snapshot: it is serialised and written during the next epoch).
   Result<std::shared_ptr<CheckpointSnapshot>> SnapshotLast(bool pending_grads);
+  // best.pt's contents now: the release form (EMA only, fp16; see trainer/io/checkpoint.h).
+  Result<std::shared_ptr<CheckpointSnapshot>> SnapshotBest();
+  CheckpointMeta Meta() const;  // the run as it stands, for either file
   Status SaveLast(bool pending_grads);  // written before returning (interrupts)
 
   TrainOptions o_;
@@ -189,6 +192,7 @@ class Run {
   at::Tensor loss_history_;  // (nb_, 3): this epoch's loss items per batch, scanned for NaN/inf at log points
   size_t losses_checked_ = 0;  // batches of this epoch before this one were scanned
   int saved_epoch_ = 0;        // epochs completed in the last.pt this run wrote (0: none yet)
+  bool best_written_ = false;  // this run wrote best.pt
   int64_t epoch_batches_ = 0;
   int64_t last_ni_ = -1;
   Clock::time_point epoch_t0_;
@@ -270,6 +274,10 @@ Status Run::Setup() {
     if (!r.ok()) return r.status();
     resume_ = std::move(*r);
     const CheckpointMeta& meta = resume_->meta();
+    if (resume_->is_release()) {
+      return Status::InvalidArgument(Status::At(hooks_.resume.string(), "release weights (EMA only, fp16) cannot be "
+                                                                        "resumed; resume from the run's weights/last.pt"));
+    }
     if (meta.state.finished) {
       return Status::InvalidArgument(Status::At(hooks_.resume.string(), "this run already finished; nothing to resume"));
     }
@@ -439,6 +447,25 @@ Status Run::Setup() {
   return Status::OK();
 }
 
+CheckpointMeta Run::Meta() const {
+  CheckpointMeta m;
+  m.model_family = ModelFamilyName(model_name_.family);
+  m.model_scale = ModelScaleName(model_name_.scale);
+  m.nc = nc_;
+  m.names = names_;
+  m.options = o_;
+  m.state = state_;
+  m.created = ManifestTimestampNow();
+  m.metrics = last_metrics_;
+  return m;
+}
+
+Result<std::shared_ptr<CheckpointSnapshot>> Run::SnapshotBest() {
+  Result<std::shared_ptr<CheckpointSnapshot>> snap = CheckpointSnapshot::Take(ReleaseContents(Meta(), *ema_->module()));
+  if (!snap.ok()) return Status(snap.status()).WithContext(best_.string());
+  return snap;
+}
+
 Result<std::shared_ptr<CheckpointSnapshot>> Run::SnapshotLast(bool pending_grads) {
   state_.ema_updates = ema_->updates();
   if (amp_.scaler) {
@@ -446,14 +473,7 @@ Result<std::shared_ptr<CheckpointSnapshot>> Run::SnapshotLast(bool pending_grads
     state_.scaler_growth = scaler_->growth_value();
   }
   CheckpointContents c;
-  c.meta.model_family = ModelFamilyName(model_name_.family);
-  c.meta.model_scale = ModelScaleName(model_name_.scale);
-  c.meta.nc = nc_;
-  c.meta.names = names_;
-  c.meta.options = o_;
-  c.meta.state = state_;
-  c.meta.created = ManifestTimestampNow();
-  c.meta.metrics = last_metrics_;
+  c.meta = Meta();
   c.model = model_.get();
   c.ema = ema_->module().get();
   if (fused_) fused_->SyncState();  // Adam step counts live on the device while training
@@ -695,6 +715,15 @@ Status Run::EndEpochMain(int epoch, bool* stop) {
   Result<std::shared_ptr<CheckpointSnapshot>> snap =
       SnapshotLast(/*pending_grads=*/!state_.finished && last_ni_ > state_.last_opt_step);
   if (!snap.ok()) return snap.status();
+  // best.pt: the release weights of the best epoch so far; a run that never validated keeps its final EMA.
+  const bool write_best = improved || (state_.finished && !best_written_ && state_.best_fitness < 0);
+  std::shared_ptr<CheckpointSnapshot> best;
+  if (write_best) {
+    Result<std::shared_ptr<CheckpointSnapshot>> b = SnapshotBest();
+    if (!b.ok()) return b.status();
+    best = *b;
+    best_written_ = true;
+  }
   YC_RETURN_IF_ERROR(results_->Append(rec));
   // The files are written while the next epoch trains; the previous epoch's must be complete first
   // (and its error, if any, stops the run here).
@@ -703,10 +732,10 @@ Status Run::EndEpochMain(int epoch, bool* stop) {
                                   ? weights_ / ("epoch" + std::to_string(epoch + 1) + ".pt")
                                   : fs::path();
   saved_epoch_ = epoch + 1;
-  writer_.Submit([this, snapshot = *snap, improved, epoch_file]() -> Status {
-    // Serialised once (Serialize keeps the bytes), written up to three times.
+  writer_.Submit([this, snapshot = *snap, best, epoch_file]() -> Status {
+    // Serialised once (Serialize keeps the bytes), written once or twice.
     YC_RETURN_IF_ERROR(snapshot->WriteTo(last_));
-    if (improved) YC_RETURN_IF_ERROR(snapshot->WriteTo(best_));
+    if (best) YC_RETURN_IF_ERROR(best->WriteTo(best_));
     if (!epoch_file.empty()) {
       YC_RETURN_IF_ERROR(snapshot->WriteTo(epoch_file));
       RotateEpochCheckpoints(weights_, o_.keep);

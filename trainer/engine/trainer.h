@@ -66,7 +66,7 @@ struct TrainHooks {
 };
 
 struct TrainSummary {
-  std::filesystem::path out_dir, last, best;  // best is empty when nothing was validated
+  std::filesystem::path out_dir, last, best;  // best is empty when no epoch finished
   int epochs_completed = 0;                   // in total, resumed epochs included
   int epochs_run = 0;                         // by this call
   bool interrupted = false;                   // stopped by `cancel`; last.pt can be resumed

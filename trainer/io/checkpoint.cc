@@ -86,12 +86,22 @@ at::Tensor HostCopy(const at::Tensor& t) {
 }
 
 void WriteSection(torch::serialize::OutputArchive& archive, const std::string& key, const torch::nn::Module& m,
-                  Json* names) {
+                  Json* names, bool half = false) {
   std::vector<at::Tensor> tensors;
   Json list = Json::array();
   for (auto& [name, t] : NamedState(m)) {
     list.push_back(name);
-    tensors.push_back(HostCopy(t));  // training goes on while the snapshot is written
+    // Training goes on while the snapshot is written; fp16 halves release weights (as Ultralytics' .half()),
+    // except a tensor beyond fp16's range (|x| > 65504, a run about to diverge), which stays fp32 rather
+    // than turn into infinities.
+    at::Tensor copy;
+    if (half && t.is_floating_point()) {
+      copy = t.detach().to(at::kCPU, at::kHalf, /*non_blocking=*/false, /*copy=*/true);
+      if (!at::isfinite(copy).all().item<bool>()) copy = HostCopy(t);
+    } else {
+      copy = HostCopy(t);
+    }
+    tensors.push_back(std::move(copy));
   }
   (*names)[key] = list;
   archive.write(key, c10::IValue(tensors));
@@ -115,6 +125,7 @@ Status WriteAll(int fd, const void* data, size_t size) {
 
 Json MetaToJson(const CheckpointMeta& meta) {
   return Json{{"format", meta.format},
+              {"kind", meta.kind},
               {"model_family", meta.model_family},
               {"model_scale", meta.model_scale},
               {"nc", meta.nc},
@@ -152,6 +163,10 @@ Result<CheckpointMeta> MetaFromJson(const Json& j) {
   }
   if (!ParseModelFamily(m.model_family).ok()) {
     return Status::Corruption("meta: unknown model family '" + m.model_family + "' (expected v8 or 11)");
+  }
+  // Absent in checkpoints written before release weights: those are training checkpoints.
+  if (!Get(j, "kind", &m.kind) || (m.kind != kCheckpointKindTraining && m.kind != kCheckpointKindRelease)) {
+    return Status::Corruption("meta: kind must be \"training\" or \"release\"");
   }
   if (auto it = j.find("options"); it != j.end()) {
     Result<TrainOptions> o = TrainOptionsFromJson(*it);
@@ -212,6 +227,16 @@ bool SaveOptimizerCopy(torch::optim::Optimizer& optimizer, torch::serialize::Out
 
 }  // namespace
 
+CheckpointContents ReleaseContents(CheckpointMeta meta, const torch::nn::Module& ema) {
+  meta.kind = kCheckpointKindRelease;
+  meta.state.finished = true;
+  CheckpointContents c;
+  c.meta = std::move(meta);
+  c.model = &ema;
+  c.half = true;
+  return c;
+}
+
 Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const CheckpointContents& c) {
   if (c.model == nullptr) return Status::InvalidArgument("checkpoint without a model");
   std::shared_ptr<CheckpointSnapshot> snap(new CheckpointSnapshot());
@@ -222,7 +247,7 @@ Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const Check
     c10::NoGradGuard no_grad;
     Json meta = MetaToJson(c.meta);
     Json names = Json::object();
-    WriteSection(archive, "model", *c.model, &names);
+    WriteSection(archive, "model", *c.model, &names, c.half);
     if (c.ema != nullptr) WriteSection(archive, "ema", *c.ema, &names);
     if (c.grads) {
       std::vector<at::Tensor> grads;
@@ -392,7 +417,9 @@ Status CheckpointReader::LoadModule(const std::string& section, torch::nn::Modul
     for (auto& [name, dst] : state) {
       auto it = saved->find(name);
       if (it == saved->end()) return Status::Corruption(Status::At(path_.string(), "'" + section + "' lacks " + name));
-      if (it->second.sizes() != dst.sizes() || it->second.scalar_type() != dst.scalar_type()) {
+      // fp16 release weights load into an fp32 model; any other dtype change means another model.
+      const bool widened = it->second.scalar_type() == at::kHalf && dst.is_floating_point();
+      if (it->second.sizes() != dst.sizes() || (it->second.scalar_type() != dst.scalar_type() && !widened)) {
         return Status::Corruption(Status::At(path_.string(), "'" + section + "' tensor " + name + " has shape/dtype " +
                                                                  c10::str(it->second.sizes(), " ", it->second.scalar_type()) +
                                                                  ", the model " + c10::str(dst.sizes(), " ", dst.scalar_type())));

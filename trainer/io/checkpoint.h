@@ -11,6 +11,10 @@
 //   optimizer   archive  torch::optim::Optimizer::save (optional)
 // Written atomically: a temporary file in the same directory, fsync, rename, fsync of the directory;
 // a crash leaves the previous file intact.
+//
+// Release weights (meta.kind "release"; best.pt, what Ultralytics' strip_optimizer makes): the same format
+// holding only `model` = the EMA weights in fp16 (integer buffers as they are) and the meta. ~6.3 MB for
+// yolov8n instead of ~49 MB; val, predict, export and train --weights load it; it cannot be resumed.
 #pragma once
 
 #include <array>
@@ -53,8 +57,12 @@ struct TrainState {
   bool finished = false;          // the run completed (or stopped early): nothing left to resume
 };
 
+inline constexpr const char* kCheckpointKindTraining = "training";
+inline constexpr const char* kCheckpointKindRelease = "release";
+
 struct CheckpointMeta {
   int format = kCheckpointFormat;
+  std::string kind = kCheckpointKindTraining;  // "training" (resumable) | "release" (EMA only, fp16)
   // "v8" | "11" (ModelFamilyName). Checkpoints written before YOLO11 have no "model_family" and are v8.
   std::string model_family = "v8";
   std::string model_scale = "n";  // n|s|m|l|x
@@ -77,7 +85,11 @@ struct CheckpointContents {
   const torch::nn::Module* ema = nullptr;
   torch::optim::Optimizer* optimizer = nullptr;  // not changed; its state is swapped for copies while saved
   bool grads = false;  // save the model's defined .grad tensors (gradient accumulation in progress)
+  bool half = false;   // store the floating-point tensors of `model` as fp16 (release weights)
 };
+
+// The release form of a run's weights: meta.kind "release", `model` = `ema` in fp16, nothing else.
+CheckpointContents ReleaseContents(CheckpointMeta meta, const torch::nn::Module& ema);
 
 // Atomic write (see above). IOError naming the path on failure.
 Status WriteCheckpoint(const std::filesystem::path& path, const CheckpointContents& contents);
@@ -121,10 +133,11 @@ class CheckpointReader {
   bool has_ema() const;
   bool has_optimizer() const;
   bool has_grads() const;
+  bool is_release() const { return meta_.kind == kCheckpointKindRelease; }
 
   // Copies the saved "model" or "ema" tensors into the module's parameters and buffers by name (in
-  // place: devices, memory formats and optimizer references are kept). Every name must be present with
-  // the same shape, else Corruption.
+  // place: devices, dtypes, memory formats and optimizer references are kept; fp16 release weights are
+  // widened). Every name must be present with the same shape, else Corruption.
   Status LoadModule(const std::string& section, torch::nn::Module& module) const;
   Status LoadOptimizer(torch::optim::Optimizer& optimizer) const;
   // Sets .grad of the named parameters (others are left undefined).

@@ -45,7 +45,7 @@ Result<ModelWeights> ReadYolocache(const fs::path& path) {
   w.names = meta.names;
   w.imgsz = meta.options.imgsz;
   w.loss_gains = {meta.options.box, meta.options.cls, meta.options.dfl};
-  w.description = "yolocache checkpoint " + ModelNameString(w.name) + " (" + ((*r)->has_ema() ? "ema" : "model") + ", " +
+  w.description = "yolocache checkpoint " + ModelNameString(w.name) + " (" + ((*r)->is_release() ? "release, fp16 EMA" : (*r)->has_ema() ? "ema" : "model") + ", " +
                   std::to_string(meta.nc) + " classes)";
   for (const auto& p : (*model)->named_parameters(true)) w.tensors.emplace_back(p.key(), p.value().detach());
   for (const auto& b : (*model)->named_buffers(true)) w.tensors.emplace_back(b.key(), b.value().detach());
