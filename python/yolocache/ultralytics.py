@@ -122,6 +122,10 @@ def _make_trainer_class():
             split = _split_of(self.data, dataset_path, mode)
             if mode == "train":
                 hyp = {k: getattr(self.args, k) for k in HYP_DEFAULTS if getattr(self.args, k, None) is not None}
+                # Ultralytics closes mosaic at the epoch equal to epochs - close_mosaic, so never when
+                # close_mosaic > epochs; the loader's rule (from that epoch on) would close it at once.
+                if int(hyp.get("close_mosaic") or 0) > self.epochs:
+                    hyp["close_mosaic"] = 0
                 return YolocacheLoader(self._yolocache, split, mode="train", seed=self.args.seed,
                                        rank=max(RANK, 0) if world_size > 1 else 0, world_size=world_size,
                                        epochs=self.epochs, hyp=hyp, **common)
