@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import yolocache
-from conftest import BUILD, CACHE_IMGSZ
+from conftest import BUILD
 
 IMGSZ = 128
 BATCH = 8
@@ -134,10 +134,13 @@ def test_next_releases_the_gil(cache):
             stamps.append(time.perf_counter())
             time.sleep(0.001)
 
-    loader = yolocache.Loader(cache, batch=40, imgsz=CACHE_IMGSZ, threads=1, path="reference", prefetch=1)
+    loader = yolocache.Loader(cache, batch=40, imgsz=640, threads=1, path="reference", prefetch=1,
+                              hyp={"mixup": 1.0})
     t = threading.Thread(target=tick)
     t.start()
     try:
+        while not stamps:
+            time.sleep(0.001)
         it = iter(loader)
         start = time.perf_counter()
         next(it)
@@ -145,5 +148,6 @@ def test_next_releases_the_gil(cache):
     finally:
         stop.set()
         t.join()
-    assert end - start > 0.02, "the first batch came too fast to tell"
-    assert sum(start < s < end for s in stamps) >= 3
+    inside = sum(start < s < end for s in stamps)
+    assert end - start > 0.05, f"the first batch came too fast to tell ({end - start:.3f} s)"
+    assert inside >= 2, f"{inside} ticks during a {end - start:.3f} s next()"
