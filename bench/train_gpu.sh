@@ -9,23 +9,7 @@
 # fwd+bwd+step ceiling on GPU-resident data, same process) and nvidia-smi dmon SM busy % alongside.
 set -euo pipefail
 build=$1 coco=$2 work=$3 epochs=${4:-3} models=${5:-yolov8n}
-mkdir -p "$work/data/images/train" "$work/data/labels/train"
-if [ ! -f "$work/data/data.yaml" ]; then
-  for k in $(seq -w 1 40); do
-    for f in "$coco"/images/train2017/*.jpg; do
-      b=$(basename "$f" .jpg)
-      ln -sf "$(realpath "$f")" "$work/data/images/train/r${k}_$b.jpg"
-      [ -f "$coco/labels/train2017/$b.txt" ] && ln -sf "$(realpath "$coco/labels/train2017/$b.txt")" "$work/data/labels/train/r${k}_$b.txt"
-    done
-  done
-  mkdir -p "$work/data/images/val" "$work/data/labels/val"
-  for f in "$coco"/images/train2017/*.jpg; do
-    b=$(basename "$f" .jpg)
-    ln -sf "$(realpath "$f")" "$work/data/images/val/$b.jpg"
-    [ -f "$coco/labels/train2017/$b.txt" ] && ln -sf "$(realpath "$coco/labels/train2017/$b.txt")" "$work/data/labels/val/$b.txt"
-  done
-  { echo "path: ."; echo "train: images/train"; echo "val: images/val"; sed -n '/^names:/,$p' "$coco/coco128.yaml"; } > "$work/data/data.yaml"
-fi
+bash "$(dirname "$0")/coco128_x40.sh" "$coco" "$work/data"
 echo "== build cache (5120 + 128 images, 640)"
 $build/tools/yolocache build "$work/data/data.yaml" -o "$work/cache" --imgsz 640 | tail -4
 for model in $models; do

@@ -14,6 +14,8 @@ packages=(
   # ../shared/ultralytics under Debian's python3 (tests/trainer/fixtures/*.py); nothing at run time.
   python3-torch python3-torchvision python3-opencv python3-yaml python3-scipy python3-matplotlib
   python3-pandas python3-psutil python3-tqdm python3-requests python3-cpuinfo python3-pil
+  # The Python package (python/): built against Debian's python3-torch, tested with pytest.
+  pybind11-dev python3-dev python3-numpy python3-pytest
 )
 missing=()
 for p in "${packages[@]}"; do

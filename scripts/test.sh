@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine and runs every test suite:
-#   1. Release build + all GoogleTest suites (ctest),
+#   1. Release build + all GoogleTest suites (ctest), then the Python package's pytest suite (python/tests,
+#      against the module of that build, once),
 #   2. ASan+UBSan build of the data-side libraries, running the libcache and loader suites
 #      (every odd image, every corrupt cache byte, under the sanitizers),
 #   3. libFuzzer targets (label parser, EXIF, shard/manifest readers), a few seconds each.
@@ -15,6 +16,14 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs" | tee build/ctest.log
 passed=$(grep -oE '[0-9]+ tests failed out of [0-9]+' build/ctest.log | awk '{print $6 - $1}')
+py=$(sed -n 's/^YOLOCACHE_PYTHON:FILEPATH=//p' build/CMakeCache.txt)
+if [ -d build/python/yolocache ] && [ -n "$py" ]; then
+  echo "-- python: pytest python/tests ($py)"
+  YOLOCACHE_BUILD=build "$py" -m pytest -q -p no:cacheprovider python/tests | tee build/pytest.log
+  passed=$((passed + $(grep -oE '[0-9]+ passed' build/pytest.log | awk '{print $1}')))
+else
+  echo "-- python: module not built (no python3 with torch, pybind11-dev or python3-dev): pytest skipped"
+fi
 if [ "${1:-}" = "--quick" ]; then echo "tests: $passed passed, 0 failed"; exit 0; fi
 
 echo "== [2/3] ASan+UBSan build + data-side tests"

@@ -3,7 +3,7 @@
 
 Each folder below has a rank; a file may include only headers of its own folder or of folders with a
 lower rank. The order is the data flow: libcache -> loader -> trainer (runtime, distributed, config ->
-model -> loss, io -> eval -> engine) -> tools. Exit 0 when clean, 1 listing every upward include.
+model -> loss, io -> eval -> engine) -> tools and python (side by side). Exit 0 when clean, 1 listing every upward include.
 """
 import pathlib
 import re
@@ -21,6 +21,7 @@ RANKS = {
     "trainer/eval": 5,
     "trainer/engine": 6,
     "tools": 7,
+    "python": 7,
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -36,7 +37,7 @@ def folder_of(path):
 def main():
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
     problems = []
-    for top in ("libcache", "loader", "trainer", "tools"):
+    for top in ("libcache", "loader", "trainer", "tools", "python"):
         for source in sorted((root / top).rglob("*")):
             if source.suffix not in (".h", ".cc"):
                 continue

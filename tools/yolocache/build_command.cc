@@ -1,11 +1,9 @@
 // `yolocache build DATA --out CACHE`: audit + decode once + pack into shards or LMDB.
 #include <iostream>
 
-#include <nlohmann/json.hpp>
-
 #include "libcache/builder.h"
-#include "libcache/path_text.h"
 #include "libcache/decode.h"
+#include "libcache/report_json.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache/cli_util.h"
 #include "tools/yolocache/command.h"
@@ -54,23 +52,7 @@ int RunBuild(BuildArgs& args) {
   const BuildReport& r = *report;
   WarnRedecoded(r);
   if (args.json) {
-    nlohmann::ordered_json j;
-    j["cache"] = PrintableText(r.cache_dir.string());
-    j["audit_report"] = PrintableText(r.audit_report.string());
-    for (const SplitBuildStats& s : r.splits) {
-      j["splits"][s.split] = {{"images", s.audit.summary.images}, {"records", s.records},
-                              {"reused", s.reused},               {"excluded", s.audit.summary.excluded},
-                              {"backgrounds", s.audit.summary.backgrounds}, {"boxes", s.audit.summary.boxes},
-                              {"redecoded_corrupt", s.redecoded_corrupt.size()},
-                              {"redecoded_corrupt_sources", s.redecoded_corrupt}};
-    }
-    j["redecoded_corrupt"] = r.redecoded_corrupt;
-    j["records"] = r.records;
-    j["pixel_bytes"] = r.pixel_bytes;
-    j["bytes_on_disk"] = r.bytes_on_disk;
-    j["seconds"] = r.seconds;
-    j["images_per_second"] = r.images_per_second();
-    std::cout << JsonText(j) << "\n";
+    std::cout << JsonText(BuildReportJson(r)) << "\n";
     return kExitOk;
   }
   for (const SplitBuildStats& s : r.splits) {

@@ -68,10 +68,6 @@ int Fail(const std::string& command, const Status& status) {
   return ExitCodeFor(status);
 }
 
-std::string JsonText(const nlohmann::ordered_json& j) {
-  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-}
-
 bool IsCacheDir(const std::string& path) {
   // Anything named manifest.json counts (a FIFO too): opening the cache then says what is wrong with
   // it, rather than auditing the cache folder as if it were a dataset.

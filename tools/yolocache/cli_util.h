@@ -4,9 +4,8 @@
 #include <atomic>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "libcache/record_format.h"
+#include "libcache/report_json.h"  // JsonText, for every --json document
 #include "libcache/status.h"
 
 namespace yc::cli {
@@ -23,11 +22,6 @@ Status ParseByteSize(const std::string& text, uint64_t* out);
 
 // Prints "yolocache <cmd>: <status>" to stderr and returns the exit code for it.
 int Fail(const std::string& command, const Status& status);
-
-// `j` as indented text for --json output. Strings put in it should already be valid UTF-8 (paths
-// through PrintableText, path_text.h); anything that slipped through is shown as U+FFFD rather than
-// aborting the command after its work is done.
-std::string JsonText(const nlohmann::ordered_json& j);
 
 // True when the path is a built cache (has manifest.json) rather than a source dataset.
 bool IsCacheDir(const std::string& path);

@@ -5,13 +5,12 @@
 #include <iostream>
 #include <map>
 
-#include <nlohmann/json.hpp>
-
 #include "libcache/audit.h"
 #include "libcache/cache_verify.h"
 #include "libcache/dataset_spec.h"
 #include "libcache/manifest.h"
 #include "libcache/path_text.h"
+#include "libcache/report_json.h"
 #include "libcache/source_diff.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache/cli_util.h"
@@ -72,18 +71,7 @@ int VerifySource(const VerifyArgs& a) {
   const AuditSummary& total = audit->total;
   const bool failed = total.errors > 0 || (a.strict && total.warnings > 0);
   if (a.json) {
-    nlohmann::ordered_json j;
-    j["source"] = PrintableText(spec->source.string());
-    j["splits"] = nlohmann::ordered_json::object();
-    nlohmann::json problems = nlohmann::json::array();
-    for (const SplitAudit& s : audit->splits) {
-      j["splits"][s.split] = nlohmann::json(s.summary);
-      for (const Problem& p : s.problems) problems.push_back(p);
-    }
-    j["total"] = nlohmann::json(total);
-    j["problems"] = std::move(problems);
-    j["ok"] = !failed;
-    std::cout << JsonText(j) << "\n";
+    std::cout << JsonText(SourceAuditJson(*spec, *audit, a.strict)) << "\n";
     return failed ? kExitProblems : kExitOk;
   }
   std::cout << "dataset: " << PrintableText(spec->source.string()) << " (root " << PrintableText(spec->root.string()) << ", "
@@ -124,29 +112,7 @@ int VerifyCacheDir(const VerifyArgs& a) {
   }
   const bool failed = !report.ok() || (a.strict && !changes.empty());
   if (a.json) {
-    nlohmann::ordered_json j;
-    j["cache"] = PrintableText(a.path);
-    j["ok"] = !failed;
-    j["files_checked"] = report.files_checked;
-    j["records_checked"] = report.records_checked;
-    j["bytes_checked"] = report.bytes_checked;
-    nlohmann::json problems = nlohmann::json::array();
-    for (const VerifyProblem& p : report.problems) {
-      problems.push_back({{"split", p.split}, {"file", PrintableText(p.file)}, {"record", p.record},
-                          {"file_record", p.file_record}, {"source", PrintableText(p.source)}, {"severity", "error"},
-                          {"code", "cache-corrupt"}, {"message", PrintableText(p.message)}});
-    }
-    j["problems"] = std::move(problems);
-    if (!a.source.empty()) {
-      nlohmann::json cj = nlohmann::json::array();
-      for (const SourceChange& c : changes) {
-        nlohmann::json e = {{"change", SourceChangeKindName(c.kind)}, {"split", c.split}, {"file", PrintableText(c.path)}};
-        if (!IsUtf8(c.path)) e["file_hex"] = HexBytes(c.path);  // the exact name, as in audit.json
-        cj.push_back(std::move(e));
-      }
-      j["source_changes"] = std::move(cj);
-    }
-    std::cout << JsonText(j) << "\n";
+    std::cout << JsonText(CacheVerifyJson(a.path, report, a.source.empty() ? nullptr : &changes, a.strict)) << "\n";
     return failed ? kExitProblems : kExitOk;
   }
   std::cout << "cache: " << PrintableText(a.path) << ": " << report.files_checked << " files, " << report.records_checked

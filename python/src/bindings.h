@@ -1,0 +1,31 @@
+// The pieces of the `yolocache._yolocache` extension module, one binding file each:
+//
+//   PYBIND11_MODULE(_yolocache, m) { BindErrors(m); BindReports(m); BindCache(m); BindLoader(m); }
+//
+// Only loader_binding.cc sees LibTorch (ATen); the others need pybind11 alone, so they compile fast.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include "libcache/cache.h"
+#include "libcache/status.h"
+
+namespace yc::py {
+
+namespace pb = pybind11;
+
+// yolocache.Error (a RuntimeError) and the mapping of a Status onto Python exceptions.
+void BindErrors(pb::module_& m);
+// Raises the Python exception for a failed Status, with its message: InvalidArgument -> ValueError,
+// NotFound -> FileNotFoundError, Cancelled -> KeyboardInterrupt, ResourceExhausted -> MemoryError,
+// anything else (corruption, I/O, data errors) -> yolocache.Error. Never returns on failure.
+void ThrowIfError(const Status& status);
+
+void BindReports(pb::module_& m);  // build_json, verify_json
+void BindCache(pb::module_& m);    // _Cache
+// The root of the dataset a cache was built from (im_file paths are joined to it); "" when its data
+// YAML cannot be read any more.
+std::string DatasetRoot(const Cache& cache);
+void BindLoader(pb::module_& m);   // _Loader
+
+}  // namespace yc::py

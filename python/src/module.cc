@@ -1,0 +1,10 @@
+// The compiled half of `import yolocache` (python/yolocache/__init__.py is the other half).
+#include "python/src/bindings.h"
+
+PYBIND11_MODULE(_yolocache, m) {
+  m.doc() = "yolocache: cache builder, verifier and C++ batch loader (use the yolocache package, not this module)";
+  yc::py::BindErrors(m);
+  yc::py::BindReports(m);
+  yc::py::BindCache(m);
+  yc::py::BindLoader(m);
+}

@@ -1,0 +1,141 @@
+"""yolocache from Python: build and verify caches, and feed any PyTorch loop from the C++ loader.
+
+    import yolocache
+    report = yolocache.build('coco128.yaml', 'coco128.yc')      # the same dict as `yolocache build --json`
+    loader = yolocache.Loader('coco128.yc', batch=64, imgsz=640, threads=16, epochs=100)
+    for epoch in range(100):
+        for batch in loader:                                     # Ultralytics' collate dict
+            imgs = batch['img'].cuda(non_blocking=True).float() / 255
+
+Errors from the C++ side arrive as exceptions carrying its message: ValueError (bad options),
+FileNotFoundError (missing cache or file), yolocache.Error (corrupt cache, I/O, bad data).
+See docs/PYTHON.md.
+"""
+import json
+
+import torch  # noqa: F401  (loads LibTorch before the extension, which links against it)
+
+from . import _yolocache
+from ._yolocache import Error
+
+__all__ = ["Cache", "Error", "Loader", "build", "verify", "HYP_DEFAULTS"]
+
+# The data hyperparameters the loader implements, under Ultralytics' names and defaults (default.yaml).
+HYP_DEFAULTS = {
+    "mosaic": 1.0, "mixup": 0.0, "degrees": 0.0, "translate": 0.1, "scale": 0.5, "shear": 0.0,
+    "perspective": 0.0, "hsv_h": 0.015, "hsv_s": 0.7, "hsv_v": 0.4, "flipud": 0.0, "fliplr": 0.5,
+    "close_mosaic": 10,
+}
+# Ultralytics augmentations the loader does not implement: accepted only at their default (off).
+_UNSUPPORTED_HYP = {"copy_paste": 0.0, "cutmix": 0.0, "bgr": 0.0}
+
+
+def build(source, out, imgsz=640, backend="shards", compress="none", level=3, shard_size=1 << 30, splits=(),
+          update=False, threads=0):
+    """Audits and decodes a dataset (data YAML or folder) into a cache at `out`; returns the
+    `yolocache build --json` report as a dict."""
+    return json.loads(_yolocache.build_json(str(source), str(out), imgsz, backend, compress, level, shard_size,
+                                            list(splits), update, threads))
+
+
+def verify(path, source=None, strict=False):
+    """`yolocache verify --json` as a dict: a cache's checksums (and with `source`, the source files
+    changed since the build), or the audit of a source dataset. Problems are in the report
+    (report['ok'] is False), not exceptions."""
+    return json.loads(_yolocache.verify_json(str(path), "" if source is None else str(source), strict))
+
+
+class Cache:
+    """A built cache: len(cache) records over all splits, .names, .splits, .records(split),
+    .labels(split) (Ultralytics' per-image label dicts)."""
+
+    def __init__(self, path, verify_checksums=False):
+        self._impl = _yolocache._Cache(str(path), verify_checksums)
+
+    path = property(lambda self: self._impl.dir)
+    names = property(lambda self: list(self._impl.names))
+    splits = property(lambda self: list(self._impl.splits))
+    imgsz = property(lambda self: self._impl.imgsz)
+    data_yaml = property(lambda self: self._impl.data_yaml)
+
+    def __len__(self):
+        return sum(self._impl.records(s) for s in self._impl.splits)
+
+    def records(self, split="train"):
+        return self._impl.records(split)
+
+    def labels(self, split="train"):
+        return self._impl.labels(split)
+
+    def __repr__(self):
+        return f"yolocache.Cache({self.path!r}, splits={ {s: self.records(s) for s in self.splits} })"
+
+
+class Loader:
+    """Batches of one split as Ultralytics' collate dicts, made by the C++ loader's threads.
+
+    Iterating yields the batches of `epoch` from the resume point on, then advances `epoch` by one;
+    set_epoch() picks another. Leaving a loop early and iterating again continues after the last batch
+    handed out. state_dict()/load_state_dict() carry that position to a new Loader (exact resume: a
+    batch depends only on seed, epoch, batch index, rank and world_size, not on threads or timing).
+    """
+
+    def __init__(self, cache, split=None, mode="train", batch=16, imgsz=640, threads=0, seed=0, rank=0,
+                 world_size=1, epochs=100, hyp=None, shuffle=True, drop_last=False, rect=True, pad=0.5, stride=32,
+                 prefetch=4, pin_memory=False, path="fast"):
+        self.cache = cache if isinstance(cache, Cache) else Cache(cache)
+        self.split = split or ("train" if mode == "train" else "val")
+        self.mode, self.batch_size, self.imgsz, self.num_workers = mode, batch, imgsz, threads
+        options = dict(mode=mode, batch=batch, imgsz=imgsz, threads=threads, seed=seed, rank=rank,
+                       world_size=world_size, epochs=epochs, shuffle=shuffle, drop_last=drop_last, rect=rect,
+                       pad=pad, stride=stride, prefetch=prefetch, pin_memory=pin_memory, path=path)
+        for key, value in (hyp or {}).items():
+            if key in _UNSUPPORTED_HYP:
+                if value != _UNSUPPORTED_HYP[key]:
+                    raise ValueError(f"hyp '{key}'={value}: not implemented by the yolocache loader (use {_UNSUPPORTED_HYP[key]})")
+            elif key in HYP_DEFAULTS:
+                options[key] = int(value) if key == "close_mosaic" else float(value)
+            else:
+                raise ValueError(f"unknown hyp '{key}' (known: {', '.join(HYP_DEFAULTS)})")
+        # What a saved position is only valid for.
+        self._identity = dict(split=self.split, mode=mode, batch_size=batch, seed=seed, rank=rank,
+                              world_size=world_size, drop_last=drop_last)
+        self._impl = _yolocache._Loader(self.cache._impl, self.split, options)
+        self.epoch = 0
+        self._next_batch = 0  # where the next iteration starts within self.epoch
+
+    def __len__(self):
+        return self._impl.batches_per_epoch
+
+    @property
+    def dataset_size(self):
+        return self._impl.dataset_size
+
+    def set_epoch(self, epoch):
+        """The epoch the next iteration yields, from its first batch."""
+        self.epoch, self._next_batch = int(epoch), 0
+
+    def __iter__(self):
+        epoch = self.epoch
+        self._impl.start_epoch(epoch, self._next_batch)
+        while True:
+            batch = self._impl.next()  # waits with the GIL released
+            if batch is None:
+                break
+            self._next_batch += 1
+            yield batch
+        self.epoch, self._next_batch = epoch + 1, 0
+
+    def state_dict(self):
+        """The position of the next batch: {'epoch', 'batch', ...options it is valid for}."""
+        return dict(epoch=self.epoch, batch=self._next_batch, **self._identity)
+
+    def load_state_dict(self, state):
+        """Continues where the Loader that made `state` stopped (same split, mode, batch, seed, ranks)."""
+        for key, value in self._identity.items():
+            if key in state and state[key] != value:
+                raise ValueError(f"state_dict is for {key}={state[key]!r}, this Loader has {key}={value!r}")
+        batch = int(state["batch"])
+        if not 0 <= batch <= len(self):
+            raise ValueError(f"state_dict batch {batch} is outside this epoch's 0..{len(self)} batches")
+        self.epoch, self._next_batch = int(state["epoch"]), batch
