@@ -1,7 +1,9 @@
 """Driver of bench/python_loader_gpu.sh (one figure per call, printed as one JSON line):
 
   python_loader_gpu.py ultralytics --loader own|yolocache|ceiling --data DATA.yaml --epochs E --out DIR
-      Ultralytics' yolov8n trainer, batch 64, 640, AMP, 16 workers/threads, close_mosaic 0, no val:
+                        [--model yolo11n] [--val --close-mosaic 10]
+      Ultralytics' trainer (default yolov8n), batch 64, 640, AMP, 16 workers/threads, close_mosaic 0, no val
+      (with --val: the last epoch's mAP50 / mAP50-95 and results.csv time too):
       train img/s (from the 10th batch on, batch-end timestamps, inside epochs) and the SM busy % that
       `nvidia-smi dmon` sampled in that window. `ceiling` hands the trainer one batch already in pinned
       memory (made by our loader) on every step: Ultralytics' own step rate.
@@ -49,36 +51,40 @@ def run_ultralytics(args):
     import ultralytics.engine.trainer as engine
     from ultralytics.models.yolo.detect import DetectionTrainer as Plain
 
-    import yolocache.ultralytics as yu
-
     engine.check_amp = lambda model: True  # its check downloads yolo11n.pt; AMP stays on as asked
+    trainer = Plain
+    if args.loader != "own":  # the module is needed only for our loader
+        import yolocache.ultralytics as yu
 
-    class Ceiling(yu.DetectionTrainer):
-        """Every train step gets the same batch, already in (pinned) memory."""
+        class Ceiling(yu.DetectionTrainer):
+            """Every train step gets the same batch, already in (pinned) memory."""
 
-        def get_dataloader(self, dataset_path, batch_size=16, rank=0, mode="train"):
-            real = super().get_dataloader(dataset_path, batch_size, rank, mode)
-            if mode != "train":
+            def get_dataloader(self, dataset_path, batch_size=16, rank=0, mode="train"):
+                real = super().get_dataloader(dataset_path, batch_size, rank, mode)
+                if mode != "train":
+                    return real
+                one = next(iter(real))
+                n = len(real)
+
+                class OneBatch(yu.YolocacheLoader):
+                    def __iter__(self):
+                        for _ in range(n):
+                            yield dict(one)
+
+                real.__class__ = OneBatch
                 return real
-            one = next(iter(real))
-            n = len(real)
 
-            class OneBatch(yu.YolocacheLoader):
-                def __iter__(self):
-                    for _ in range(n):
-                        yield dict(one)
-
-            real.__class__ = OneBatch
-            return real
-
-    trainer = {"own": Plain, "yolocache": yu.DetectionTrainer, "ceiling": Ceiling}[args.loader]
+        trainer = {"yolocache": yu.DetectionTrainer, "ceiling": Ceiling}[args.loader]
     stamps = []  # (epoch, time) at every train batch end
-    model = YOLO("yolov8n.yaml")
+    model = YOLO(f"{args.model}.yaml")
     model.add_callback("on_train_batch_end", lambda t: stamps.append((t.epoch, time.time())))
-    dmon = SmBusy(os.path.join(args.out, f"dmon_{args.loader}.log"))
+    dmon = SmBusy(os.path.join(args.out, f"dmon_{args.model}_{args.loader}.log"))
+    name = f"{args.model}_{args.loader}"
+    t0 = time.time()
     model.train(data=args.data, trainer=trainer, epochs=args.epochs, batch=64, imgsz=640, amp=True, workers=16,
-                device=0, close_mosaic=0, val=False, plots=False, project=args.out, name=args.loader,
-                exist_ok=True, verbose=False)
+                device=0, close_mosaic=args.close_mosaic, val=args.val, plots=False, project=args.out, name=name,
+                exist_ok=True, verbose=False, seed=0)
+    wall = time.time() - t0
     images, seconds = 0, 0.0
     for e in sorted({e for e, _ in stamps}):
         times = [t for ep, t in stamps if ep == e][WARMUP_BATCHES if e == stamps[0][0] else 1:]
@@ -86,8 +92,17 @@ def run_ultralytics(args):
         seconds += times[-1] - times[0]
     window = (stamps[WARMUP_BATCHES][1], stamps[-1][1])
     sm, samples = dmon.mean(*window)
-    return dict(run=f"ultralytics-{args.loader}", images_per_second=images / seconds, sm_busy_percent=sm,
-                dmon_samples=samples, timed_images=images, batches=len(stamps))
+    result = dict(run=f"ultralytics-{args.loader}", model=args.model, images_per_second=images / seconds,
+                  sm_busy_percent=sm, dmon_samples=samples, timed_images=images, batches=len(stamps),
+                  wall_seconds=wall)
+    csv = os.path.join(args.out, name, "results.csv")
+    if args.val and os.path.exists(csv):  # the last epoch's validation (EMA weights), as results.csv has it
+        rows = [line.strip().split(",") for line in open(csv)]
+        head, last = [h.strip() for h in rows[0]], rows[-1]
+        for key in ("metrics/mAP50(B)", "metrics/mAP50-95(B)", "time"):
+            if key in head:
+                result[key] = float(last[head.index(key)])
+    return result
 
 
 def run_plain(args):
@@ -141,6 +156,9 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("what", choices=["ultralytics", "plain"])
     p.add_argument("--loader", choices=["own", "yolocache", "ceiling"])
+    p.add_argument("--model", default="yolov8n", help="Ultralytics model yaml stem: yolov8n, yolo11n, ...")
+    p.add_argument("--val", action="store_true", help="validate every epoch (accuracy runs)")
+    p.add_argument("--close-mosaic", type=int, default=0)
     p.add_argument("--data")
     p.add_argument("--cache")
     p.add_argument("--epochs", type=int, default=3)
