@@ -12,13 +12,17 @@
 set -euo pipefail
 build=$(realpath "$1") coco=$2 ultra=$(realpath "$3") work=$4 part=$5
 repo=$(cd "$(dirname "$0")/.." && pwd)
-[ -f "$repo/.gpu/activate.sh" ] && . "$repo/.gpu/activate.sh" "$repo/.gpu/sysroot"
+if [ -f "$repo/.gpu/activate.sh" ]; then  # the libraries the build used (bench/gpu_host_build.sh)
+  [ -d "$repo/.gpu/sysroot" ] || tar -C "$repo/.gpu" -xzf "$repo/.gpu/sysroot.tar.gz"
+  . "$repo/.gpu/activate.sh" "$repo/.gpu/sysroot"
+fi
 mkdir -p "$work"
 work=$(realpath "$work")
 T=$build/tools/yolocache-train
 bash "$repo/bench/coco128_x40.sh" "$coco" "$work/data"
 [ -f "$work/cache/manifest.json" ] || "$build/tools/yolocache" build "$work/data/data.yaml" -o "$work/cache" --imgsz 640 | tail -2
 ultralytics() {  # MODEL EPOCHS [--val --close-mosaic N]
+  mkdir -p "$work/ultralytics"
   PYTHONPATH="$ultra" YOLO_OFFLINE=1 YOLO_CONFIG_DIR="$work/yolo_config" PYTHONUNBUFFERED=1 \
     python3 "$repo/bench/python_loader_gpu.py" ultralytics --loader own --model "$1" --epochs "$2" "${@:3}" \
       --data "$work/data/data.yaml" --out "$work/ultralytics" 2>&1 | tee "$work/ultralytics_$1_$2.log" \
@@ -32,10 +36,10 @@ case $part in
     ;;
   accuracy)
     echo "== yolocache-train yolo11n, 30 epochs, close_mosaic 10, val every epoch"
-    start=$(date +%s.%N)
+    start=$(date +%s)
     $T train --data "$work/cache" --model yolo11n --epochs 30 --batch 64 --imgsz 640 --device cuda --amp \
         --val-every 1 --seed 0 --out "$work/acc_yolo11n" --exist-ok 2>&1 | grep -v '^\s*$' | tail -8
-    echo "wall seconds: $(echo "$(date +%s.%N) - $start" | bc)"
+    echo "wall seconds: $(( $(date +%s) - start ))"
     tail -3 "$work/acc_yolo11n/results.csv"
     ;;
   ultralytics)
