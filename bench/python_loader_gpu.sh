@@ -23,7 +23,7 @@ python3 -c 'import torch, yolocache, ultralytics; print("torch", torch.__version
 bash "$repo/bench/coco128_x40.sh" "$coco" "$work/data"
 echo "== cache for the plain loop and yolocache bench (the trainer builds its own in \$YOLOCACHE_DIR, first run)"
 "$build/tools/yolocache" build "$work/data/data.yaml" -o "$work/cache" --imgsz 640 | tail -2
-for loader in own yolocache ceiling; do
+for loader in ${LOADERS:-own yolocache ceiling}; do
   echo "== Ultralytics yolov8n, $epochs epochs, loader: $loader"
   python3 "$repo/bench/python_loader_gpu.py" ultralytics --loader "$loader" --data "$work/data/data.yaml" \
       --epochs "$epochs" --out "$work" 2>&1 | tee "$work/ultralytics_$loader.log" | grep -E "^RESULT|Error|error" || true

@@ -139,9 +139,11 @@ bool BelongsToCache(const Manifest& m, const std::set<std::string>& named, const
 Status CheckReplaceableCacheDir(const fs::path& dir) {
   std::error_code ec;
   const fs::file_status st = fs::status(dir, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory)
-    return Status::IOError(Status::At(dir.string(), "cannot stat: " + ec.message()));
-  if (!fs::exists(st)) return Status::OK();
+  // Absent is told by the status type, not by comparing `ec` with std::errc: in a Python process on the GPU
+  // host that comparison said "not ENOENT" for ENOENT (it goes by the error category's address, likely two
+  // libstdc++ copies there), and an absent folder read as a stat error.
+  if (st.type() == fs::file_type::not_found) return Status::OK();
+  if (ec) return Status::IOError(Status::At(dir.string(), "cannot stat: " + ec.message()));
   if (!fs::is_directory(st)) return Status::InvalidArgument(Status::At(dir.string(), "exists and is not a directory"));
 
   std::vector<std::string> entries;
