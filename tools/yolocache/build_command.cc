@@ -56,6 +56,9 @@ int RunBuild(BuildArgs& args) {
   if (args.json) {
     nlohmann::ordered_json j;
     j["cache"] = PrintableText(r.cache_dir.string());
+    j["root"] = PrintableText(r.root.string());
+    j["root_from"] = PrintableText(r.root_from);
+    j["classes"] = r.names.size();
     j["audit_report"] = PrintableText(r.audit_report.string());
     for (const SplitBuildStats& s : r.splits) {
       j["splits"][s.split] = {{"images", s.audit.summary.images}, {"records", s.records},
@@ -73,6 +76,8 @@ int RunBuild(BuildArgs& args) {
     std::cout << JsonText(j) << "\n";
     return kExitOk;
   }
+  std::cout << "dataset root: " << PrintableText(r.root.string()) << " (from " << PrintableText(r.root_from) << "), "
+            << r.names.size() << " classes\n";
   for (const SplitBuildStats& s : r.splits) {
     std::cout << s.split << ": " << s.records << " records from " << s.audit.summary.images << " images ("
               << s.audit.summary.backgrounds << " backgrounds, " << s.audit.summary.excluded << " excluded, "

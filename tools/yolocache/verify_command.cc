@@ -117,7 +117,9 @@ int VerifyCacheDir(const VerifyArgs& a) {
   if (!a.source.empty()) {
     Result<Manifest> manifest = ReadManifest(a.path);
     if (manifest.ok()) {  // otherwise the report already says why the manifest cannot be used
-      Result<std::vector<SourceChange>> diff = DiffSources(*manifest, a.source, options.cancel);
+      DiffOptions diff_options;  // full: every file of equal size is hashed
+      diff_options.cancel = options.cancel;
+      Result<std::vector<SourceChange>> diff = DiffSources(*manifest, a.source, diff_options);
       if (!diff.ok()) return Fail("verify", diff.status());
       changes = std::move(diff.value());
     }
@@ -140,7 +142,8 @@ int VerifyCacheDir(const VerifyArgs& a) {
     if (!a.source.empty()) {
       nlohmann::json cj = nlohmann::json::array();
       for (const SourceChange& c : changes) {
-        nlohmann::json e = {{"change", SourceChangeKindName(c.kind)}, {"split", c.split}, {"file", PrintableText(c.path)}};
+        nlohmann::json e = {{"change", SourceChangeKindName(c.kind)}, {"split", c.split}, {"file", PrintableText(c.path)},
+                            {"what", c.label ? "label" : "image"}};
         if (!IsUtf8(c.path)) e["file_hex"] = HexBytes(c.path);  // the exact name, as in audit.json
         cj.push_back(std::move(e));
       }
@@ -160,12 +163,16 @@ int VerifyCacheDir(const VerifyArgs& a) {
     std::cout << "  ... " << report.problems.size() - a.max_problems << " more\n";
   if (!a.source.empty()) {
     std::map<std::string, int> counts;
+    int labels = 0;
     for (const SourceChange& c : changes) {
       ++counts[SourceChangeKindName(c.kind)];
-      if (shown++ < a.max_problems) std::cout << "  " << SourceChangeKindName(c.kind) << " [" << c.split << "] " << PrintableText(c.path) << "\n";
+      labels += c.label ? 1 : 0;
+      if (shown++ < a.max_problems)
+        std::cout << "  " << SourceChangeKindName(c.kind) << " [" << c.split << "] " << PrintableText(c.path)
+                  << (c.label ? " (label)" : "") << "\n";
     }
     std::cout << "source " << PrintableText(a.source) << " since the build: " << counts["added"] << " added, " << counts["removed"]
-              << " removed, " << counts["changed"] << " changed\n";
+              << " removed, " << counts["changed"] << " changed (" << labels << " of them labels)\n";
   }
   std::cout << (failed ? "FAILED" : "OK") << ": " << report.problems.size() << " problems\n";
   return failed ? kExitProblems : kExitOk;
