@@ -2,8 +2,6 @@
 // (verify --source, --strict, build --update); a damaged record fails on its first read in the loader;
 // a relative `path:` resolves as Ultralytics resolves it and build says how; a folder without a YAML
 // gets class_0.. names; Ultralytics' key=value arguments, clean --help, "did you mean".
-#include <unistd.h>
-
 #include <cstdlib>
 #include <fstream>
 
@@ -11,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include "libcache/manifest.h"
-#include "libcache/synth.h"
 #include "tests/test_support.h"
 
 namespace yc {
@@ -24,16 +21,6 @@ CliRun Yolocache(const TempDir& tmp, const std::vector<std::string>& args) {
   return testing::RunTool("yolocache", tmp.path(), args);
 }
 
-fs::path SmallSynth(const fs::path& dir) {
-  SynthOptions o;
-  o.train_images = 8;
-  o.val_images = 4;
-  o.min_side = 64;
-  o.max_side = 96;
-  o.background_fraction = 0;
-  EXPECT_TRUE(GenerateSynthDataset(dir, o).ok());
-  return dir / "data.yaml";
-}
 
 nlohmann::json Json(const CliRun& r) {
   nlohmann::json j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
@@ -41,21 +28,11 @@ nlohmann::json Json(const CliRun& r) {
   return j;
 }
 
-// The process's working directory for a scope (spawned tools inherit it).
-class ScopedCwd {
- public:
-  explicit ScopedCwd(const fs::path& dir) : old_(fs::current_path()) { fs::current_path(dir); }
-  ~ScopedCwd() { fs::current_path(old_); }
-
- private:
-  fs::path old_;
-};
-
 // Issue 16 #2: a row appended to a label file was "0 changed". Now it is a changed label, --strict fails
 // on it, and build --update takes the new row in (and the source then reads as unchanged again).
 TEST(ParityCli, AnEditedLabelIsASourceChangeAndUpdateTakesItIn) {
   TempDir tmp;
-  const fs::path yaml = SmallSynth(tmp / "data");
+  const fs::path yaml = testing::TinySynthDataset(tmp / "data");
   const std::string cache = (tmp / "cache").string();
   CliRun b = Yolocache(tmp, {"build", yaml.string(), "-o", cache, "--imgsz", "96", "--json"});
   ASSERT_EQ(b.exit_code, 0) << b.err;
@@ -91,33 +68,17 @@ TEST(ParityCli, AnEditedLabelIsASourceChangeAndUpdateTakesItIn) {
   EXPECT_EQ(j["source_changes"][0]["what"], "label");
 }
 
-// Pixel bytes of record 0 of a shard: its header's pixel_offset (bytes 56..59) past the record start.
-void FlipFirstPixelByte(const fs::path& shard) {
-  std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
-  const std::streamoff record = 64;  // the first record follows the 64-byte shard header
-  unsigned char off[4] = {};
-  f.seekg(record + 56);
-  f.read(reinterpret_cast<char*>(off), 4);
-  const std::streamoff pixel = record + (off[0] | off[1] << 8 | off[2] << 16 | off[3] << 24) + 10;
-  char c = 0;
-  f.seekg(pixel);
-  f.read(&c, 1);
-  c = static_cast<char>(c ^ 0x01);
-  f.seekp(pixel);
-  f.write(&c, 1);
-}
-
 // Issue 16 #2: a flipped pixel byte trained silently. Readers now hash each record on its first read
 // (what train, val and bench do): the loader fails naming the shard and the record.
 TEST(ParityCli, ADamagedRecordFailsOnItsFirstRead) {
   TempDir tmp;
-  const fs::path yaml = SmallSynth(tmp / "data");
+  const fs::path yaml = testing::TinySynthDataset(tmp / "data");
   const fs::path cache = tmp / "cache";
   ASSERT_EQ(Yolocache(tmp, {"build", yaml.string(), "-o", cache.string(), "--imgsz", "64"}).exit_code, 0);
   const std::vector<std::string> bench = {"bench", cache.string(), "--batch", "4", "--batches", "2", "--threads", "1",
                                           "--profile-samples", "0", "--no-checksum", "--imgsz", "64"};
   ASSERT_EQ(Yolocache(tmp, bench).exit_code, 0);
-  FlipFirstPixelByte(cache / "train-00000.shard");
+  testing::FlipFirstRecordPixel(cache / "train-00000.shard");
   CliRun r = Yolocache(tmp, bench);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("train-00000.shard: record 0"), std::string::npos) << r.err;
@@ -131,12 +92,12 @@ TEST(ParityCli, ADamagedRecordFailsOnItsFirstRead) {
 // resolves against the working directory as in Ultralytics; `build` says which base it used.
 TEST(ParityCli, ARelativePathResolvesAgainstTheWorkingDirectoryFirst) {
   TempDir tmp, config;
-  SmallSynth(tmp / "datasets/shapes");
+  testing::TinySynthDataset(tmp / "datasets/shapes");
   testing::WriteFile(tmp / "cfg/shapes.yaml",
                      "path: datasets/shapes\ntrain: images/train\nval: images/val\nnames: [a, b, c, d]\n");
   ::setenv("YOLO_CONFIG_DIR", config.path().c_str(), 1);  // no user settings.json
   {
-    ScopedCwd cwd(tmp.path());
+    testing::ScopedCwd cwd(tmp.path());
     CliRun b = Yolocache(tmp, {"build", "cfg/shapes.yaml", "-o", (tmp / "c1").string(), "--imgsz", "64", "--json"});
     ASSERT_EQ(b.exit_code, 0) << b.err;
     const nlohmann::json j = Json(b);
@@ -146,7 +107,7 @@ TEST(ParityCli, ARelativePathResolvesAgainstTheWorkingDirectoryFirst) {
   }
   {  // From inside cfg/, Ultralytics looks in ./datasets (its default datasets_dir) too: not there. The
      // YAML's folder (our fallback) has no datasets/ either: the error names every place tried.
-    ScopedCwd cwd(tmp / "cfg");
+    testing::ScopedCwd cwd(tmp / "cfg");
     CliRun b = Yolocache(tmp, {"build", "shapes.yaml", "-o", (tmp / "c2").string(), "--imgsz", "64"});
     EXPECT_EQ(b.exit_code, 1) << b.err;
     EXPECT_NE(b.err.find("path: 'datasets/shapes' not found (tried " + (tmp / "cfg/datasets/shapes").string()),
@@ -154,7 +115,7 @@ TEST(ParityCli, ARelativePathResolvesAgainstTheWorkingDirectoryFirst) {
         << b.err;
   }
   {  // `path: .` beside the splits works from anywhere: the YAML's folder, said in the text output.
-    ScopedCwd cwd(tmp / "cfg");
+    testing::ScopedCwd cwd(tmp / "cfg");
     CliRun b = Yolocache(tmp, {"build", (tmp / "datasets/shapes/data.yaml").string(), "-o", (tmp / "c3").string(),
                                "--imgsz", "64"});
     ASSERT_EQ(b.exit_code, 0) << b.err;
@@ -168,7 +129,7 @@ TEST(ParityCli, ARelativePathResolvesAgainstTheWorkingDirectoryFirst) {
 // Issue 16 #8: a bare folder names no classes; its cache gets class_0..class_N (N the largest id).
 TEST(ParityCli, AFolderCacheNamesItsClasses) {
   TempDir tmp;
-  SmallSynth(tmp / "data");
+  testing::TinySynthDataset(tmp / "data");
   fs::remove(tmp / "data/data.yaml");
   CliRun b = Yolocache(tmp, {"build", (tmp / "data").string(), "-o", (tmp / "cache").string(), "--imgsz", "64", "--json"});
   ASSERT_EQ(b.exit_code, 0) << b.err;
@@ -192,7 +153,7 @@ TEST(ParityCli, AFolderCacheNamesItsClasses) {
 // gets the closest subcommand or option.
 TEST(ParityCli, KeyValueArgumentsHelpAndHints) {
   TempDir tmp;
-  const fs::path yaml = SmallSynth(tmp / "data");
+  const fs::path yaml = testing::TinySynthDataset(tmp / "data");
   CliRun kv = Yolocache(tmp, {"build", "data=" + yaml.string(), "out=" + (tmp / "kv").string(), "imgsz=64", "json=True",
                               "update=False"});
   ASSERT_EQ(kv.exit_code, 0) << kv.err;

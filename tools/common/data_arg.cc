@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <memory>
+#include <functional>
 
 #include "libcache/manifest.h"
 #include "libcache/path_text.h"
@@ -25,7 +25,7 @@ int Refuse(const std::string& command, const Status& st) {
 }
 
 // A cache given as it is: has its source changed since the build?
-int CheckGivenCache(const std::string& command, const DataArgs& args, const std::string& data) {
+int CheckGivenCache(const std::string& command, const DataArgs& args, const std::string& data, std::ostream& log) {
   Result<Manifest> m = ReadManifest(data);
   if (!m.ok()) return -1;  // opening the cache reports it, with its own exit code
   Result<SourceCheck> check = CheckCacheSource(*m);
@@ -35,7 +35,7 @@ int CheckGivenCache(const std::string& command, const DataArgs& args, const std:
     return args.strict_source ? kExitProblems : -1;
   }
   if (check->changes.empty()) {
-    std::cout << "data: " << PrintableText(data) << " (source unchanged since the build: " << check->files
+    log << "data: " << PrintableText(data) << " (source unchanged since the build: " << check->files
               << " images and labels checked in " << Ms(check->seconds) << ")\n";
     return -1;
   }
@@ -50,46 +50,39 @@ int CheckGivenCache(const std::string& command, const DataArgs& args, const std:
 
 }  // namespace
 
-int PrepareDataArg(const std::string& command, const DataArgs& args, std::string* data, int imgsz) {
+int PrepareDataArg(const std::string& command, const DataArgs& args, std::string* data, int imgsz, std::ostream& log) {
   PrepareOptions o;
   o.data = *data;
   o.cache_root = args.cache_dir;
   o.imgsz = imgsz > 0 ? imgsz : 640;
   std::error_code ec;
   const bool is_cache = std::filesystem::exists(std::filesystem::path(*data) / kManifestFileName, ec);
-  if (is_cache) return CheckGivenCache(command, args, *data);
+  if (is_cache) return CheckGivenCache(command, args, *data, log);
   const char* world = std::getenv("WORLD_SIZE");
   if (world != nullptr && std::atoi(world) > 1) {
     return Refuse(command, Status::InvalidArgument(
                                *data + ": with several ranks --data must be a built cache (run `yolocache build " +
                                *data + " -o CACHE` first)"));
   }
-  std::unique_ptr<ProgressBar> bar;
-  std::string bar_split;
-  o.progress = [&](const std::string& split, size_t done, size_t total) {
-    if (split != bar_split) {
-      bar = std::make_unique<ProgressBar>("cache " + split, total);
-      bar_split = split;
-    }
-    bar->Update(done);
-  };
+  SplitProgress bar("cache");
+  o.progress = std::ref(bar);
   Result<PreparedCache> prepared = PrepareCache(o);
-  bar.reset();
+  bar.Finish();
   if (!prepared.ok()) return Refuse(command, prepared.status());
   const PreparedCache& p = *prepared;
   const std::string dir = PrintableText(p.dir.string());
   switch (p.action) {
     case PrepareAction::kGiven: break;
     case PrepareAction::kReused:
-      std::cout << "data: reusing cache " << dir << " (source unchanged, checked in " << Ms(p.check_seconds) << ")\n";
+      log << "data: reusing cache " << dir << " (source unchanged, checked in " << Ms(p.check_seconds) << ")\n";
       break;
     case PrepareAction::kUpdated:
-      std::cout << "data: updated cache " << dir << " (" << DescribeChanges(p.changes) << "; " << p.build.reused
+      log << "data: updated cache " << dir << " (" << DescribeChanges(p.changes) << "; " << p.build.reused
                 << " of " << p.build.records << " records reused)\n";
       break;
     case PrepareAction::kBuilt:
     case PrepareAction::kRebuilt:
-      std::cout << "data: built cache " << dir << " from " << PrintableText(*data) << " at imgsz " << o.imgsz << " ("
+      log << "data: built cache " << dir << " from " << PrintableText(*data) << " at imgsz " << o.imgsz << " ("
                 << p.build.records << " records, dataset root " << PrintableText(p.build.root.string()) << " from "
                 << PrintableText(p.build.root_from) << ")"
                 << (p.action == PrepareAction::kRebuilt ? "; the old one was unusable: " + p.rebuilt_because : "") << "\n";

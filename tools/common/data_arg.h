@@ -9,6 +9,7 @@
 // or folder is refused (exit 2): N ranks would build one cache at once; build it first.
 #pragma once
 
+#include <iosfwd>
 #include <string>
 
 namespace yc::cli {
@@ -18,7 +19,8 @@ struct DataArgs {
   bool strict_source = false;  // --strict-source: a source changed since the build refuses to run
 };
 
-// Replaces *data by the cache directory to use. Returns -1 to go on, else the exit code.
-int PrepareDataArg(const std::string& command, const DataArgs& args, std::string* data, int imgsz);
+// Replaces *data by the cache directory to use; what was done goes to `log` (stderr under --json, so
+// stdout stays one JSON document). Returns -1 to go on, else the exit code.
+int PrepareDataArg(const std::string& command, const DataArgs& args, std::string* data, int imgsz, std::ostream& log);
 
 }  // namespace yc::cli

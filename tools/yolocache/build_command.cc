@@ -1,4 +1,5 @@
 // `yolocache build DATA --out CACHE`: audit + decode once + pack into shards or LMDB.
+#include <functional>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -39,17 +40,10 @@ int RunBuild(BuildArgs& args) {
   if (Status st = ParseCompressOption(args.compress, &o.codec); !st.ok()) return Fail("build", st);
   if (Status st = ParseByteSize(args.shard_size, &o.shard_size); !st.ok()) return Fail("build", st.WithContext("--shard-size"));
   o.cancel = InstallInterruptFlag();
-  std::unique_ptr<ProgressBar> bar;
-  std::string bar_split;
-  o.progress = [&](const std::string& split, size_t done, size_t total) {
-    if (split != bar_split) {
-      bar = std::make_unique<ProgressBar>("build " + split, total);
-      bar_split = split;
-    }
-    bar->Update(done);
-  };
+  SplitProgress bar("build");
+  o.progress = std::ref(bar);
   Result<BuildReport> report = BuildCache(o);
-  bar.reset();
+  bar.Finish();
   if (!report.ok()) return Fail("build", report.status());
   const BuildReport& r = *report;
   WarnRedecoded(r);

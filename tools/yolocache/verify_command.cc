@@ -2,6 +2,7 @@
 // every checksum and the manifest, and with --source the source files changed since the build.
 // Exit: 0 clean, 1 problems found (errors; warnings too with --strict), 2 usage, 3 I/O or fatal.
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <map>
 
@@ -54,19 +55,9 @@ void PrintAuditTable(const DatasetAudit& audit, const std::vector<std::string>& 
 int VerifySource(const VerifyArgs& a) {
   Result<DatasetSpec> spec = LoadDatasetSpec(a.path);
   if (!spec.ok()) return Fail("verify", spec.status());
-  std::unique_ptr<ProgressBar> bar;
-  std::string bar_split;
-  std::mutex mu;
-  auto progress = [&](const std::string& split, size_t done, size_t total) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (split != bar_split) {
-      bar = std::make_unique<ProgressBar>("audit " + split, total);
-      bar_split = split;
-    }
-    bar->Update(done);
-  };
-  Result<DatasetAudit> audit = AuditDataset(*spec, ScanOptions{}, progress, InstallInterruptFlag());
-  bar.reset();
+  SplitProgress bar("audit");
+  Result<DatasetAudit> audit = AuditDataset(*spec, ScanOptions{}, std::ref(bar), InstallInterruptFlag());
+  bar.Finish();
   if (!audit.ok()) return Fail("verify", audit.status());
   if (audit->cancelled) return Fail("verify", Status::Cancelled("interrupted"));
   const AuditSummary& total = audit->total;
