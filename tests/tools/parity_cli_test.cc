@@ -157,7 +157,8 @@ TEST(ParityCli, KeyValueArgumentsHelpAndHints) {
   CliRun kv = Yolocache(tmp, {"build", "data=" + yaml.string(), "out=" + (tmp / "kv").string(), "imgsz=64", "json=True",
                               "update=False"});
   ASSERT_EQ(kv.exit_code, 0) << kv.err;
-  CliRun dash = Yolocache(tmp, {"build", yaml.string(), "--out", (tmp / "dash").string(), "--imgsz", "64", "--json"});
+  // Mixed: a key=value right after a flag is not that flag's value.
+  CliRun dash = Yolocache(tmp, {"build", yaml.string(), "--json", "imgsz=64", "--out", (tmp / "dash").string()});
   ASSERT_EQ(dash.exit_code, 0) << dash.err;
   Result<Manifest> a = ReadManifest(tmp / "kv"), b = ReadManifest(tmp / "dash");
   ASSERT_TRUE(a.ok() && b.ok());

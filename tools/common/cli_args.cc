@@ -27,7 +27,8 @@ int BoolValue(const std::string& value) {
   return -1;
 }
 
-bool IsFlag(const CLI::Option* opt) { return opt != nullptr && opt->get_type_size_max() == 0; }
+// Flags take no value: CLI11 declares them with expected(0).
+bool IsFlag(const CLI::Option* opt) { return opt != nullptr && opt->get_expected_max() == 0; }
 
 // The subcommand named by the first token that is not an option, and that token's position.
 CLI::App* FindSubcommand(CLI::App& app, const std::vector<std::string>& args, size_t* at) {
