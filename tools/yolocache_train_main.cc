@@ -296,7 +296,8 @@ int RunCeiling(CLI::App& app, CeilingArgs& a) {
   int64_t nc = a.nc;
   std::vector<ProbeLabels> labels;  // empty: 4 random boxes per image
   if (!o.data.empty()) {  // the classes and the label tables of real batches
-    if (const int rc = cli::PrepareDataArg("ceiling", a.train.data_args, &o.data, o.imgsz, a.json ? std::cerr : std::cout); rc >= 0) return rc;
+    std::ostream& log = a.json ? std::cerr : std::cout;
+    if (const int rc = cli::PrepareDataArg("ceiling", a.train.data_args, &o.data, o.imgsz, log); rc >= 0) return rc;
     if (app.count("--nc") > 0) std::cerr << "yolocache-train ceiling: --nc is ignored with --data\n";
     Result<TrainLabelSample> sampled = SampleTrainLabels(o, 8);
     if (!sampled.ok()) return Fail("ceiling", sampled.status());
@@ -343,7 +344,8 @@ struct ValArgs {
 int RunVal(const ValArgs& a) {
   CheckpointValOptions o = a.o;
   o.rect = !a.no_rect;
-  if (const int rc = cli::PrepareDataArg("val", a.data_args, &o.data, o.imgsz, a.json ? std::cerr : std::cout); rc >= 0) return rc;
+  std::ostream& log = a.json ? std::cerr : std::cout;  // stdout stays one JSON document
+  if (const int rc = cli::PrepareDataArg("val", a.data_args, &o.data, o.imgsz, log); rc >= 0) return rc;
   std::unique_ptr<cli::ProgressBar> bar;
   if (!a.json) bar = std::make_unique<cli::ProgressBar>("val", 0, "batch");
   auto progress = [&](size_t done, size_t total) {
