@@ -344,6 +344,8 @@ struct ValArgs {
 int RunVal(const ValArgs& a) {
   CheckpointValOptions o = a.o;
   o.rect = !a.no_rect;
+  std::error_code ec;  // no cache is built for weights that are not there
+  if (!std::filesystem::exists(o.weights, ec)) return Fail("val", Status::NotFound(Status::At(o.weights, "no such file")));
   std::ostream& log = a.json ? std::cerr : std::cout;  // stdout stays one JSON document
   if (const int rc = cli::PrepareDataArg("val", a.data_args, &o.data, o.imgsz, log); rc >= 0) return rc;
   std::unique_ptr<cli::ProgressBar> bar;

@@ -66,6 +66,16 @@ TEST(ParityCli, AnEditedLabelIsASourceChangeAndUpdateTakesItIn) {
   j = Json(Yolocache(tmp, {"verify", cache, "--source", yaml.string(), "--json"}));
   ASSERT_EQ(j["source_changes"].size(), 1u);
   EXPECT_EQ(j["source_changes"][0]["what"], "label");
+  // A sound format-2 cache (no label fingerprints) would call every edited label unchanged: it asks
+  // for a rebuild, as format 1 does.
+  Result<Manifest> m = ReadManifest(cache);
+  ASSERT_TRUE(m.ok());
+  m->format_version = 2;
+  ASSERT_TRUE(WriteManifest(cache, *m).ok());
+  CliRun old = Yolocache(tmp, {"verify", cache, "--source", yaml.string()});
+  EXPECT_EQ(old.exit_code, 1) << old.out << old.err;
+  EXPECT_NE(old.out.find("built by an older yolocache (manifest format 2, this build reads 3)"), std::string::npos)
+      << old.out;
 }
 
 // Issue 16 #2: a flipped pixel byte trained silently. Readers now hash each record on its first read
