@@ -176,7 +176,8 @@ TEST(ParityCli, KeyValueArgumentsHelpAndHints) {
   EXPECT_EQ(a->build_options, b->build_options);
   EXPECT_EQ(Json(kv)["records"], Json(dash)["records"]);
   // A value after an option is never rewritten: --split takes "train" and a path with '=' stays a path.
-  CliRun split = Yolocache(tmp, {"build", yaml.string(), "-o", (tmp / "x=1").string(), "imgsz=64", "split=train"});
+  testing::ScopedCwd cwd(tmp.path());
+  CliRun split = Yolocache(tmp, {"build", yaml.string(), "-o", "x=1", "imgsz=64", "split=train"});
   ASSERT_EQ(split.exit_code, 0) << split.err;
   EXPECT_TRUE(fs::exists(tmp / "x=1" / "manifest.json"));
   EXPECT_EQ(split.out.find("val:"), std::string::npos) << split.out;

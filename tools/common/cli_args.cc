@@ -90,12 +90,11 @@ std::vector<std::string> RewriteKeyValueArgs(CLI::App& app, const std::vector<st
       out.insert(out.end(), args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
       break;
     }
-    if (a.size() > 2 && a.compare(0, 2, "--") == 0) {
+    if (a.size() >= 2 && a[0] == '-') {
       out.push_back(a);
-      // `--out a=b`: the next token is this option's value.
-      const CLI::Option* opt = sub->get_option_no_throw(a.substr(0, a.find('=')));
-      if (a.find('=') == std::string::npos && opt != nullptr && !IsFlag(opt) && i + 1 < args.size())
-        out.push_back(args[++i]);
+      // `--out a=b`, `-o a=b`: the next token is this option's value.
+      const CLI::Option* opt = a.find('=') == std::string::npos ? sub->get_option_no_throw(a) : nullptr;
+      if (opt != nullptr && !IsFlag(opt) && i + 1 < args.size()) out.push_back(args[++i]);
       continue;
     }
     const size_t eq = a.find('=');

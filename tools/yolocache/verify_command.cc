@@ -176,7 +176,7 @@ Registration reg("verify",
                    auto a = std::make_shared<VerifyArgs>();
                    app.add_option("path", a->path, "Data YAML, dataset directory, or cache directory")->required();
                    app.add_option("--source", a->source,
-                                  "With a cache: list source files added, removed or changed since the build");
+                                  "With a cache: list source images and label files added, removed or changed since the build");
                    app.add_flag("--strict", a->strict, "Warnings (and source changes) also fail (exit 1)");
                    app.add_flag("--json", a->json, "Print one JSON document on stdout");
                    app.add_flag("-q,--quiet", a->quiet, "Only the summary");
