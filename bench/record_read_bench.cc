@@ -233,6 +233,7 @@ int main(int argc, char** argv) {
     }
     yc::OpenOptions open;
     open.verify_checksums = c.verify;
+    open.verify_first_read = false;  // the figures are for hashing on every read or never
     open.willneed = true;
     auto cache = yc::Cache::Open(dir, open);
     if (!cache.ok()) {

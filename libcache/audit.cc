@@ -167,6 +167,8 @@ void ScanLabel(const SourceItem& item, const ScanOptions& options, ScannedImage*
   const ReadResult lread = ReadWhole(item.label, kMaxLabelFile, &buf.label, &why);
   if (lread == ReadResult::kOk) {
     out.label_found = true;
+    out.label_hash = XXH3_64bits(buf.label.data(), buf.label.size());  // the manifest's label fingerprint
+    out.label_size = buf.label.size();
     ParseLabels(buf.label, options.nc, &buf.parsed);
     for (Issue& i : buf.parsed.issues) Add(&out, options, label_file, i.code, i.severity, std::move(i.message));
     out.boxes = buf.parsed.boxes;

@@ -57,7 +57,9 @@ struct ScannedImage {
   uint64_t hash = 0;          // XXH3-64 of the file bytes
   uint64_t file_size = 0;
   bool read_ok = false;       // the image bytes were read (hash and file_size are meaningful)
-  bool label_found = false;   // a label file exists
+  bool label_found = false;   // a label file exists (and was read)
+  uint64_t label_hash = 0;    // XXH3-64 of the label file's bytes (when label_found)
+  uint64_t label_size = 0;
   bool background = false;    // usable image without boxes (no/empty label file, or all rows dropped)
   bool excluded = false;      // some problem has error severity
   std::vector<Problem> problems;

@@ -1,7 +1,5 @@
 #include "libcache/builder.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -36,6 +34,7 @@ struct Work {
   bool reused = false;
   bool old_record_corrupt = false;  // --update: the old record failed its checks; decoded again
   int64_t mtime_ns = 0;
+  int64_t label_mtime_ns = 0;
 };
 
 // Work objects circulate between the pipeline's first and last stage, so each token's ~1 MB record
@@ -67,11 +66,10 @@ class WorkPool {
   std::vector<Work*> free_;
 };
 
-int64_t MtimeNs(const fs::path& path, uint64_t* size) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return 0;
-  if (size) *size = static_cast<uint64_t>(st.st_size);
-  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+int64_t MtimeNs(const fs::path& path) {
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  return StatRegularFile(path, &size, &mtime_ns) ? mtime_ns : 0;
 }
 
 // Findings about an image file's bytes, which stay true while the bytes do. Label problems are found
@@ -251,8 +249,9 @@ Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpe
               tbb::filter_mode::parallel,
               [&](Work* w) -> Work* {
                 const SourceItem& item = items[w->index];
-                uint64_t unused = 0;
-                w->mtime_ns = MtimeNs(item.image, &unused);
+                // Stat before reading: an edit during the build then shows as a newer mtime later.
+                w->mtime_ns = MtimeNs(item.image);
+                w->label_mtime_ns = MtimeNs(item.label);
                 const Reuse reuse = o.update ? TryReuse(prev, split.name, item, opt, codec, w) : Reuse::kNotReusable;
                 w->old_record_corrupt = reuse == Reuse::kOldCorrupt;
                 if (reuse != Reuse::kDone) {
@@ -279,6 +278,10 @@ Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpe
             fp.size = s.file_size;
             fp.hash = s.hash;
             fp.mtime_ns = w->mtime_ns;
+            fp.has_label = s.label_found;
+            fp.label_size = s.label_size;
+            fp.label_hash = s.label_hash;
+            fp.label_mtime_ns = s.label_found ? w->label_mtime_ns : 0;
             if (!s.excluded && write_status.ok()) {
               uint64_t index = 0;
               write_status = writer->AddEncoded(w->record, &index);
@@ -477,6 +480,11 @@ Result<BuildReport> BuildCache(const BuildOptions& o) {
   manifest.tool_version = "0.1.0";
   manifest.created = ManifestTimestampNow();
   manifest.dataset_yaml = spec->source.string();
+  manifest.dataset_root = spec->root.string();
+  {
+    std::error_code cwd_ec;
+    manifest.working_dir = fs::current_path(cwd_ec).string();  // a relative `path:` resolved against it
+  }
   manifest.names = spec->names;
   manifest.imgsz = o.imgsz;
   manifest.backend = o.backend;
@@ -513,6 +521,14 @@ Result<BuildReport> BuildCache(const BuildOptions& o) {
     report.pixel_bytes += s.pixel_bytes;
   }
   manifest.audit = {{"splits", audit_json}, {"report", kAuditFileName}};
+  // A folder without a data YAML names no classes: call them class_0..class_N as Ultralytics does for a
+  // YAML with only `nc`, N the largest id in the labels, so the cache trains as it is.
+  if (manifest.names.empty()) {
+    for (size_t c = 0; c < report.total.class_counts.size(); ++c) manifest.names.push_back("class_" + std::to_string(c));
+  }
+  report.names = manifest.names;
+  report.root = spec->root;
+  report.root_from = spec->root_from;
   YC_RETURN_IF_ERROR(writer.value()->Finish());
   manifest.audit_report.emplace();
   YC_RETURN_IF_ERROR(WriteAuditReport(staging->path() / kAuditFileName, report, &*manifest.audit_report));

@@ -55,6 +55,9 @@ struct SplitBuildStats {
 
 struct BuildReport {
   std::filesystem::path cache_dir;
+  std::filesystem::path root;  // the dataset root the source resolved to
+  std::string root_from;       // how (DatasetSpec::root_from)
+  std::vector<std::string> names;  // as in the manifest (class_0.. for a folder without a YAML)
   std::filesystem::path audit_report;  // <cache>/audit.json
   std::vector<SplitBuildStats> splits;
   AuditSummary total;

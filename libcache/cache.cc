@@ -65,6 +65,7 @@ Result<std::unique_ptr<RecordSource>> OpenShardSplit(const fs::path& dir, const 
   std::vector<std::unique_ptr<ShardReader>> readers;
   ShardReaderOptions ro;
   ro.verify_checksums = options.verify_checksums;
+  ro.verify_first_read = options.verify_first_read;
   ro.advice = options.advice;
   ro.willneed = options.willneed;
   ro.limits = limits;
@@ -104,7 +105,7 @@ Result<std::unique_ptr<RecordSource>> OpenLmdbSplit(const fs::path& dir, const S
       return Status::Corruption(Status::At(path.string(), "content checksum mismatch (computed " + ChecksumToHex(actual) +
                                                               ", expected " + ChecksumToHex(e.checksum) + ")"));
   }
-  auto reader = LmdbReader::Open(path, LmdbReaderOptions{options.verify_checksums, limits});
+  auto reader = LmdbReader::Open(path, LmdbReaderOptions{options.verify_checksums, limits, options.verify_first_read});
   if (!reader.ok()) return reader.status();
   if (reader.value()->size() != e.records)
     return Status::Corruption(Status::At(path.string(), "holds " + std::to_string(reader.value()->size()) +

@@ -27,11 +27,15 @@
 namespace yc {
 
 struct OpenOptions {
-  // Hash every record on Read. Off by default: the loader's hot path then costs one pass over the
-  // pixels it uses; `yolocache verify` is the place for full checks.
+  // Hash every record on every Read (`build --update` re-encodes what it reads; `verify` is the place
+  // for full checks of a whole cache).
   bool verify_checksums = false;
   // Hash every data file at open and compare with the manifest (one full read of the cache).
   bool verify_files = false;
+  // Hash each record on its first Read in this process (one bit per record remembers it): a damaged
+  // record fails loudly, naming its file and index, the first time training or validation touches it,
+  // and later epochs cost nothing. On by default for every reader of a cache (train, val, bench).
+  bool verify_first_read = true;
   AccessAdvice advice = AccessAdvice::kNormal;
   bool willneed = false;  // start reading every shard into the page cache at open
 };

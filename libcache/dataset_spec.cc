@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include "libcache/file_read.h"
@@ -152,7 +154,57 @@ Status ReadNames(const fs::path& yaml, const YAML::Node& root, std::vector<std::
   return Status::OK();
 }
 
-Result<DatasetSpec> LoadYaml(const fs::path& yaml) {
+// Whether every train / val entry of `doc` exists under `root` (the test that picks a `path:` candidate).
+bool SplitsExistUnder(const fs::path& yaml, const YAML::Node& doc, const fs::path& root) {
+  std::vector<SplitSpec> scratch;
+  for (const char* key : {"train", "val", "validation"}) {
+    const YAML::Node node = doc[key];
+    if (node.IsDefined() && !ReadSplit(yaml, node, key, key, root, &scratch).ok()) return false;
+  }
+  return true;
+}
+
+// The dataset root for a `path:` value, with Ultralytics' order and our YAML-folder fallback.
+Status ResolveRoot(const fs::path& yaml, const YAML::Node& doc, const std::string& text, const SpecOptions& options,
+                   DatasetSpec* spec) {
+  const fs::path dir = yaml.parent_path();
+  if (text.empty()) {  // Ultralytics: `data.get("path") or yaml parent`
+    spec->root = dir;
+    spec->root_from = "the YAML's folder";
+    return Status::OK();
+  }
+  if (fs::path(text).is_absolute()) {
+    spec->root = Clean(text);
+    spec->root_from = "an absolute path";
+    if (!IsDir(spec->root)) return Bad(yaml, "path: '" + text + "' not found (" + spec->root.string() + ")");
+    return Status::OK();
+  }
+  std::error_code ec;
+  const fs::path wd = options.working_dir.empty() ? fs::current_path(ec) : options.working_dir;
+  const fs::path datasets = UltralyticsDatasetsDir(wd);
+  const std::vector<std::pair<fs::path, std::string>> candidates = {
+      {Clean(wd / text), "the working directory " + wd.string()},
+      {Clean(datasets / text), "Ultralytics' datasets_dir " + datasets.string()},
+      {Clean(dir / text), "the YAML's folder"}};
+  const std::pair<fs::path, std::string>* existing = nullptr;
+  for (const auto& c : candidates) {
+    if (!IsDir(c.first)) continue;
+    if (existing == nullptr) existing = &c;
+    if (SplitsExistUnder(yaml, doc, c.first)) {
+      existing = &c;
+      break;
+    }
+  }
+  if (existing == nullptr) {
+    return Bad(yaml, "path: '" + text + "' not found (tried " + candidates[0].first.string() + ", " +
+                         candidates[1].first.string() + ", " + candidates[2].first.string() + ")");
+  }
+  spec->root = existing->first;
+  spec->root_from = existing->second;
+  return Status::OK();
+}
+
+Result<DatasetSpec> LoadYaml(const fs::path& yaml, const SpecOptions& options) {
   // Read through ReadRegularFile: a FIFO or device given as the YAML is refused, never waited on.
   std::string contents;
   YC_RETURN_IF_ERROR(ReadRegularFile(yaml, kMaxYamlBytes, &contents));
@@ -169,18 +221,11 @@ Result<DatasetSpec> LoadYaml(const fs::path& yaml) {
 
   DatasetSpec spec;
   spec.source = yaml;
-  const fs::path dir = yaml.parent_path();
   std::string text;
   const YAML::Node path_node = doc["path"];
-  if (path_node.IsDefined() && !path_node.IsNull()) {
-    if (!ScalarText(path_node, &text)) return Bad(yaml, "path: expected a directory");
-    fs::path root = text.empty() ? dir : fs::path(text);
-    if (root.is_relative()) root = dir / root;
-    spec.root = Clean(root);
-    if (!IsDir(spec.root)) return Bad(yaml, "path: '" + text + "' not found (" + spec.root.string() + ")");
-  } else {
-    spec.root = dir;
-  }
+  if (path_node.IsDefined() && !path_node.IsNull() && !ScalarText(path_node, &text))
+    return Bad(yaml, "path: expected a directory");
+  YC_RETURN_IF_ERROR(ResolveRoot(yaml, doc, text, options, &spec));
 
   YAML::Node val = doc["val"];
   const char* val_key = "val";
@@ -214,6 +259,7 @@ Result<DatasetSpec> LoadDirectory(const fs::path& dir) {
   DatasetSpec spec;
   spec.source = dir;
   spec.root = dir;
+  spec.root_from = "the dataset directory";
   const fs::path images = dir / "images";
   std::error_code ec;
   if (IsDir(images)) {
@@ -243,11 +289,26 @@ const SplitSpec* DatasetSpec::split(std::string_view name) const {
   return nullptr;
 }
 
-Result<DatasetSpec> LoadDatasetSpec(const fs::path& yaml_or_dir) {
+fs::path UltralyticsDatasetsDir(const fs::path& working_dir) {
+  const char* config = std::getenv("YOLO_CONFIG_DIR");
+  const char* home = std::getenv("HOME");
+  fs::path settings;
+  if (config != nullptr && *config != '\0') settings = fs::path(config) / "settings.json";
+  else if (home != nullptr && *home != '\0') settings = fs::path(home) / ".config/Ultralytics/settings.json";
+  std::string text;
+  if (!settings.empty() && ReadRegularFile(settings, 1 << 20, &text).ok()) {
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("datasets_dir") && j["datasets_dir"].is_string())
+      return fs::path(j["datasets_dir"].get<std::string>());
+  }
+  return working_dir / "datasets";
+}
+
+Result<DatasetSpec> LoadDatasetSpec(const fs::path& yaml_or_dir, const SpecOptions& options) {
   const fs::path p = Normal(yaml_or_dir);
   if (!Exists(p)) return Status::NotFound(Status::At(yaml_or_dir.string(), "not found"));
   try {
-    return IsDir(p) ? LoadDirectory(p) : LoadYaml(p);
+    return IsDir(p) ? LoadDirectory(p) : LoadYaml(p, options);
   } catch (const YAML::Exception& e) {  // conversions on hostile documents
     return Bad(p, std::string("invalid YAML (") + e.what() + ")");
   } catch (const std::exception& e) {

@@ -102,4 +102,12 @@ Status ReadRegularFile(const std::filesystem::path& path, uint64_t max_bytes, st
   return ReadWholeRegularFile(path, max_bytes, out);
 }
 
+bool StatRegularFile(const std::filesystem::path& path, uint64_t* size, int64_t* mtime_ns) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  *size = static_cast<uint64_t>(st.st_size);
+  *mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return true;
+}
+
 }  // namespace yc

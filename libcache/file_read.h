@@ -58,6 +58,11 @@ Result<ScopedFd> OpenRegularFile(const std::filesystem::path& path, uint64_t* si
 Status ReadRegularFile(const std::filesystem::path& path, uint64_t max_bytes, std::string* out);
 Status ReadRegularFile(const std::filesystem::path& path, uint64_t max_bytes, std::vector<uint8_t>* out);
 
+// stat(2) of a regular file (links followed): its size and modification time in ns since the epoch.
+// False when it does not exist or is not a regular file. Cheap: the manifest's fingerprints are
+// compared by size and mtime first, and files are hashed only when those differ.
+bool StatRegularFile(const std::filesystem::path& path, uint64_t* size, int64_t* mtime_ns);
+
 // A readable name for the kind of a non-regular file ("a directory", "a FIFO", ...), from st_mode.
 const char* FileKindName(unsigned mode);
 

@@ -213,6 +213,7 @@ Result<std::unique_ptr<LmdbReader>> LmdbReader::Open(const std::filesystem::path
   if (r->values_.size() != dst.ms_entries)
     return Status::Corruption(Status::At(p, "walked " + std::to_string(r->values_.size()) + " entries, the database says " +
                                                 std::to_string(dst.ms_entries)));
+  if (options.verify_first_read && !options.verify_checksums) r->verified_ = std::make_unique<VerifiedBits>(r->values_.size());
   return r;
 }
 
@@ -225,9 +226,10 @@ Status LmdbReader::Read(size_t i, RecordView* out, ScratchBuffer* scratch) const
     return Status::InvalidArgument(Status::At(path_, "record " + std::to_string(i) + " out of range (" +
                                                          std::to_string(values_.size()) + " records)"));
   const std::string_view v = values_[i];
-  Status s = DecodeRecord(reinterpret_cast<const uint8_t*>(v.data()), v.size(), options_.verify_checksums, out, scratch,
-                          options_.limits);
+  const bool hash = options_.verify_checksums || (verified_ != nullptr && !verified_->Test(i));
+  Status s = DecodeRecord(reinterpret_cast<const uint8_t*>(v.data()), v.size(), hash, out, scratch, options_.limits);
   if (!s.ok()) return s.WithContext(path_ + ": record " + std::to_string(i));
+  if (hash && verified_ != nullptr) verified_->Set(i);
   out->index = i;
   return Status::OK();
 }

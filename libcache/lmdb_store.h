@@ -26,6 +26,7 @@
 #include "libcache/record_format.h"
 #include "libcache/record_source.h"
 #include "libcache/status.h"
+#include "libcache/verified_bits.h"
 
 namespace yc {
 
@@ -78,6 +79,7 @@ class LmdbWriter {
 struct LmdbReaderOptions {
   bool verify_checksums = false;
   RecordLimits limits;  // what the manifest says about every record (Cache::Open fills it in)
+  bool verify_first_read = false;  // hash each record on its first Read by this reader only (verified_bits.h)
 };
 
 class LmdbReader : public RecordSource {
@@ -101,6 +103,7 @@ class LmdbReader : public RecordSource {
   struct Env;
   std::unique_ptr<Env> env_;
   std::vector<std::string_view> values_;
+  std::unique_ptr<VerifiedBits> verified_;  // verify_first_read: records already hashed
 };
 
 }  // namespace yc

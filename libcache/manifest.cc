@@ -145,6 +145,19 @@ Status ParseFileEntry(const Checker& c, const json& e, const std::string& path, 
   return c.Checksum(e, Key(path, "checksum"), "checksum", checksum);
 }
 
+// "label": null (no label file) or {"size", "mtime_ns", "hash"}.
+Status ParseLabelFingerprint(const Checker& c, const json& e, const std::string& path, SourceFingerprint* f) {
+  const auto it = e.find("label");
+  if (it == e.end()) return c.Fail(path, "missing");
+  if (it->is_null()) return Status::OK();
+  if (!it->is_object()) return c.Fail(path, "expected null or an object");
+  f->has_label = true;
+  YC_RETURN_IF_ERROR(c.Uint(*it, Key(path, "size"), "size", &f->label_size));
+  YC_RETURN_IF_ERROR(c.Int(*it, Key(path, "mtime_ns"), "mtime_ns", &f->label_mtime_ns, std::numeric_limits<int64_t>::min(),
+                           std::numeric_limits<int64_t>::max()));
+  return c.Checksum(*it, Key(path, "hash"), "hash", &f->label_hash);
+}
+
 Status ParseSplit(const Checker& c, const Manifest& m, const json& s, const std::string& path, SplitManifest* out,
                   std::set<std::string>* files) {
   YC_RETURN_IF_ERROR(c.Uint(s, Key(path, "records"), "records", &out->records));
@@ -198,6 +211,7 @@ Status ParseSplit(const Checker& c, const Manifest& m, const json& s, const std:
     YC_RETURN_IF_ERROR(c.Int(e, Key(ep, "mtime_ns"), "mtime_ns", &f.mtime_ns, std::numeric_limits<int64_t>::min(),
                              std::numeric_limits<int64_t>::max()));
     YC_RETURN_IF_ERROR(c.Checksum(e, Key(ep, "hash"), "hash", &f.hash));
+    if (m.format_version >= 3) YC_RETURN_IF_ERROR(ParseLabelFingerprint(c, e, Key(ep, "label"), &f));
     const int64_t max_record = out->records == 0 ? -1 : static_cast<int64_t>(std::min<uint64_t>(out->records - 1, INT64_MAX));
     YC_RETURN_IF_ERROR(c.Int(e, Key(ep, "record"), "record", &f.record, -1, max_record));
     out->sources.push_back(std::move(f));
@@ -224,6 +238,9 @@ Status ParseRoot(const Checker& c, const json& root, Manifest* m) {
   const json* dataset;
   YC_RETURN_IF_ERROR(c.Object(root, "dataset", "dataset", &dataset));
   YC_RETURN_IF_ERROR(c.String(*dataset, "dataset.yaml", "yaml", &m->dataset_yaml));
+  if (dataset->contains("root")) YC_RETURN_IF_ERROR(c.String(*dataset, "dataset.root", "root", &m->dataset_root));
+  if (dataset->contains("working_dir"))
+    YC_RETURN_IF_ERROR(c.String(*dataset, "dataset.working_dir", "working_dir", &m->working_dir));
 
   const json* names;
   YC_RETURN_IF_ERROR(c.Array(root, "names", "names", &names));
@@ -341,6 +358,9 @@ json SourceJson(const SourceFingerprint& f) {
   e["mtime_ns"] = f.mtime_ns;
   e["hash"] = ChecksumToHex(f.hash);
   e["record"] = f.record;
+  e["label"] = f.has_label ? json::object({{"size", f.label_size}, {"mtime_ns", f.label_mtime_ns},
+                                            {"hash", ChecksumToHex(f.label_hash)}})
+                           : json(nullptr);
   return e;
 }
 
@@ -353,6 +373,8 @@ json ManifestJson(const Manifest& m, bool splice) {
   root["tool_version"] = m.tool_version;
   root["created"] = m.created;
   root["dataset"] = json::object({{"yaml", m.dataset_yaml}});
+  if (!m.dataset_root.empty()) root["dataset"]["root"] = m.dataset_root;
+  if (!m.working_dir.empty()) root["dataset"]["working_dir"] = m.working_dir;
   root["names"] = m.names;
   root["imgsz"] = m.imgsz;
   root["backend"] = BackendName(m.backend);
@@ -419,15 +441,19 @@ size_t ChecksumValueOffset(std::string_view text) {
   return lead + kChecksumLead.size();
 }
 
+// Format 1 has no checksum, format 2 no label fingerprints: nothing a current reader promises can be
+// checked on them, and a cache is derived data.
+Status OlderFormat(int version, const std::string& where) {
+  return Status::Unsupported(where + ": built by an older yolocache (manifest format " + std::to_string(version) +
+                             ", this build reads " + std::to_string(kManifestFormatVersion) +
+                             "), rebuild with `yolocache build` (without --update)");
+}
+
 // A manifest without a checksum line: say why it cannot be trusted, as precisely as its content allows.
 Status ExplainMissingChecksum(std::string_view text, const std::string& where) {
   Result<Manifest> content = ParseManifestContent(text, where);
   if (!content.ok()) return content.status();
-  if (content->format_version < kManifestFormatVersion)
-    return Status::Unsupported(where + ": built by an older yolocache (manifest format " +
-                               std::to_string(content->format_version) + ", this build reads " +
-                               std::to_string(kManifestFormatVersion) +
-                               "), rebuild with `yolocache build` (without --update)");
+  if (content->format_version < kManifestFormatVersion) return OlderFormat(content->format_version, where);
   return Status::Corruption(where + ": manifest_checksum: missing or not the last line (manifest.json was edited or "
                                     "damaged; rebuild the cache)");
 }
@@ -444,7 +470,9 @@ Result<Manifest> ParseManifest(std::string_view text, const std::string& where) 
   if (actual != recorded)
     return Status::Corruption(where + ": manifest_checksum: the file hashes to " + ChecksumToHex(actual) + ", it records " +
                               ChecksumToHex(recorded) + " (manifest.json was edited or damaged; rebuild the cache)");
-  return ParseManifestContent(text, where);
+  Result<Manifest> m = ParseManifestContent(text, where);
+  if (m.ok() && m->format_version < kManifestFormatVersion) return OlderFormat(m->format_version, where);
+  return m;
 }
 
 std::string SerializeManifest(const Manifest& m) {

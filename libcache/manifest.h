@@ -22,8 +22,9 @@
 
 namespace yc {
 
-// 2: manifest_checksum and audit_report. Version 1 (no checksum) is refused with a rebuild hint.
-inline constexpr int kManifestFormatVersion = 2;
+// 2: manifest_checksum and audit_report. 3: every source's label file fingerprinted ("label"), so an
+// edited label is found like an edited image. Older versions are refused with a rebuild hint.
+inline constexpr int kManifestFormatVersion = 3;
 inline constexpr const char* kManifestFileName = "manifest.json";
 
 enum class Backend { kShards, kLmdb };
@@ -59,6 +60,12 @@ struct SourceFingerprint {
   int64_t mtime_ns = 0;
   uint64_t hash = 0;      // XXH3 of the file's bytes
   int64_t record = -1;    // record index in the split, -1 when the image was excluded
+  // The image's label file (Ultralytics' img2label path) as read at build; has_label false when there
+  // was none (a background image) or it could not be read.
+  bool has_label = false;
+  uint64_t label_size = 0;
+  int64_t label_mtime_ns = 0;
+  uint64_t label_hash = 0;  // XXH3 of the label file's bytes
 };
 
 struct SplitManifest {
@@ -78,6 +85,8 @@ struct Manifest {
   std::string tool_version;
   std::string created;       // UTC, ISO 8601 ("2024-05-01T12:00:00Z")
   std::string dataset_yaml;  // the data.yaml the cache was built from
+  std::string dataset_root;  // optional: the dataset root it resolved to (absolute)
+  std::string working_dir;   // optional: the working directory of the build (a relative `path:` depends on it)
   std::vector<std::string> names;  // class names, index = class id
   int imgsz = 0;
   Backend backend = Backend::kShards;

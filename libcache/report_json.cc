@@ -7,6 +7,9 @@ namespace yc {
 nlohmann::ordered_json BuildReportJson(const BuildReport& r) {
   nlohmann::ordered_json j;
   j["cache"] = PrintableText(r.cache_dir.string());
+  j["root"] = PrintableText(r.root.string());
+  j["root_from"] = PrintableText(r.root_from);
+  j["classes"] = r.names.size();
   j["audit_report"] = PrintableText(r.audit_report.string());
   for (const SplitBuildStats& s : r.splits) {
     j["splits"][s.split] = {{"images", s.audit.summary.images}, {"records", s.records},
@@ -57,7 +60,8 @@ nlohmann::ordered_json CacheVerifyJson(const std::string& cache, const VerifyRep
   if (changes != nullptr) {
     nlohmann::json cj = nlohmann::json::array();
     for (const SourceChange& c : *changes) {
-      nlohmann::json e = {{"change", SourceChangeKindName(c.kind)}, {"split", c.split}, {"file", PrintableText(c.path)}};
+      nlohmann::json e = {{"change", SourceChangeKindName(c.kind)}, {"split", c.split}, {"file", PrintableText(c.path)},
+                          {"what", c.label ? "label" : "image"}};
       if (!IsUtf8(c.path)) e["file_hex"] = HexBytes(c.path);  // the exact name, as in audit.json
       cj.push_back(std::move(e));
     }

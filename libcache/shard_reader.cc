@@ -33,6 +33,7 @@ Result<std::unique_ptr<ShardReader>> ShardReader::OpenBuffer(const uint8_t* data
 Status ShardReader::Init() {
   Status s = ParseShardLayout(data_, size_, &footer_, &index_);
   if (!s.ok()) return Status::Corruption(Status::At(name_, s.message()));
+  if (options_.verify_first_read && !options_.verify_checksums) verified_ = std::make_unique<VerifiedBits>(index_.size());
   return Status::OK();
 }
 
@@ -46,8 +47,10 @@ Status ShardReader::Read(size_t i, RecordView* out, ScratchBuffer* scratch) cons
   // record swapped or shifted under an intact index, even with hashing off.
   if (e.size >= kRecordHeaderSize && DecodeFixed64(rec + kRecordChecksumOffset) != e.checksum)
     return Status::Corruption(Status::At(name_, "record " + std::to_string(i) + ": checksum field disagrees with the index"));
-  Status s = DecodeRecord(rec, e.size, options_.verify_checksums, out, scratch, options_.limits);
+  const bool hash = options_.verify_checksums || (verified_ != nullptr && !verified_->Test(i));
+  Status s = DecodeRecord(rec, e.size, hash, out, scratch, options_.limits);
   if (!s.ok()) return s.WithContext(name_ + ": record " + std::to_string(i));
+  if (hash && verified_ != nullptr) verified_->Set(i);
   out->index = i;
   return Status::OK();
 }

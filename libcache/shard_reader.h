@@ -14,11 +14,13 @@
 #include "libcache/record_source.h"
 #include "libcache/shard_format.h"
 #include "libcache/status.h"
+#include "libcache/verified_bits.h"
 
 namespace yc {
 
 struct ShardReaderOptions {
   bool verify_checksums = false;  // hash every record on Read (costs one extra pass over its bytes)
+  bool verify_first_read = false;  // hash each record on its first Read by this reader only (verified_bits.h)
   AccessAdvice advice = AccessAdvice::kNormal;
   bool willneed = false;  // start reading the whole file into the page cache at open
   RecordLimits limits;    // what the manifest says about every record (Cache::Open fills it in)
@@ -56,6 +58,7 @@ class ShardReader : public RecordSource {
   ShardReaderOptions options_;
   ShardFooter footer_;
   std::vector<ShardIndexEntry> index_;
+  std::unique_ptr<VerifiedBits> verified_;  // verify_first_read: records already hashed
 };
 
 }  // namespace yc

@@ -6,9 +6,32 @@
 
 #include "libcache/dataset_spec.h"
 #include "libcache/discover.h"
+#include "libcache/file_read.h"
 #include "libcache/mapped_file.h"
 
 namespace yc {
+namespace {
+
+// What the build recorded about one file against what is there now.
+struct Recorded {
+  bool exists;
+  uint64_t size, hash;
+  int64_t mtime_ns;
+};
+
+bool FileChanged(const std::filesystem::path& path, const Recorded& was, bool quick) {
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  const bool exists = StatRegularFile(path, &size, &mtime_ns);
+  if (exists != was.exists) return true;
+  if (!exists) return false;
+  if (size != was.size) return true;
+  if (quick && mtime_ns == was.mtime_ns) return false;
+  uint64_t hash = 0;
+  return !HashFile(path, &hash, &size).ok() || size != was.size || hash != was.hash;
+}
+
+}  // namespace
 
 const char* SourceChangeKindName(SourceChange::Kind kind) {
   switch (kind) {
@@ -20,9 +43,12 @@ const char* SourceChangeKindName(SourceChange::Kind kind) {
 }
 
 Result<std::vector<SourceChange>> DiffSources(const Manifest& manifest, const std::filesystem::path& source,
-                                              const std::atomic<bool>* cancel) {
+                                              const DiffOptions& options) {
+  const std::atomic<bool>* cancel = options.cancel;
   const auto cancelled = [cancel] { return cancel != nullptr && cancel->load(std::memory_order_relaxed); };
-  Result<DatasetSpec> spec = LoadDatasetSpec(source);
+  SpecOptions spec_options;
+  spec_options.working_dir = options.working_dir;
+  Result<DatasetSpec> spec = LoadDatasetSpec(source, spec_options);
   if (!spec.ok()) return spec.status();
   std::vector<SourceChange> changes;
   for (const SplitManifest& sm : manifest.splits) {
@@ -36,13 +62,15 @@ Result<std::vector<SourceChange>> DiffSources(const Manifest& manifest, const st
     std::unordered_map<std::string, const SourceFingerprint*> built;
     for (const SourceFingerprint& fp : sm.sources) built.emplace(fp.path, &fp);
 
+    enum : char { kImage = 1, kLabel = 2 };
     std::vector<char> changed(items.size(), 0);
     tbb::parallel_for(size_t{0}, items.size(), [&](size_t i) {
       const auto it = built.find(items[i].rel);
       if (it == built.end() || cancelled()) return;
-      uint64_t hash = 0, size = 0;
-      const Status st = HashFile(items[i].image, &hash, &size);
-      changed[i] = !st.ok() || size != it->second->size || hash != it->second->hash;
+      const SourceFingerprint& fp = *it->second;
+      if (FileChanged(items[i].image, {true, fp.size, fp.hash, fp.mtime_ns}, options.quick)) changed[i] |= kImage;
+      if (FileChanged(items[i].label, {fp.has_label, fp.label_size, fp.label_hash, fp.label_mtime_ns}, options.quick))
+        changed[i] |= kLabel;
     });
     if (cancelled()) return Status::Cancelled("interrupted");
     for (size_t i = 0; i < items.size(); ++i) {
@@ -50,7 +78,9 @@ Result<std::vector<SourceChange>> DiffSources(const Manifest& manifest, const st
       if (it == built.end()) {
         changes.push_back({SourceChange::Kind::kAdded, sm.name, items[i].rel});
       } else {
-        if (changed[i]) changes.push_back({SourceChange::Kind::kChanged, sm.name, items[i].rel});
+        if (changed[i] & kImage) changes.push_back({SourceChange::Kind::kChanged, sm.name, items[i].rel});
+        if (changed[i] & kLabel)
+          changes.push_back({SourceChange::Kind::kChanged, sm.name, items[i].label_rel, /*label=*/true});
         built.erase(it);
       }
     }

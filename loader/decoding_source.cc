@@ -12,7 +12,8 @@ DecodingSource::DecodingSource(std::shared_ptr<const RecordSource> labels, std::
     : labels_(std::move(labels)), root_(std::move(dataset_root)), imgsz_(imgsz) {}
 
 Result<std::filesystem::path> DecodingSource::DatasetRoot(const Manifest& manifest) {
-  Result<DatasetSpec> spec = LoadDatasetSpec(manifest.dataset_yaml);
+  if (!manifest.dataset_root.empty()) return std::filesystem::path(manifest.dataset_root);  // as built
+  Result<DatasetSpec> spec = LoadDatasetSpec(manifest.dataset_yaml, SpecOptions{manifest.working_dir});
   if (!spec.ok()) return spec.status().WithContext("the cache's source dataset");
   return spec->root;
 }

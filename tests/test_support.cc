@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include "libcache/synth.h"
+
 extern char** environ;
 
 namespace yc::testing {
@@ -182,6 +184,34 @@ std::vector<RankRun> LaunchRanksOnFreePort(const std::string& exe, int world, co
     if (!clash) break;
   }
   return runs;
+}
+
+fs::path TinySynthDataset(const fs::path& dir) {
+  SynthOptions o;
+  o.train_images = 8;
+  o.val_images = 4;
+  o.min_side = 64;
+  o.max_side = 96;
+  o.background_fraction = 0;
+  const Result<SynthReport> r = GenerateSynthDataset(dir, o);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return dir / "data.yaml";
+}
+
+void FlipFirstRecordPixel(const fs::path& shard) {
+  std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+  const std::streamoff record = 64;  // the first record follows the 64-byte shard header
+  unsigned char off[4] = {};
+  f.seekg(record + 56);  // the record header's pixel_offset (docs/FORMAT.md)
+  f.read(reinterpret_cast<char*>(off), 4);
+  const std::streamoff pixel = record + (off[0] | off[1] << 8 | off[2] << 16 | off[3] << 24) + 10;
+  char c = 0;
+  f.seekg(pixel);
+  f.read(&c, 1);
+  c = static_cast<char>(c ^ 0x01);
+  f.seekp(pixel);
+  f.write(&c, 1);
+  EXPECT_TRUE(f.good()) << shard;
 }
 
 }  // namespace yc::testing

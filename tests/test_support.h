@@ -70,6 +70,26 @@ std::vector<RankRun> LaunchRanksOnFreePort(const std::string& exe, int world, co
 void WriteFile(const std::filesystem::path& path, const std::string& bytes);
 std::string ReadFile(const std::filesystem::path& path);
 
+// A synthetic dataset small enough for CLI tests: 8 train and 4 val images of 64..96 px, each with a
+// label file; returns <dir>/data.yaml.
+std::filesystem::path TinySynthDataset(const std::filesystem::path& dir);
+
+// Flips one pixel bit of the first record of a shard file (record 0: its header's pixel_offset past
+// the 64-byte shard header), leaving every checksum as it was: only hashing the record finds it.
+void FlipFirstRecordPixel(const std::filesystem::path& shard);
+
+// The process's working directory for a scope (tools spawned meanwhile inherit it).
+class ScopedCwd {
+ public:
+  explicit ScopedCwd(const std::filesystem::path& dir) : old_(std::filesystem::current_path()) {
+    std::filesystem::current_path(dir);
+  }
+  ~ScopedCwd() { std::filesystem::current_path(old_); }
+
+ private:
+  std::filesystem::path old_;
+};
+
 }  // namespace yc::testing
 
 // Skips the current test with a message when a shared data folder is missing.

@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "libcache/status.h"
+#include "tools/common/cli_args.h"
+#include "tools/common/data_arg.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache/cli_validators.h"
 #include "trainer/engine/ceiling_probe.h"
@@ -112,11 +114,22 @@ struct TrainArgs {
   bool amp = false, no_amp = false;
   std::string amp_dtype = "auto";
   std::string rank_weights;  // hidden --save-rank-weights DIR (DDP tests)
+  cli::DataArgs data_args;   // --cache-dir, --strict-source
 };
+
+// --data as a cache, a data YAML or a dataset folder (tools/common/data_arg.h).
+void AddDataOptions(CLI::App& app, cli::DataArgs& d) {
+  app.add_option("--cache-dir", d.cache_dir,
+                 "Where a cache built from a --data YAML or folder goes (default $YOLOCACHE_CACHE_DIR, else "
+                 "$XDG_CACHE_HOME/yolocache or ~/.cache/yolocache)");
+  app.add_flag("--strict-source", d.strict_source,
+               "Refuse (exit 1) a cache whose source images or labels changed since it was built");
+}
 
 void AddTrainOptions(CLI::App& app, TrainArgs& a) {
   TrainOptions& o = a.o;
-  app.add_option("--data", o.data, "Cache directory (built by `yolocache build`)");
+  app.add_option("--data", o.data, "Cache directory (`yolocache build`), or a data YAML or dataset folder to cache first");
+  AddDataOptions(app, a.data_args);
   app.add_option("--model", o.model,
                  "yolov8n..yolov8x | yolo11n..yolo11x (train: default the --weights' architecture)")
       ->capture_default_str();
@@ -130,8 +143,10 @@ void AddTrainOptions(CLI::App& app, TrainArgs& a) {
   app.add_option("--threads", o.threads, "Loader threads (0: all cores)")->capture_default_str();
   app.add_option("--torch-threads", o.torch_threads, "LibTorch CPU threads (0: LibTorch's default)")->capture_default_str();
   app.add_option("--prefetch", o.prefetch, "Batches prepared ahead by the loader")->capture_default_str();
-  app.add_flag("!--no-channels-last", o.channels_last, "CUDA: keep weights and inputs NCHW (default channels_last)");
-  app.add_flag("!--no-fused-optimizer", o.fused_optimizer,
+  // Negative flags as callbacks: CLI11's "!--no-x" form prints "--no-x{false}" in --help.
+  app.add_flag_callback("--no-channels-last", [&o] { o.channels_last = false; },
+                        "CUDA: keep weights and inputs NCHW (default channels_last)");
+  app.add_flag_callback("--no-fused-optimizer", [&o] { o.fused_optimizer = false; },
                "Step with torch::optim's per-tensor loop instead of the fused multi-tensor kernels (LibTorch >= 2.4)");
   app.add_flag("--cudnn-benchmark", o.cudnn_benchmark,
                "CUDA: cuDNN autotuning (off by default, as in Ultralytics: it pauses to tune each new input shape)");
@@ -165,7 +180,7 @@ void AddTrainOptions(CLI::App& app, TrainArgs& a) {
   app.add_option("--flipud", o.hyp.flipud, "Vertical flip probability")->capture_default_str();
   app.add_option("--fliplr", o.hyp.fliplr, "Horizontal flip probability")->capture_default_str();
   app.add_option("--val-every", o.val_every, "Validate every N epochs (0: only after the last)")->capture_default_str();
-  app.add_flag("!--no-val", o.val, "Never validate (best.pt = the final EMA, no early stopping)");
+  app.add_flag_callback("--no-val", [&o] { o.val = false; }, "Never validate (best.pt = the final EMA, no early stopping)");
   app.add_option("--conf", o.val_conf, "Validation NMS confidence threshold")->capture_default_str();
   app.add_option("--iou", o.val_iou, "Validation NMS IoU threshold")->capture_default_str();
   app.add_option("--save-every", o.save_every, "Also save weights/epochN.pt every N epochs (0: off)")->capture_default_str();
@@ -224,6 +239,7 @@ int RunTrain(CLI::App& app, TrainArgs& a) {
     // --weights without --model: the file's architecture (Train reads it from the file).
     if (!o.weights.empty() && app.count("--model") == 0) o.model.clear();
   }
+  if (const int rc = cli::PrepareDataArg("train", a.data_args, &o.data, o.imgsz, std::cout); rc >= 0) return rc;
   ConsoleObserver console;
   hooks.observer = &console;
   hooks.cancel = &g_interrupt;
@@ -280,6 +296,8 @@ int RunCeiling(CLI::App& app, CeilingArgs& a) {
   int64_t nc = a.nc;
   std::vector<ProbeLabels> labels;  // empty: 4 random boxes per image
   if (!o.data.empty()) {  // the classes and the label tables of real batches
+    std::ostream& log = a.json ? std::cerr : std::cout;
+    if (const int rc = cli::PrepareDataArg("ceiling", a.train.data_args, &o.data, o.imgsz, log); rc >= 0) return rc;
     if (app.count("--nc") > 0) std::cerr << "yolocache-train ceiling: --nc is ignored with --data\n";
     Result<TrainLabelSample> sampled = SampleTrainLabels(o, 8);
     if (!sampled.ok()) return Fail("ceiling", sampled.status());
@@ -318,6 +336,7 @@ int RunCeiling(CLI::App& app, CeilingArgs& a) {
 
 struct ValArgs {
   CheckpointValOptions o;
+  cli::DataArgs data_args;
   bool json = false;
   bool no_rect = false;
 };
@@ -325,6 +344,10 @@ struct ValArgs {
 int RunVal(const ValArgs& a) {
   CheckpointValOptions o = a.o;
   o.rect = !a.no_rect;
+  std::error_code ec;  // no cache is built for weights that are not there
+  if (!std::filesystem::exists(o.weights, ec)) return Fail("val", Status::NotFound(Status::At(o.weights, "no such file")));
+  std::ostream& log = a.json ? std::cerr : std::cout;  // stdout stays one JSON document
+  if (const int rc = cli::PrepareDataArg("val", a.data_args, &o.data, o.imgsz, log); rc >= 0) return rc;
   std::unique_ptr<cli::ProgressBar> bar;
   if (!a.json) bar = std::make_unique<cli::ProgressBar>("val", 0, "batch");
   auto progress = [&](size_t done, size_t total) {
@@ -440,7 +463,8 @@ int main(int argc, char** argv) {
   ValArgs val;
   CLI::App* val_cmd = app.add_subcommand("val", "Validate a checkpoint on a cache split (P, R, mAP50, mAP50-95)");
   val_cmd->add_option("--weights", val.o.weights, "Checkpoint (best.pt / last.pt) or Ultralytics .pt")->required();
-  val_cmd->add_option("--data", val.o.data, "Cache directory")->required();
+  val_cmd->add_option("--data", val.o.data, "Cache directory, or a data YAML or dataset folder to cache first")->required();
+  AddDataOptions(*val_cmd, val.data_args);
   val_cmd->add_option("--split", val.o.split, "Split to validate on")->capture_default_str();
   val_cmd->add_option("--batch", val.o.batch, "Batch size")->capture_default_str();
   val_cmd->add_option("--imgsz", val.o.imgsz, "Image size (0: the checkpoint's)")->capture_default_str();
@@ -465,12 +489,12 @@ int main(int argc, char** argv) {
   predict_cmd->add_option("--device", predict.device, "cpu | cuda | cuda:N (default: cuda:0 when available)");
   predict_cmd->add_flag("--json", predict.json, "Print the detections as JSON");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? kExitOk : kExitUsage;
-  }
+  app.name(argv[0]);
+  // Ultralytics' key=value (epochs=3 == --epochs 3; model=x.pt is --weights, save_period= --save-every,
+  // workers= --threads) and "did you mean" on a typo.
+  const std::vector<cli::KeyAlias> aliases = {
+      {"model", "--weights", ".pt"}, {"save_period", "--save-every", ""}, {"workers", "--threads", ""}};
+  if (const int rc = cli::ParseCommandLine(app, argc, argv, aliases); rc >= 0) return rc;
   try {
     if (train_cmd->parsed()) {
       if (train.resume.empty() && train.o.data.empty()) {

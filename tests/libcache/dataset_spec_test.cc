@@ -77,8 +77,50 @@ TEST_F(DatasetSpecTest, PathKey) {
   Result<DatasetSpec> abs = Load("path: " + (dir_ / "ds").string() + "\ntrain: images/a\nval: images/a\nnames: [x]\n");
   ASSERT_TRUE(abs.ok());
   EXPECT_EQ(abs->root, dir_ / "ds");
-  EXPECT_EQ(Error("path: nowhere\ntrain: images/a\nval: images/a\nnames: [x]\n"),
-            "path: 'nowhere' not found (" + (dir_ / "nowhere").string() + ")");
+  const std::string missing = Error("path: nowhere\ntrain: images/a\nval: images/a\nnames: [x]\n");
+  EXPECT_EQ(missing.rfind("path: 'nowhere' not found (tried ", 0), 0u) << missing;
+  EXPECT_NE(missing.find((dir_ / "nowhere").string()), std::string::npos) << missing;  // the YAML's folder, tried last
+}
+
+// A relative `path:` as Ultralytics' check_det_dataset resolves it: the working directory first, then
+// its datasets_dir; the YAML's folder is our fallback. The first candidate holding the splits wins.
+TEST_F(DatasetSpecTest, RelativePathResolvesLikeUltralytics) {
+  TempDir wd, config;
+  ::setenv("YOLO_CONFIG_DIR", config.path().c_str(), 1);  // no user settings.json: datasets_dir = <wd>/datasets
+  const std::string body = "path: ds\ntrain: images/a\nval: images/a\nnames: [x]\n";
+  WriteFile(yaml(), body);
+  fs::create_directories(dir_ / "ds/images/a");  // beside the YAML only
+  Result<DatasetSpec> s = LoadDatasetSpec(yaml(), SpecOptions{wd.path()});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->root, dir_ / "ds");
+  EXPECT_EQ(s->root_from, "the YAML's folder");
+
+  fs::create_directories(wd / "datasets/ds/images/a");  // Ultralytics' datasets_dir beats the YAML's folder
+  s = LoadDatasetSpec(yaml(), SpecOptions{wd.path()});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->root, wd / "datasets/ds");
+  EXPECT_EQ(s->root_from, "Ultralytics' datasets_dir " + (wd / "datasets").string());
+
+  fs::create_directories(wd / "ds/images");  // in the working directory but without the splits: skipped
+  s = LoadDatasetSpec(yaml(), SpecOptions{wd.path()});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->root, wd / "datasets/ds");
+  fs::create_directories(wd / "ds/images/a");  // now complete: the working directory wins
+  s = LoadDatasetSpec(yaml(), SpecOptions{wd.path()});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->root, wd / "ds");
+  EXPECT_EQ(s->root_from, "the working directory " + wd.path().string());
+  EXPECT_EQ(s->splits[0].inputs[0], wd / "ds/images/a");
+
+  // settings.json's datasets_dir is Ultralytics' when it has one.
+  TempDir elsewhere;
+  fs::create_directories(elsewhere / "ds/images/a");
+  WriteFile(config / "settings.json", "{\"datasets_dir\": \"" + elsewhere.path().string() + "\"}");
+  TempDir empty_wd;
+  s = LoadDatasetSpec(yaml(), SpecOptions{empty_wd.path()});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->root, elsewhere / "ds");
+  ::unsetenv("YOLO_CONFIG_DIR");
 }
 
 TEST_F(DatasetSpecTest, ListFilesAndYamlListsAndOptionalSplits) {

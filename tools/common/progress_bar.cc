@@ -67,4 +67,18 @@ std::string HumanBytes(double bytes) {
   return buf;
 }
 
+void SplitProgress::operator()(const std::string& split, size_t done, size_t total) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (bar_ == nullptr || split != split_) {
+    bar_ = std::make_unique<ProgressBar>(verb_ + " " + split, total);
+    split_ = split;
+  }
+  bar_->Update(done);
+}
+
+void SplitProgress::Finish() {
+  std::lock_guard<std::mutex> lock(mu_);
+  bar_.reset();
+}
+
 }  // namespace yc::cli

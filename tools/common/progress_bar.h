@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -31,6 +32,22 @@ class ProgressBar {
   bool drawn_ = false;
   std::mutex mu_;
   std::chrono::steady_clock::time_point start_, last_draw_;
+};
+
+// One bar per split for a library's `progress(split, done, total)` callback ("build train", then
+// "build val"), safe to call from several threads:
+//   SplitProgress bar("build");
+//   options.progress = std::ref(bar);   ... run ...   bar.Finish();
+class SplitProgress {
+ public:
+  explicit SplitProgress(std::string verb) : verb_(std::move(verb)) {}
+  void operator()(const std::string& split, size_t done, size_t total);
+  void Finish();  // ends the last bar's line (before printing a summary)
+
+ private:
+  std::string verb_, split_;
+  std::unique_ptr<ProgressBar> bar_;
+  std::mutex mu_;
 };
 
 // "1.23 GB", "512 KB" — for summaries.

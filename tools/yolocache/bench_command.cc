@@ -26,18 +26,19 @@ namespace yc::cli {
 namespace {
 
 struct BenchArgs {
-  std::string cache, mode = "train", split, layout = "nchw";
+  std::string cache, mode = "train", split, layout = "nchw", record_check = "first";
   int batch = 64, imgsz = 0, threads = 0, batches = 50, warmup = -1, profile_samples = 32, prefetch = 4;
   std::vector<int> scaling;  // thread counts measured side by side, in rounds
   int rounds = 5;
   uint64_t seed = 0;
-  bool compare = false, json = false, checksum = true;
+  bool compare = false, json = false, no_checksum = false;
 };
 
 // The fields every --json document starts with: what was measured, and with which kernels.
 nlohmann::ordered_json JsonHeader(const BenchArgs& a, const LoaderOptions& o, const std::string& split) {
   nlohmann::ordered_json j;
   j["cache"] = a.cache;
+  j["record_check"] = a.record_check;
   j["mode"] = a.mode;
   j["split"] = split;
   j["batch"] = o.batch;
@@ -119,7 +120,10 @@ int PrintScaling(const BenchArgs& a, std::shared_ptr<const RecordSource> source,
 }
 
 int RunBench(const BenchArgs& a) {
-  Result<std::unique_ptr<Cache>> opened = Cache::Open(a.cache);
+  OpenOptions open;  // --record-check: what training does (first), or hashing on every read / never
+  open.verify_checksums = a.record_check == "every";
+  open.verify_first_read = a.record_check == "first";
+  Result<std::unique_ptr<Cache>> opened = Cache::Open(a.cache, open);
   if (!opened.ok()) return Fail("bench", opened.status());
   std::shared_ptr<Cache> cache(std::move(opened.value()));
   LoaderOptions o;
@@ -148,7 +152,7 @@ int RunBench(const BenchArgs& a) {
   run.cancel = InstallInterruptFlag();  // every timed loop below polls it (exit 130)
   Result<Throughput> cached = MeasureThroughput(source, o, run);
   if (!cached.ok()) return Fail("bench", cached.status());
-  if (a.checksum) {
+  if (!a.no_checksum) {
     ThroughputRun hashed_run = run;
     hashed_run.hash = true;
     // The checksum covers the same batches whatever --prefetch and --warmup, which shape only the
@@ -190,7 +194,7 @@ int RunBench(const BenchArgs& a) {
     j["ms_per_sample"] = {{"total", cached->ms_per_sample},
                           {"render", cached->render_ms},
                           {"finish", cached->finish_ms}};
-    if (a.checksum) {
+    if (!a.no_checksum) {
       char hex[17];
       std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(cached->checksum));
       j["checksum"] = hex;
@@ -219,7 +223,7 @@ int RunBench(const BenchArgs& a) {
   if (a.compare)
     std::printf("naive loader (decode source + canvas mosaic): %.0f img/s -> yolocache is %.2fx faster\n",
                 naive.images_per_second, naive.images_per_second > 0 ? cached->images_per_second / naive.images_per_second : 0);
-  if (a.checksum) std::printf("checksum %016llx\n", static_cast<unsigned long long>(cached->checksum));
+  if (!a.no_checksum) std::printf("checksum %016llx\n", static_cast<unsigned long long>(cached->checksum));
   return kExitOk;
 }
 
@@ -256,7 +260,12 @@ Registration reg("bench", "Measure loader throughput on a cache (img/s, per thre
                    app.add_option("--profile-samples", a->profile_samples, "Samples for the per-stage profile (0: skip)")
                        ->capture_default_str()
                        ->check(AtLeast(0));
-                   app.add_flag("!--no-checksum", a->checksum, "Skip the (untimed) checksum run");
+                   app.add_flag("--no-checksum", a->no_checksum, "Skip the (untimed) checksum run");
+                   app.add_option("--record-check", a->record_check,
+                                  "Record checksums: first (each record hashed on its first read, as train and val do) "
+                                  "| every (on every read: the first epoch's cost) | off")
+                       ->capture_default_str()
+                       ->check(CLI::IsMember({"first", "every", "off"}));
                    app.add_flag("--compare", a->compare, "Also run the naive decode-every-time loader, same records");
                    app.add_flag("--json", a->json, "Print one JSON document");
                    return [a] { return RunBench(*a); };

@@ -1,8 +1,10 @@
 // `yolocache build DATA --out CACHE`: audit + decode once + pack into shards or LMDB.
+#include <functional>
 #include <iostream>
 
 #include "libcache/builder.h"
 #include "libcache/decode.h"
+#include "libcache/path_text.h"
 #include "libcache/report_json.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache/cli_util.h"
@@ -37,17 +39,10 @@ int RunBuild(BuildArgs& args) {
   if (Status st = ParseCompressOption(args.compress, &o.codec); !st.ok()) return Fail("build", st);
   if (Status st = ParseByteSize(args.shard_size, &o.shard_size); !st.ok()) return Fail("build", st.WithContext("--shard-size"));
   o.cancel = InstallInterruptFlag();
-  std::unique_ptr<ProgressBar> bar;
-  std::string bar_split;
-  o.progress = [&](const std::string& split, size_t done, size_t total) {
-    if (split != bar_split) {
-      bar = std::make_unique<ProgressBar>("build " + split, total);
-      bar_split = split;
-    }
-    bar->Update(done);
-  };
+  SplitProgress bar("build");
+  o.progress = std::ref(bar);
   Result<BuildReport> report = BuildCache(o);
-  bar.reset();
+  bar.Finish();
   if (!report.ok()) return Fail("build", report.status());
   const BuildReport& r = *report;
   WarnRedecoded(r);
@@ -55,6 +50,8 @@ int RunBuild(BuildArgs& args) {
     std::cout << JsonText(BuildReportJson(r)) << "\n";
     return kExitOk;
   }
+  std::cout << "dataset root: " << PrintableText(r.root.string()) << " (from " << PrintableText(r.root_from) << "), "
+            << r.names.size() << " classes\n";
   for (const SplitBuildStats& s : r.splits) {
     std::cout << s.split << ": " << s.records << " records from " << s.audit.summary.images << " images ("
               << s.audit.summary.backgrounds << " backgrounds, " << s.audit.summary.excluded << " excluded, "

@@ -6,6 +6,7 @@
 #include <opencv2/core/utils/logger.hpp>
 
 #include "libcache/status.h"
+#include "tools/common/cli_args.h"
 #include "tools/yolocache/command.h"
 
 namespace yc::cli {
@@ -29,12 +30,9 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(command.name, command.description);
     actions[sub] = command.setup(*sub);
   }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? yc::kExitOk : yc::kExitUsage;
-  }
+  app.name(argv[0]);
+  // key=value as Ultralytics writes it (imgsz=320 == --imgsz 320); "did you mean" on a typo.
+  if (const int rc = yc::cli::ParseCommandLine(app, argc, argv); rc >= 0) return rc;
   for (auto& [sub, action] : actions) {
     if (sub->parsed()) {
       try {

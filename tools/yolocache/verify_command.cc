@@ -2,6 +2,7 @@
 // every checksum and the manifest, and with --source the source files changed since the build.
 // Exit: 0 clean, 1 problems found (errors; warnings too with --strict), 2 usage, 3 I/O or fatal.
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <map>
 
@@ -53,19 +54,9 @@ void PrintAuditTable(const DatasetAudit& audit, const std::vector<std::string>& 
 int VerifySource(const VerifyArgs& a) {
   Result<DatasetSpec> spec = LoadDatasetSpec(a.path);
   if (!spec.ok()) return Fail("verify", spec.status());
-  std::unique_ptr<ProgressBar> bar;
-  std::string bar_split;
-  std::mutex mu;
-  auto progress = [&](const std::string& split, size_t done, size_t total) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (split != bar_split) {
-      bar = std::make_unique<ProgressBar>("audit " + split, total);
-      bar_split = split;
-    }
-    bar->Update(done);
-  };
-  Result<DatasetAudit> audit = AuditDataset(*spec, ScanOptions{}, progress, InstallInterruptFlag());
-  bar.reset();
+  SplitProgress bar("audit");
+  Result<DatasetAudit> audit = AuditDataset(*spec, ScanOptions{}, std::ref(bar), InstallInterruptFlag());
+  bar.Finish();
   if (!audit.ok()) return Fail("verify", audit.status());
   if (audit->cancelled) return Fail("verify", Status::Cancelled("interrupted"));
   const AuditSummary& total = audit->total;
@@ -105,7 +96,9 @@ int VerifyCacheDir(const VerifyArgs& a) {
   if (!a.source.empty()) {
     Result<Manifest> manifest = ReadManifest(a.path);
     if (manifest.ok()) {  // otherwise the report already says why the manifest cannot be used
-      Result<std::vector<SourceChange>> diff = DiffSources(*manifest, a.source, options.cancel);
+      DiffOptions diff_options;  // full: every file of equal size is hashed
+      diff_options.cancel = options.cancel;
+      Result<std::vector<SourceChange>> diff = DiffSources(*manifest, a.source, diff_options);
       if (!diff.ok()) return Fail("verify", diff.status());
       changes = std::move(diff.value());
     }
@@ -126,12 +119,16 @@ int VerifyCacheDir(const VerifyArgs& a) {
     std::cout << "  ... " << report.problems.size() - a.max_problems << " more\n";
   if (!a.source.empty()) {
     std::map<std::string, int> counts;
+    int labels = 0;
     for (const SourceChange& c : changes) {
       ++counts[SourceChangeKindName(c.kind)];
-      if (shown++ < a.max_problems) std::cout << "  " << SourceChangeKindName(c.kind) << " [" << c.split << "] " << PrintableText(c.path) << "\n";
+      labels += c.label ? 1 : 0;
+      if (shown++ < a.max_problems)
+        std::cout << "  " << SourceChangeKindName(c.kind) << " [" << c.split << "] " << PrintableText(c.path)
+                  << (c.label ? " (label)" : "") << "\n";
     }
     std::cout << "source " << PrintableText(a.source) << " since the build: " << counts["added"] << " added, " << counts["removed"]
-              << " removed, " << counts["changed"] << " changed\n";
+              << " removed, " << counts["changed"] << " changed (" << labels << " of them labels)\n";
   }
   std::cout << (failed ? "FAILED" : "OK") << ": " << report.problems.size() << " problems\n";
   return failed ? kExitProblems : kExitOk;
@@ -144,7 +141,7 @@ Registration reg("verify",
                    auto a = std::make_shared<VerifyArgs>();
                    app.add_option("path", a->path, "Data YAML, dataset directory, or cache directory")->required();
                    app.add_option("--source", a->source,
-                                  "With a cache: list source files added, removed or changed since the build");
+                                  "With a cache: list source images and label files added, removed or changed since the build");
                    app.add_flag("--strict", a->strict, "Warnings (and source changes) also fail (exit 1)");
                    app.add_flag("--json", a->json, "Print one JSON document on stdout");
                    app.add_flag("-q,--quiet", a->quiet, "Only the summary");

@@ -1,0 +1,95 @@
+#include "tools/common/data_arg.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <functional>
+
+#include "libcache/manifest.h"
+#include "libcache/path_text.h"
+#include "libcache/prepare_cache.h"
+#include "tools/common/progress_bar.h"
+
+namespace yc::cli {
+namespace {
+
+std::string Ms(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f ms", seconds * 1000);
+  return buf;
+}
+
+int Refuse(const std::string& command, const Status& st) {
+  std::cerr << "yolocache-train " << command << ": " << st.ToString() << "\n";
+  return ExitCodeFor(st);
+}
+
+// A cache given as it is: has its source changed since the build?
+int CheckGivenCache(const std::string& command, const DataArgs& args, const std::string& data, std::ostream& log) {
+  Result<Manifest> m = ReadManifest(data);
+  if (!m.ok()) return -1;  // opening the cache reports it, with its own exit code
+  Result<SourceCheck> check = CheckCacheSource(*m);
+  if (!check.ok()) {
+    std::cerr << "yolocache-train " << command << ": note: the source of " << PrintableText(data)
+              << " was not checked: " << check.status().ToString() << "\n";
+    return args.strict_source ? kExitProblems : -1;
+  }
+  if (check->changes.empty()) {
+    log << "data: " << PrintableText(data) << " (source unchanged since the build: " << check->files
+              << " images and labels checked in " << Ms(check->seconds) << ")\n";
+    return -1;
+  }
+  const SourceChange& first = check->changes.front();
+  std::cerr << "yolocache-train " << command << ": " << (args.strict_source ? "error" : "warning")
+            << ": the source changed since " << PrintableText(data) << " was built: " << DescribeChanges(check->changes)
+            << " (first: " << SourceChangeKindName(first.kind) << " [" << first.split << "] " << PrintableText(first.path)
+            << "); update it with `yolocache build " << PrintableText(m->dataset_yaml) << " -o " << PrintableText(data)
+            << " --update`, or give --data the YAML\n";
+  return args.strict_source ? kExitProblems : -1;
+}
+
+}  // namespace
+
+int PrepareDataArg(const std::string& command, const DataArgs& args, std::string* data, int imgsz, std::ostream& log) {
+  PrepareOptions o;
+  o.data = *data;
+  o.cache_root = args.cache_dir;
+  o.imgsz = imgsz > 0 ? imgsz : 640;
+  std::error_code ec;
+  const bool is_cache = std::filesystem::exists(std::filesystem::path(*data) / kManifestFileName, ec);
+  if (is_cache) return CheckGivenCache(command, args, *data, log);
+  const char* world = std::getenv("WORLD_SIZE");
+  if (world != nullptr && std::atoi(world) > 1) {
+    return Refuse(command, Status::InvalidArgument(
+                               *data + ": with several ranks --data must be a built cache (run `yolocache build " +
+                               *data + " -o CACHE` first)"));
+  }
+  SplitProgress bar("cache");
+  o.progress = std::ref(bar);
+  Result<PreparedCache> prepared = PrepareCache(o);
+  bar.Finish();
+  if (!prepared.ok()) return Refuse(command, prepared.status());
+  const PreparedCache& p = *prepared;
+  const std::string dir = PrintableText(p.dir.string());
+  switch (p.action) {
+    case PrepareAction::kGiven: break;
+    case PrepareAction::kReused:
+      log << "data: reusing cache " << dir << " (source unchanged, checked in " << Ms(p.check_seconds) << ")\n";
+      break;
+    case PrepareAction::kUpdated:
+      log << "data: updated cache " << dir << " (" << DescribeChanges(p.changes) << "; " << p.build.reused
+                << " of " << p.build.records << " records reused)\n";
+      break;
+    case PrepareAction::kBuilt:
+    case PrepareAction::kRebuilt:
+      log << "data: built cache " << dir << " from " << PrintableText(*data) << " at imgsz " << o.imgsz << " ("
+                << p.build.records << " records, dataset root " << PrintableText(p.build.root.string()) << " from "
+                << PrintableText(p.build.root_from) << ")"
+                << (p.action == PrepareAction::kRebuilt ? "; the old one was unusable: " + p.rebuilt_because : "") << "\n";
+      break;
+  }
+  *data = p.dir.string();
+  return -1;
+}
+
+}  // namespace yc::cli
