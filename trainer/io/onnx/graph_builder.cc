@@ -6,31 +6,32 @@
 
 namespace yc::trainer::onnx_export {
 
-Attr AttrInt(const std::string& name, int64_t v) {
+namespace {
+Attr MakeAttr(Attr::Kind kind, const std::string& name) {
   Attr a;
-  a.kind = Attr::Kind::kInt;
+  a.kind = kind;
   a.name = name;
+  return a;
+}
+}  // namespace
+
+Attr AttrInt(const std::string& name, int64_t v) {
+  Attr a = MakeAttr(Attr::Kind::kInt, name);
   a.i = v;
   return a;
 }
 Attr AttrInts(const std::string& name, std::vector<int64_t> v) {
-  Attr a;
-  a.kind = Attr::Kind::kInts;
-  a.name = name;
+  Attr a = MakeAttr(Attr::Kind::kInts, name);
   a.ints = std::move(v);
   return a;
 }
 Attr AttrFloat(const std::string& name, float v) {
-  Attr a;
-  a.kind = Attr::Kind::kFloat;
-  a.name = name;
+  Attr a = MakeAttr(Attr::Kind::kFloat, name);
   a.f = v;
   return a;
 }
 Attr AttrString(const std::string& name, const std::string& v) {
-  Attr a;
-  a.kind = Attr::Kind::kString;
-  a.name = name;
+  Attr a = MakeAttr(Attr::Kind::kString, name);
   a.s = v;
   return a;
 }
