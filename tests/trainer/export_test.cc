@@ -23,6 +23,7 @@
 #include "tests/test_support.h"
 #include "tests/trainer/ultralytics_fixture.h"
 #include "trainer/eval/nms.h"
+#include "trainer/io/checkpoint.h"
 #include "trainer/io/exporter.h"
 #include "trainer/io/onnx/onnx_export.h"
 #include "trainer/io/pretrained.h"
@@ -274,6 +275,37 @@ TEST(ExportOnnx, HalfRunsInOnnxRuntime) {
   const double err = MaxRelError(outs[0], ref);
   EXPECT_LT(err, 1e-2);
   std::printf("[ yolov8n_c3 ] fp16 2x3x160x160: max relative error %.2e\n", err);
+}
+
+// A yolocache checkpoint (what `train` writes) exports like the Ultralytics file it was made from.
+TEST(ExportOnnx, YolocacheCheckpointExportsTheSameModel) {
+  REQUIRE_FIXTURE();
+  if (!OnnxExportAvailable()) GTEST_SKIP() << "built without libonnx";
+  if (const std::string why = NodeSkipReason(); !why.empty()) GTEST_SKIP() << why;
+  TempDir tmp;
+  const fs::path weights = fx.dir / "yolo11n_c80.pt";
+  Result<InferenceModel> m = LoadInferenceModel(weights, at::kCPU);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  CheckpointContents c;
+  c.meta.model_family = "11";
+  c.meta.model_scale = "n";
+  c.meta.nc = m->model->nc();
+  c.meta.names = m->info.names;
+  c.model = m->model.ptr().get();
+  ASSERT_TRUE(WriteCheckpoint(tmp / "last.pt", c).ok());
+  ExportOptions o = Onnx(tmp / "last.pt", {}, {128}, 1, false);
+  Result<ExportReport> r = Export(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->file, tmp / "last.onnx");
+  const at::Tensor x = Images(1, 128, 128);
+  auto outs = RunOnnxRuntime(r->file, {x}, tmp.path());
+  ASSERT_EQ(outs.size(), 1u);
+  const at::Tensor ref = Forward(weights, x);
+  ASSERT_EQ(outs[0].sizes(), ref.sizes());
+  EXPECT_LT(MaxRelError(outs[0], ref), 1e-3);
+  auto props = ReadOnnxMetadata(r->file);
+  ASSERT_TRUE(props.ok());
+  EXPECT_NE((*props)[10].second.find("79: 'toothbrush'"), std::string::npos) << (*props)[10].second;
 }
 
 TEST(ExportOnnx, MetadataAsUltralyticsAutoBackendReadsIt) {

@@ -34,14 +34,15 @@ std::string EmitConv2d(GraphBuilder& g, const std::string& path, nn::Conv2dImpl&
   const auto& o = m.options;
   const auto k = o.kernel_size();
   const auto s = o.stride();
-  const auto pad = c10::get<torch::ExpandingArray<2>>(o.padding());
+  // Every conv of these models pads k / 2 (Conv: autopad; the head's and DFL's 1x1: 0). Reading
+  // options.padding() would need c10::get on LibTorch 1.x and std::get on 2.x; k / 2 serves both.
+  const std::vector<int64_t> pad{k->at(0) / 2, k->at(1) / 2};
   std::vector<std::string> inputs{x, g.Initializer(P(path, "weight"), m.weight)};
   if (m.bias.defined()) inputs.push_back(g.Initializer(P(path, "bias"), m.bias));
   return g.Node("Conv", NodeName(path, "Conv"), inputs,
                 {AttrInts("dilations", {o.dilation()->at(0), o.dilation()->at(1)}), AttrInt("group", o.groups()),
                  AttrInts("kernel_shape", {k->at(0), k->at(1)}),
-                 AttrInts("pads", {pad->at(0), pad->at(1), pad->at(0), pad->at(1)}),
-                 AttrInts("strides", {s->at(0), s->at(1)})});
+                 AttrInts("pads", {pad[0], pad[1], pad[0], pad[1]}), AttrInts("strides", {s->at(0), s->at(1)})});
 }
 
 std::string EmitConv(GraphBuilder& g, const std::string& path, ConvImpl& m, const std::string& x) {
