@@ -3,9 +3,10 @@
 //   yolocache-train val     --weights DIR/weights/best.pt --data CACHE [--json]
 //   yolocache-train predict --weights best.pt IMAGES... --out DIR [--json]
 //   yolocache-train ceiling --model yolov8n --batch 64 --imgsz 640 --amp [--data CACHE | --nc 80] [--json]
+//   yolocache-train export  --weights best.pt --format onnx|torchscript [--imgsz 640] [--dynamic] [--json]
 // Distributed training: start one `train` per rank with RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT
 // set (torchrun --no-python does it; docs/DISTRIBUTED.md); --batch is the global batch.
-// Argument parsing and printing only; the work is in trainer/ (Train, ValidateCheckpoint, Predictor).
+// Argument parsing and printing only; the work is in trainer/ (Train, ValidateCheckpoint, Predictor, Export).
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -21,6 +22,7 @@
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache/cli_validators.h"
 #include "trainer/engine/ceiling_probe.h"
+#include "trainer/io/exporter.h"
 #include "trainer/runtime/device_feed.h"
 #include "trainer/eval/predictor.h"
 #include "trainer/engine/trainer.h"
@@ -436,6 +438,51 @@ int RunPredict(const PredictArgs& a) {
   return failures == 0 ? kExitOk : kExitProblems;
 }
 
+struct ExportArgs {
+  ExportOptions o;
+  std::string format = "torchscript";  // Ultralytics' default format
+  bool json = false;
+};
+
+std::string Shape(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + (dims[i] < 0 ? std::string("?") : std::to_string(dims[i]));
+  return s + "]";
+}
+
+int RunExport(ExportArgs& a) {
+  Result<ExportFormat> format = ParseExportFormat(a.format);
+  if (!format.ok()) return Fail("export", format.status());
+  a.o.format = *format;
+  Result<ExportReport> r = Export(a.o);
+  if (!r.ok()) return Fail("export", r.status());
+  for (const auto& w : r->warnings) std::cerr << "yolocache-train export: warning: " << w << "\n";
+  const char* dtype = r->half ? "float16" : "float32";
+  if (a.json) {
+    nlohmann::json j;
+    j["file"] = r->file.string();
+    j["format"] = ExportFormatName(r->format);
+    j["bytes"] = r->bytes;
+    j["model"] = r->model;
+    j["nc"] = r->nc;
+    j["input"] = {{"name", "images"}, {"shape", r->input_shape}, {"dtype", dtype}};
+    j["output"] = {{"name", "output0"}, {"shape", r->output_shape}, {"dtype", dtype}};
+    if (r->format == ExportFormat::kOnnx) j["opset"] = r->opset;
+    j["device"] = r->device;
+    j["warnings"] = r->warnings;
+    j["seconds"] = r->seconds;
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "exported " << r->model << " (" << r->nc << " classes) to " << r->file.string() << " ("
+            << F("%.1f", static_cast<double>(r->bytes) / 1e6) << " MB, " << ExportFormatName(r->format);
+  if (r->format == ExportFormat::kOnnx) std::cout << " opset " << r->opset;
+  std::cout << ") in " << F("%.1f", r->seconds) << " s\n"
+            << "  input  images  " << Shape(r->input_shape) << " " << dtype << " (RGB 0-1)\n"
+            << "  output output0 " << Shape(r->output_shape) << " " << dtype << " (xywh pixels, class scores)\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -489,6 +536,24 @@ int main(int argc, char** argv) {
   predict_cmd->add_option("--device", predict.device, "cpu | cuda | cuda:N (default: cuda:0 when available)");
   predict_cmd->add_flag("--json", predict.json, "Print the detections as JSON");
 
+  ExportArgs exp;
+  CLI::App* export_cmd = app.add_subcommand(
+      "export", "Export weights to ONNX or TorchScript, laid out as Ultralytics exports them (best.pt -> best.onnx)");
+  export_cmd->add_option("--weights", exp.o.weights, "Ultralytics .pt or yolocache checkpoint")->required();
+  export_cmd->add_option("--format", exp.format, "onnx | torchscript")->capture_default_str();
+  export_cmd->add_option("--imgsz", exp.o.imgsz, "Input size: one value or height width (rounded up to a multiple of 32)")
+      ->expected(1, 2)
+      ->capture_default_str();
+  export_cmd->add_option("--batch", exp.o.batch, "Batch size of the input")->capture_default_str();
+  export_cmd->add_flag("--dynamic", exp.o.dynamic, "ONNX: batch, height and width free (any multiple of 32)");
+  export_cmd->add_flag("--half", exp.o.half, "fp16 weights and I/O (ONNX: any device; TorchScript: CUDA only)");
+  export_cmd->add_option("--opset", exp.o.opset,
+                         "ONNX opset, " + std::to_string(kOnnxMinOpset) + ".." + std::to_string(OnnxMaxOpset()) +
+                             " (default: the newest, " + std::to_string(OnnxMaxOpset()) + ")");
+  export_cmd->add_option("--device", exp.o.device, "cpu | cuda | cuda:N (default cpu, as Ultralytics)");
+  export_cmd->add_option("--out", exp.o.out, "Output file (default: the weights' stem + .onnx / .torchscript beside them)");
+  export_cmd->add_flag("--json", exp.json, "Print the result as JSON");
+
   app.name(argv[0]);
   // Ultralytics' key=value (epochs=3 == --epochs 3; model=x.pt is --weights, save_period= --save-every,
   // workers= --threads) and "did you mean" on a typo.
@@ -505,6 +570,7 @@ int main(int argc, char** argv) {
     if (ceiling_cmd->parsed()) return RunCeiling(*ceiling_cmd, ceiling);
     if (val_cmd->parsed()) return RunVal(val);
     if (predict_cmd->parsed()) return RunPredict(predict);
+    if (export_cmd->parsed()) return RunExport(exp);
   } catch (const std::exception& e) {
     std::cerr << "yolocache-train: fatal: " << e.what() << "\n";
     return kExitFatal;

@@ -2,7 +2,9 @@
 
 #include <numeric>
 
+#include <c10/core/GradMode.h>
 
+#include "trainer/model/fuse.h"
 #include "trainer/model/sync_batch_norm.h"
 
 namespace yc::trainer {
@@ -23,8 +25,31 @@ void ConvImpl::reset() {
 }
 
 at::Tensor ConvImpl::forward(const at::Tensor& x) {
+  if (fused_) return act_ ? at::silu(conv->forward(x)) : conv->forward(x);
   auto y = sync_bn_ && is_training() ? SyncBatchNorm2d(conv->forward(x), *bn, *sync_bn_) : bn->forward(conv->forward(x));
   return act_ ? at::silu(y) : y;
+}
+
+void ConvImpl::Fuse() {
+  if (fused_) return;
+  c10::NoGradGuard no_grad;
+  FoldedConv f = FoldBatchNorm(conv->weight, conv->bias, *bn);
+  // A Conv2d built without bias cannot gain one (its "bias" slot is registered, empty), so the folded
+  // conv is a new Conv2d with bias, registered in its place.
+  const auto& o = conv->options;
+  nn::Conv2d folded(nn::Conv2dOptions(o.in_channels(), o.out_channels(), o.kernel_size())
+                        .stride(o.stride())
+                        .padding(o.padding())
+                        .dilation(o.dilation())
+                        .groups(o.groups())
+                        .bias(true));
+  const bool grad = conv->weight.requires_grad();
+  folded->weight.set_data(f.weight);
+  folded->bias.set_data(f.bias);
+  folded->weight.set_requires_grad(grad);
+  folded->bias.set_requires_grad(grad);
+  conv = replace_module("conv", folded);
+  fused_ = true;
 }
 
 Conv DWConv(int64_t c1, int64_t c2, int64_t k, int64_t s, bool act) { return Conv(c1, c2, k, s, std::gcd(c1, c2), act); }

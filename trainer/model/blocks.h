@@ -38,6 +38,12 @@ class ConvImpl : public torch::nn::Cloneable<ConvImpl> {
   void reset() override;
   at::Tensor forward(const at::Tensor& x);
 
+  // Export only (Ultralytics' Conv.forward_fuse): folds bn into conv (trainer/model/fuse.h), which gains a
+  // bias; forward then skips bn. One-way, and the module no longer clones (its parameter set changed).
+  void Fuse();
+  bool fused() const { return fused_; }
+  bool act() const { return act_; }
+
   torch::nn::Conv2d conv{nullptr};
   torch::nn::BatchNorm2d bn{nullptr};
 
@@ -48,6 +54,7 @@ class ConvImpl : public torch::nn::Cloneable<ConvImpl> {
  private:
   int64_t c1_, c2_, k_, s_, g_;
   bool act_;
+  bool fused_ = false;
   std::shared_ptr<StatsReducer> sync_bn_;
 };
 TORCH_MODULE(Conv);
@@ -64,6 +71,7 @@ class BottleneckImpl : public torch::nn::Cloneable<BottleneckImpl> {
                  int64_t k2 = 3);
   void reset() override;
   at::Tensor forward(const at::Tensor& x);
+  bool residual() const { return add_; }  // x + cv2(cv1(x))
 
   Conv cv1{nullptr}, cv2{nullptr};
 

@@ -44,6 +44,7 @@ class C3k2Impl : public torch::nn::Cloneable<C3k2Impl> {
            bool shortcut = true);
   void reset() override;
   at::Tensor forward(const at::Tensor& x);
+  bool c3k() const { return c3k_; }  // m holds C3k blocks (else Bottlenecks)
 
   Conv cv1{nullptr}, cv2{nullptr};
   torch::nn::ModuleList m{nullptr};  // n C3k or Bottleneck blocks
@@ -62,6 +63,10 @@ class AttentionImpl : public torch::nn::Cloneable<AttentionImpl> {
   AttentionImpl(int64_t dim, int64_t num_heads = 8, double attn_ratio = 0.5);
   void reset() override;
   at::Tensor forward(const at::Tensor& x);
+  int64_t num_heads() const { return num_heads_; }
+  int64_t key_dim() const { return key_dim_; }
+  int64_t head_dim() const { return head_dim_; }
+  double scale() const { return scale_; }
 
   Conv qkv{nullptr}, proj{nullptr}, pe{nullptr};
 
@@ -77,6 +82,7 @@ class PSABlockImpl : public torch::nn::Cloneable<PSABlockImpl> {
   PSABlockImpl(int64_t c, double attn_ratio = 0.5, int64_t num_heads = 4, bool shortcut = true);
   void reset() override;
   at::Tensor forward(const at::Tensor& x);
+  bool shortcut() const { return shortcut_; }
 
   Attention attn{nullptr};
   torch::nn::Sequential ffn{nullptr};
@@ -94,6 +100,7 @@ class C2PSAImpl : public torch::nn::Cloneable<C2PSAImpl> {
   C2PSAImpl(int64_t c1, int64_t c2, int64_t n = 1, double e = 0.5);
   void reset() override;
   at::Tensor forward(const at::Tensor& x);
+  int64_t hidden() const { return c_; }  // the width of each half
 
   Conv cv1{nullptr}, cv2{nullptr};
   torch::nn::Sequential m{nullptr};

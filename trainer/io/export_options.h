@@ -1,0 +1,52 @@
+// What `yolocache-train export` is asked for, checked the way Ultralytics' exporter checks it: the format,
+// the image size (rounded up to a multiple of the stride, with a warning), batch, opset range, and the
+// output path (the weights' stem + ".onnx" / ".torchscript" beside the weights unless `out` is given).
+//
+//   ExportOptions o; o.weights = "runs/train/weights/best.pt"; o.format = ExportFormat::kOnnx;
+//   Result<std::vector<std::string>> warnings = CheckExportOptions(&o);  // InvalidArgument -> exit 2
+//   std::filesystem::path f = ExportPath(o);                             // runs/train/weights/best.onnx
+#pragma once
+
+#include <array>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "libcache/status.h"
+
+namespace yc::trainer {
+
+enum class ExportFormat { kOnnx, kTorchScript };
+Result<ExportFormat> ParseExportFormat(const std::string& name);  // "onnx" | "torchscript" (case-insensitive)
+const char* ExportFormatName(ExportFormat format);                // "onnx", "torchscript"
+const char* ExportFormatSuffix(ExportFormat format);              // ".onnx", ".torchscript"
+
+// ONNX opsets the exporter writes: 13 (Split/Unsqueeze take their sizes as inputs, Softmax works on one
+// axis) up to the newest the ONNX library it was built with knows (17 for Debian 12's libonnx 1.12;
+// onnxruntime 1.30 runs up to 23). The default is that newest one.
+inline constexpr int kOnnxMinOpset = 13;
+int OnnxMaxOpset();  // 0 when the exporter was built without libonnx
+
+struct ExportOptions {
+  std::filesystem::path weights;
+  ExportFormat format = ExportFormat::kOnnx;
+  std::vector<int> imgsz{640};  // one value (square) or two (h, w)
+  int batch = 1;
+  bool dynamic = false;         // ONNX: batch, height and width free (TorchScript is traced: fixed shape)
+  bool half = false;            // fp16 weights and I/O (ONNX: any device; TorchScript: CUDA only)
+  int opset = 0;                // ONNX; 0: OnnxMaxOpset()
+  std::string device;           // "" / "cpu" / "cuda[:N]"
+  std::filesystem::path out;    // empty: ExportPath's default
+
+  std::array<int, 2> hw() const { return {imgsz.at(0), imgsz.size() > 1 ? imgsz[1] : imgsz[0]}; }
+};
+
+// Usage errors (InvalidArgument): imgsz not 1 or 2 positive values, batch < 1, opset outside
+// [kOnnxMinOpset, OnnxMaxOpset()], --opset/--dynamic with TorchScript. imgsz not a multiple of 32 is
+// rounded up as Ultralytics' check_imgsz does; the returned warnings say so.
+Result<std::vector<std::string>> CheckExportOptions(ExportOptions* options, int stride = 32);
+
+// `out` when set, else the weights' path with the format's suffix (best.pt -> best.onnx).
+std::filesystem::path ExportPath(const ExportOptions& options);
+
+}  // namespace yc::trainer

@@ -1,0 +1,83 @@
+#include "trainer/io/exporter.h"
+
+#include <chrono>
+
+#include <c10/core/GradMode.h>
+
+#include "trainer/io/checkpoint.h"
+#include "trainer/io/export_metadata.h"
+#include "trainer/io/onnx/onnx_export.h"
+#include "trainer/io/pretrained.h"
+#include "trainer/io/torchscript_export.h"
+#include "trainer/model/fuse.h"
+#include "trainer/runtime/device_feed.h"
+
+namespace yc::trainer {
+
+Result<ExportReport> Export(ExportOptions o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ExportReport report;
+  Result<std::vector<std::string>> warnings = CheckExportOptions(&o);
+  if (!warnings.ok()) return warnings.status();
+  report.warnings = std::move(*warnings);
+  Result<at::Device> device = ParseDevice(o.device.empty() ? "cpu" : o.device);  // Ultralytics exports on CPU by default
+  if (!device.ok()) return device.status();
+  // Ultralytics traces fp16 only on a GPU (CPU kernels lack half convolutions); ONNX fp16 is a weight
+  // conversion here, so it works from any device.
+  if (o.half && o.format == ExportFormat::kTorchScript && device->is_cpu()) {
+    report.warnings.push_back("--half only compatible with a CUDA device for TorchScript, exporting fp32");
+    o.half = false;
+  }
+
+  Result<InferenceModel> loaded = LoadInferenceModel(o.weights, *device);
+  // Whatever is wrong with the weights (unreadable, damaged, NaN) is an I/O-level failure: exit 3.
+  if (!loaded.ok()) return Status::IOError(loaded.status().message());
+  DetectionModel model = loaded->model;
+  c10::NoGradGuard no_grad;
+  FuseConvBatchNorm(*model);
+
+  ExportMetadataInput meta_in;
+  meta_in.model_name = ModelNameString(model->options().name());
+  meta_in.source = loaded->info.description;
+  meta_in.names = loaded->info.names;
+  if (meta_in.names.size() != static_cast<size_t>(model->nc())) {  // no names recorded: Ultralytics' class0..
+    meta_in.names.clear();
+    for (int64_t i = 0; i < model->nc(); ++i) meta_in.names.push_back("class" + std::to_string(i));
+  }
+  meta_in.channels = static_cast<int>(model->options().in_channels);
+  const ExportMetadata meta = BuildExportMetadata(meta_in, o);
+
+  const auto hw = o.hw();
+  std::string bytes;
+  if (o.format == ExportFormat::kOnnx) {
+    Result<OnnxFile> f = ExportOnnx(*model, o, meta);
+    if (!f.ok()) return f.status();
+    bytes = std::move(f->bytes);
+    report.input_shape = f->input_shape;
+    report.output_shape = f->output_shape;
+    report.opset = f->opset;
+  } else {
+    if (o.half) model->to(at::kHalf);
+    at::Tensor example = at::zeros({o.batch, model->options().in_channels, hw[0], hw[1]},
+                                   at::TensorOptions().device(*device).dtype(o.half ? at::kHalf : at::kFloat));
+    Result<std::string> b = ExportTorchScript(*model, example, meta.json);
+    if (!b.ok()) return b.status();
+    bytes = std::move(*b);
+    int64_t anchors = 0;
+    for (double s : model->strides()) anchors += (hw[0] / static_cast<int64_t>(s)) * (hw[1] / static_cast<int64_t>(s));
+    report.input_shape = example.sizes().vec();
+    report.output_shape = {o.batch, 4 + model->nc(), anchors};
+  }
+  report.file = ExportPath(o);
+  if (Status st = WriteFileAtomic(report.file, bytes); !st.ok()) return st;
+  report.format = o.format;
+  report.bytes = static_cast<int64_t>(bytes.size());
+  report.model = meta_in.model_name;
+  report.nc = model->nc();
+  report.half = o.half;
+  report.device = device->str();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return report;
+}
+
+}  // namespace yc::trainer

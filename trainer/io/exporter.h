@@ -1,0 +1,37 @@
+// `yolocache-train export`: weights in (anything LoadInferenceModel reads: Ultralytics .pt release or
+// training form, yolocache checkpoints), an ONNX or TorchScript file out, written atomically beside the
+// weights (best.pt -> best.onnx) unless options.out says otherwise. BatchNorm is folded first
+// (trainer/model/fuse.h); the formats are in trainer/io/onnx/onnx_export.h and torchscript_export.h.
+//
+//   ExportOptions o; o.weights = "yolo11n.pt"; o.format = ExportFormat::kOnnx; o.imgsz = {640};
+//   Result<ExportReport> r = Export(o);  // InvalidArgument: usage (exit 2); IOError/Unsupported: exit 3
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "libcache/status.h"
+#include "trainer/io/export_options.h"
+
+namespace yc::trainer {
+
+struct ExportReport {
+  std::filesystem::path file;
+  ExportFormat format = ExportFormat::kOnnx;
+  int64_t bytes = 0;
+  std::string model;                  // "yolo11n"
+  int64_t nc = 0;
+  std::vector<int64_t> input_shape;   // -1: dynamic
+  std::vector<int64_t> output_shape;
+  int opset = 0;                      // ONNX
+  bool half = false;
+  std::string device;
+  std::vector<std::string> warnings;  // imgsz rounded, --half ignored on CPU, ...
+  double seconds = 0;
+};
+
+Result<ExportReport> Export(ExportOptions options);
+
+}  // namespace yc::trainer
