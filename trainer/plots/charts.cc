@@ -192,7 +192,7 @@ Status PlotConfusionMatrix(const std::vector<double>& counts, int64_t nc, const 
     c.Text(-0.05 * k * 0.2, i + 0.6, name, kBlack, 0.9, 1.0);                   // predicted, left
     c.Text(i + 0.5, k + 0.04 * k, name, kBlack, 0.9, 1.0, 90);                   // true, below, rotated
   }
-  c.Text(k / 2.0, k + m * 0.95, "True", kBlack, 1.2);
+  c.Text(k / 2.0, k + m * 0.8, "True", kBlack, 1.2);
   c.Text(-m * 0.9, k / 2.0, "Predicted", kBlack, 1.2, 0.5, 90);
   c.Text(k / 2.0, -0.05 * k, normalize ? "Confusion Matrix Normalized" : "Confusion Matrix", kBlack, 1.4);
   return Save(c, png);

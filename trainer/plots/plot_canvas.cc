@@ -106,8 +106,10 @@ void PlotCanvas::Panel(int k, std::array<double, 2> x, std::array<double, 2> y, 
 
 void PlotCanvas::XTickLabel(double x, const std::string& text) {
   Color({0, 0, 0});
-  // plmtex writes outside the viewport (plptex there would be clipped).
+  // plmtex writes outside the viewport (plptex there would be clipped); smaller, so long names fit.
+  plschr(0, 0.6);
   plmtex("bv", 0.8, (x - s_->wx0) / (s_->wx1 - s_->wx0), 1.0, text.c_str());
+  plschr(0, 0.75);
 }
 
 void PlotCanvas::Frame() {
