@@ -54,11 +54,13 @@ void DrawBoxes(const std::vector<BoxXyxy>& boxes, const std::vector<std::string>
                                                                                        : std::to_string(b.cls);
     int baseline = 0;
     const cv::Size text = cv::getTextSize(label, cv::FONT_HERSHEY_SIMPLEX, font_scale, 1, &baseline);
-    // Label box above the rectangle, or inside it when the rectangle touches the top.
+    // Label box above the rectangle, or inside it when the rectangle touches the top; shifted left when
+    // it would run off the right edge (so "name 0.87" stays readable, as Ultralytics' labels do).
     const int top = p1.y - text.height - baseline >= 0 ? p1.y - text.height - baseline : p1.y;
-    cv::rectangle(*rgb, cv::Point(p1.x, top), cv::Point(p1.x + text.width, top + text.height + baseline), color,
+    const int left = std::max(0, std::min(p1.x, rgb->cols - text.width));
+    cv::rectangle(*rgb, cv::Point(left, top), cv::Point(left + text.width, top + text.height + baseline), color,
                   cv::FILLED);
-    cv::putText(*rgb, label, cv::Point(p1.x, top + text.height), cv::FONT_HERSHEY_SIMPLEX, font_scale,
+    cv::putText(*rgb, label, cv::Point(left, top + text.height), cv::FONT_HERSHEY_SIMPLEX, font_scale,
                 cv::Scalar(255, 255, 255), 1, cv::LINE_AA);
   }
 }
