@@ -38,24 +38,29 @@ int32_t LabelInt(float v) {
 
 }  // namespace
 
-void DrawBoxes(const std::vector<BoxXyxy>& boxes, const std::vector<std::string>& names, cv::Mat* rgb) {
+void DrawBoxes(const std::vector<BoxXyxy>& boxes, const std::vector<std::string>& names, cv::Mat* rgb,
+               const std::vector<std::string>* box_labels) {
   const int thickness = std::max(1, static_cast<int>(std::lround(std::min(rgb->rows, rgb->cols) / 320.0)));
   const double font_scale = 0.4 * thickness;
-  for (const BoxXyxy& b : boxes) {
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    const BoxXyxy& b = boxes[i];
     if (!std::isfinite(b.x1) || !std::isfinite(b.y1) || !std::isfinite(b.x2) || !std::isfinite(b.y2)) continue;
     const cv::Scalar color = ClassColor(b.cls);
     const cv::Point p1(PixelCoord(b.x1, rgb->cols), PixelCoord(b.y1, rgb->rows));
     const cv::Point p2(PixelCoord(b.x2, rgb->cols), PixelCoord(b.y2, rgb->rows));
     cv::rectangle(*rgb, p1, p2, color, thickness, cv::LINE_AA);
-    const std::string label =
-        b.cls >= 0 && static_cast<size_t>(b.cls) < names.size() ? names[b.cls] : std::to_string(b.cls);
+    const std::string label = box_labels != nullptr && i < box_labels->size() ? (*box_labels)[i]
+                              : b.cls >= 0 && static_cast<size_t>(b.cls) < names.size() ? names[b.cls]
+                                                                                       : std::to_string(b.cls);
     int baseline = 0;
     const cv::Size text = cv::getTextSize(label, cv::FONT_HERSHEY_SIMPLEX, font_scale, 1, &baseline);
-    // Label box above the rectangle, or inside it when the rectangle touches the top.
+    // Label box above the rectangle, or inside it when the rectangle touches the top; shifted left when
+    // it would run off the right edge (so "name 0.87" stays readable, as Ultralytics' labels do).
     const int top = p1.y - text.height - baseline >= 0 ? p1.y - text.height - baseline : p1.y;
-    cv::rectangle(*rgb, cv::Point(p1.x, top), cv::Point(p1.x + text.width, top + text.height + baseline), color,
+    const int left = std::max(0, std::min(p1.x, rgb->cols - text.width));
+    cv::rectangle(*rgb, cv::Point(left, top), cv::Point(left + text.width, top + text.height + baseline), color,
                   cv::FILLED);
-    cv::putText(*rgb, label, cv::Point(p1.x, top + text.height), cv::FONT_HERSHEY_SIMPLEX, font_scale,
+    cv::putText(*rgb, label, cv::Point(left, top + text.height), cv::FONT_HERSHEY_SIMPLEX, font_scale,
                 cv::Scalar(255, 255, 255), 1, cv::LINE_AA);
   }
 }

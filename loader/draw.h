@@ -16,7 +16,9 @@ cv::Scalar ClassColor(int cls);
 
 // Draws each box (pixel xyxy) with its class name (names[cls], or the id when out of range) on
 // `rgb` (CV_8UC3, modified in place). Boxes partly outside the image are clipped by OpenCV.
-void DrawBoxes(const std::vector<BoxXyxy>& boxes, const std::vector<std::string>& names, cv::Mat* rgb);
+// `box_labels`, when given (one per box), is drawn instead of the class name (predict: "person 0.87").
+void DrawBoxes(const std::vector<BoxXyxy>& boxes, const std::vector<std::string>& names, cv::Mat* rgb,
+               const std::vector<std::string>* box_labels = nullptr);
 
 // Image `index` of a batch as an HWC RGB cv::Mat (a copy, either layout) with its labels drawn.
 cv::Mat RenderBatchImage(const Batch& batch, int index, const std::vector<std::string>& names);

@@ -8,6 +8,11 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 packages=(
   build-essential cmake ninja-build pkg-config git
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
+  # yolocache-train predict on video files (optional at configure time).
+  libopencv-videoio-dev
+  # yolocache-train's plots (results.png, PR/F1 curves, confusion matrices, labels.jpg); the cairo driver
+  # renders them antialiased (without it PLplot's plain memory driver is used).
+  libplplot-dev plplot-driver-cairo
   libturbojpeg0-dev liblmdb-dev libzstd-dev libxxhash-dev
   libtbb-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev

@@ -76,7 +76,7 @@ std::string ReadFile(const fs::path& path) {
 }
 
 pid_t SpawnTool(const std::string& tool, const std::vector<std::string>& args, const fs::path& out,
-                const fs::path& err) {
+                const fs::path& err, const fs::path& cwd) {
   const std::string exe = (BinaryDir() / tool).string();
   std::vector<char*> argv{const_cast<char*>(exe.c_str())};
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -85,6 +85,7 @@ pid_t SpawnTool(const std::string& tool, const std::vector<std::string>& args, c
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
   pid_t pid = -1;
   if (posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ) != 0) {
     ADD_FAILURE() << "cannot run " << exe;
@@ -96,7 +97,7 @@ pid_t SpawnTool(const std::string& tool, const std::vector<std::string>& args, c
 
 CliRun RunTool(const std::string& tool, const fs::path& dir, const std::vector<std::string>& args) {
   CliRun r;
-  const pid_t pid = SpawnTool(tool, args, dir / "stdout", dir / "stderr");
+  const pid_t pid = SpawnTool(tool, args, dir / "stdout", dir / "stderr", dir);
   if (pid < 0) return r;
   int status = 0;
   waitpid(pid, &status, 0);

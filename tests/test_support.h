@@ -41,10 +41,13 @@ struct CliRun {
   std::string out, err;
 };
 
-// Starts BinaryDir()/<tool> with `args`, stdout and stderr redirected to the files `out` and `err`.
+// Starts BinaryDir()/<tool> with `args`, stdout and stderr redirected to the files `out` and `err`, in
+// the working directory `cwd` (empty: the caller's).
 pid_t SpawnTool(const std::string& tool, const std::vector<std::string>& args, const std::filesystem::path& out,
-                const std::filesystem::path& err);
-// SpawnTool, waits for it, and reads back its output (via <dir>/stdout and <dir>/stderr).
+                const std::filesystem::path& err, const std::filesystem::path& cwd = {});
+// SpawnTool in the working directory `dir` (a test's temp directory: relative outputs such as
+// yolocache-train's default runs/detect/... land there), waits for it, and reads back its output (via
+// <dir>/stdout and <dir>/stderr).
 CliRun RunTool(const std::string& tool, const std::filesystem::path& dir, const std::vector<std::string>& args);
 
 // One process of a data-parallel launch: its exit code (-1: killed at the deadline or never started) and

@@ -1,7 +1,8 @@
 // `yolocache-train`: train, validate and run YOLOv8 and YOLO11 models on a yolocache cache.
-//   yolocache-train train   --data CACHE --model yolov8n|yolo11n --epochs 100 --batch 16 --imgsz 640 --out DIR ...
+//   yolocache-train train   --data CACHE --model yolov8n|yolo11n --epochs 100 --batch 16 --imgsz 640 ...
 //   yolocache-train val     --weights DIR/weights/best.pt --data CACHE [--json]
-//   yolocache-train predict --weights best.pt IMAGES... --out DIR [--json]
+//   yolocache-train predict --weights best.pt IMAGES/VIDEOS/DIRS... [--save-txt [--save-conf]] [--json]
+// Runs go to --project/--name (runs/detect/train, val, predict; train2, train3 ... as Ultralytics), or --out.
 //   yolocache-train ceiling --model yolov8n --batch 64 --imgsz 640 --amp [--data CACHE | --nc 80] [--json]
 //   yolocache-train export  --weights best.pt --format onnx|torchscript [--imgsz 640] [--dynamic] [--json]
 // Distributed training: start one `train` per rank with RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT
@@ -21,6 +22,7 @@
 #include "tools/common/data_arg.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache/cli_validators.h"
+#include "trainer/config/run_dir.h"
 #include "trainer/engine/ceiling_probe.h"
 #include "trainer/io/exporter.h"
 #include "trainer/runtime/device_feed.h"
@@ -192,8 +194,12 @@ void AddTrainOptions(CLI::App& app, TrainArgs& a) {
       ->capture_default_str()
       ->check(cli::NoMinusSign());  // CLI11 would take -1 as 2^64 - 1
   app.add_option("--resume", a.resume, "Continue the run saved in this checkpoint (e.g. DIR/weights/last.pt)");
-  app.add_option("--out", o.out, "Run directory (weights/, results.csv, results.png, args.json)")->capture_default_str();
-  app.add_flag("--exist-ok", o.exist_ok, "Start a new run in an --out that already holds one");
+  app.add_option("--project", o.project, "Runs folder: the run goes to PROJECT/NAME")->capture_default_str();
+  app.add_option("--name", o.name, "Run name; NAME2, NAME3 ... when PROJECT/NAME exists (as Ultralytics)")
+      ->capture_default_str();
+  app.add_option("--out", o.out, "Run directory as given (no increment; wins over --project/--name)");
+  app.add_flag("--exist-ok", o.exist_ok, "Reuse PROJECT/NAME, or start a new run in an --out that holds one");
+  app.add_flag("!--no-plots", o.plots, "No labels.jpg, train_batch*.jpg, results.png or validation plots");
   app.add_option("--log-every", o.log_every, "Batches between progress updates (host reads of the losses)")
       ->capture_default_str();
   app.add_flag("--synthetic-input", o.synthetic_input,
@@ -222,7 +228,7 @@ int RunTrain(CLI::App& app, TrainArgs& a) {
     if (!saved.ok()) return Fail("train", saved.status());
     TrainOptions r = *saved;
     for (const char* fixed : {"--model", "--weights", "--freeze", "--epochs", "--batch", "--imgsz", "--optimizer", "--lr0",
-                              "--seed", "--out"}) {
+                              "--seed", "--out", "--project", "--name"}) {
       if (app.count(fixed) > 0) {
         std::cerr << "yolocache-train train: " << fixed << " is ignored with --resume (the checkpoint's value is used)\n";
       }
@@ -277,7 +283,7 @@ int RunTrain(CLI::App& app, TrainArgs& a) {
               << "\n";
   }
   std::cout << "last: " << s.last.string() << "\nresults: " << (s.out_dir / "results.csv").string()
-            << (s.plot.empty() ? std::string() : "; " + s.plot) << "\n";
+            << (s.plot.empty() ? std::string() : "; " + s.plot) << "\nResults saved to " << s.out_dir.string() << "\n";
   if (s.early_stopped) std::cout << "stopped early (patience " << o.patience << ")\n";
   if (s.interrupted) return kExitInterrupted;
   return kExitOk;
@@ -363,6 +369,7 @@ int RunVal(const ValArgs& a) {
   const ValResult& v = r->result;
   if (a.json) {
     nlohmann::json j = MetricsToJson(v.metrics, r->names);
+    j["save_dir"] = r->save_dir.string();
     j["weights"] = o.weights;
     j["data"] = o.data;
     j["split"] = o.split;
@@ -391,34 +398,42 @@ int RunVal(const ValArgs& a) {
   std::printf("%lld images in %.2f s on %s, imgsz %d (data %.3f s, model %.3f s, NMS %.3f s, metrics %.3f s)\n",
               static_cast<long long>(v.images), v.seconds, r->device.c_str(), r->imgsz, v.data_seconds, v.model_seconds,
               v.nms_seconds, v.metrics_seconds);
+  if (!r->plots.empty()) std::printf("%s\n", r->plots.c_str());
+  std::printf("Results saved to %s\n", r->save_dir.c_str());
   return kExitOk;
 }
 
 struct PredictArgs {
-  std::string weights, out = "runs/predict", device;
+  std::string weights, device;
+  std::string project = "runs/detect", name = "predict", out;
+  bool exist_ok = false;
   std::vector<std::string> images;
   PredictOptions o;
   bool json = false;
 };
 
 int RunPredict(const PredictArgs& a) {
-  Result<std::vector<std::filesystem::path>> files = ExpandImagePaths(a.images);
-  if (!files.ok()) return Fail("predict", files.status());
-  if (files->empty()) return Fail("predict", Status::InvalidArgument("no images given (files or directories)"));
+  Result<std::vector<PredictInput>> inputs = ExpandPredictInputs(a.images);
+  if (!inputs.ok()) return Fail("predict", inputs.status());
+  if (inputs->empty()) return Fail("predict", Status::InvalidArgument("no images or videos given (files or directories)"));
+  if (a.o.save_conf && !a.o.save_txt) std::cerr << "yolocache-train predict: --save-conf has no effect without --save-txt\n";
   Result<at::Device> device = ParseDevice(a.device);
   if (!device.ok()) return Fail("predict", device.status());
   ConfigureDevice(*device);
   InstallSignals();
   Result<std::unique_ptr<Predictor>> p = Predictor::Load(a.weights, *device, a.o);
   if (!p.ok()) return Fail("predict", p.status());
+  Result<std::filesystem::path> save_dir = ResolveRunDir(a.out, a.project, a.name, a.exist_ok);
+  if (!save_dir.ok()) return Fail("predict", save_dir.status());
   int failures = 0;
   size_t done = 0;
   nlohmann::json all = nlohmann::json::array();
-  for (const auto& f : *files) {
+  for (const PredictInput& in : *inputs) {
     if (g_interrupt.load()) break;
     ++done;
-    Result<PredictResult> r = (*p)->PredictFile(f, a.out);
+    Result<PredictResult> r = in.video ? (*p)->PredictVideo(in, *save_dir, &g_interrupt) : (*p)->PredictFile(in, *save_dir);
     if (!r.ok()) {
+      if (r.status().code() == Status::Code::kCancelled) break;
       std::cerr << "yolocache-train predict: " << r.status().ToString() << "\n";
       ++failures;
       continue;
@@ -426,13 +441,18 @@ int RunPredict(const PredictArgs& a) {
     if (a.json) {
       all.push_back(PredictResultToJson(*r, (*p)->names()));
     } else {
-      std::cout << f.string() << ": " << r->width << "x" << r->height << ", " << r->detections.size() << " detections ("
-                << F("%.1f", r->milliseconds) << " ms) -> " << r->output.string() << "\n";
+      std::cout << in.source.string() << ": " << r->width << "x" << r->height << ", "
+                << (in.video ? std::to_string(r->frames) + " frames, " : std::string()) << r->detections.size()
+                << " detections (" << F("%.1f", r->milliseconds) << " ms) -> " << r->output.string() << "\n";
     }
   }
-  if (a.json) std::cout << all.dump(2) << "\n";
+  if (a.json) {
+    std::cout << all.dump(2) << "\n";
+  } else {
+    std::cout << "Results saved to " << save_dir->string() << (a.o.save_txt ? " (labels in labels/)" : "") << "\n";
+  }
   if (g_interrupt.load()) {
-    std::cerr << "yolocache-train predict: interrupted after " << done << " of " << files->size() << " images\n";
+    std::cerr << "yolocache-train predict: interrupted after " << done << " of " << inputs->size() << " inputs\n";
     return kExitInterrupted;
   }
   return failures == 0 ? kExitOk : kExitProblems;
@@ -522,13 +542,26 @@ int main(int argc, char** argv) {
   val_cmd->add_option("--threads", val.o.threads, "Loader threads (0: all cores)")->capture_default_str();
   val_cmd->add_flag("--no-rect", val.no_rect, "Square imgsz batches instead of rectangular ones");
   val_cmd->add_flag("--json", val.json, "Print the metrics as JSON");
+  val_cmd->add_option("--project", val.o.project, "Runs folder: plots go to PROJECT/NAME")->capture_default_str();
+  val_cmd->add_option("--name", val.o.name, "Run name; NAME2, NAME3 ... when PROJECT/NAME exists")->capture_default_str();
+  val_cmd->add_option("--out", val.o.out, "Run directory as given (no increment; wins over --project/--name)");
+  val_cmd->add_flag("--exist-ok", val.o.exist_ok, "Reuse PROJECT/NAME instead of incrementing");
+  val_cmd->add_flag("!--no-plots", val.o.plots, "No PR/F1/P/R curves or confusion matrices");
 
   PredictArgs predict;
   predict.o.imgsz = 0;
-  CLI::App* predict_cmd = app.add_subcommand("predict", "Detect objects in images and write annotated JPEGs");
+  CLI::App* predict_cmd =
+      app.add_subcommand("predict", "Detect objects in images and videos; write annotated JPEGs / AVIs (and label txt files)");
   predict_cmd->add_option("--weights", predict.weights, "Checkpoint (best.pt / last.pt) or Ultralytics .pt")->required();
-  predict_cmd->add_option("images", predict.images, "Image files or directories")->required();
-  predict_cmd->add_option("--out", predict.out, "Output directory for the annotated images")->capture_default_str();
+  predict_cmd->add_option("images", predict.images, "Image or video files, or directories (searched recursively)")
+      ->required();
+  predict_cmd->add_option("--project", predict.project, "Runs folder: results go to PROJECT/NAME")->capture_default_str();
+  predict_cmd->add_option("--name", predict.name, "Run name; NAME2, NAME3 ... when PROJECT/NAME exists")
+      ->capture_default_str();
+  predict_cmd->add_option("--out", predict.out, "Run directory as given (no increment; wins over --project/--name)");
+  predict_cmd->add_flag("--exist-ok", predict.exist_ok, "Reuse PROJECT/NAME instead of incrementing");
+  predict_cmd->add_flag("--save-txt", predict.o.save_txt, "Write labels/<name>.txt rows: cls xc yc w h (normalised)");
+  predict_cmd->add_flag("--save-conf", predict.o.save_conf, "Append each detection's confidence to the --save-txt rows");
   predict_cmd->add_option("--imgsz", predict.o.imgsz, "Inference size (0: the checkpoint's)")->capture_default_str();
   predict_cmd->add_option("--conf", predict.o.conf, "Confidence threshold")->capture_default_str();
   predict_cmd->add_option("--iou", predict.o.iou, "NMS IoU threshold")->capture_default_str();

@@ -15,6 +15,7 @@ RANKS = {
     "trainer/runtime": 2,
     "trainer/distributed": 2,
     "trainer/config": 2,
+    "trainer/plots": 2,
     "trainer/model": 3,
     "trainer/loss": 4,
     "trainer/io": 4,

@@ -141,7 +141,10 @@ const std::vector<Field>& Fields() {
       Num("keep", &TrainOptions::keep),
       Num("patience", &TrainOptions::patience),
       Num("seed", &TrainOptions::seed),
+      Str("project", &TrainOptions::project),
+      Str("name", &TrainOptions::name),
       Str("out", &TrainOptions::out),
+      Bool("plots", &TrainOptions::plots),
       Bool("exist_ok", &TrainOptions::exist_ok),
       Num("log_every", &TrainOptions::log_every),
       Bool("synthetic_input", &TrainOptions::synthetic_input),
@@ -234,7 +237,7 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.patience < 0) return bad("--patience must be >= 0");
   if (o.log_every < 1) return bad("--log-every must be >= 1");
   if (o.synthetic_iters < 1) return bad("--synthetic-iters must be >= 1");
-  if (o.out.empty()) return bad("--out must not be empty");
+  if (o.out.empty() && (o.project.empty() || o.name.empty())) return bad("--project and --name must not be empty");
   if (o.data.empty()) return bad("--data (a cache directory) is required");
   // The loader checks the augmentation ranges itself; fail early with its message.
   return ValidateOptions(TrainLoaderOptions(o));

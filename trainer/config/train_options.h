@@ -77,8 +77,15 @@ struct TrainOptions {
   uint64_t seed = 0;             // torch init + loader sampling/augmentation
 
   // Output.
-  std::string out = "runs/train";
-  bool exist_ok = false;         // allow a fresh run into an --out that already holds weights
+  // The run directory: <project>/<name>, incremented to <name>2, <name>3 ... when it exists (Ultralytics'
+  // get_save_dir + increment_path; --exist-ok reuses it); an explicit `out` is used as given instead.
+  // The trainer stores the directory it chose in `out` (args.json, checkpoints), so --resume finds it.
+  std::string project = "runs/detect";
+  std::string name = "train";
+  std::string out;
+  bool exist_ok = false;         // reuse <project>/<name>, or start a fresh run in an --out that holds one
+  bool plots = true;             // labels.jpg, train_batch0-2.jpg, results.png, validation curves
+
   int log_every = 10;            // batches between host reads of the running losses (progress)
 
   // Throughput probe (--synthetic-input): fwd+bwd+step iterations on device-resident random data.

@@ -1,9 +1,8 @@
 // Per-epoch results of a run, as Ultralytics writes them: <out>/results.csv (one row per epoch, same
 // column names) and <out>/results.png (losses and metrics over epochs, one panel per column).
 //
-// The plot is drawn with OpenCV imgproc and encoded as PNG by OpenCV imgcodecs when the build has it
-// (YOLOCACHE_WITH_IMGCODECS), else by libpng when CMake found it (YOLOCACHE_WITH_LIBPNG; the GPU host's
-// case), else not at all: WriteResultsPlot says so and the run goes on.
+// The plot is drawn with PLplot (trainer/plots/charts.h) and encoded as PNG by OpenCV imgcodecs or libpng;
+// a build without PLplot or without a PNG encoder skips it: WriteResultsPlot says so and the run goes on.
 #pragma once
 
 #include <array>
@@ -58,7 +57,7 @@ class ResultsLog {
 // Draws the 2 x 5 panel figure (train box/cls/dfl loss, precision, recall; val box/cls/dfl loss, mAP50,
 // mAP50-95) and writes it as PNG. Unsupported when this build has no PNG encoder.
 Status WriteResultsPlot(const std::vector<EpochRecord>& records, const std::filesystem::path& png);
-// "opencv-imgcodecs", "libpng" or "none".
+// "PLplot <driver> + <png encoder>", or "none" when the build cannot draw it.
 const char* ResultsPlotEncoder();
 
 }  // namespace yc::trainer

@@ -17,6 +17,11 @@
 #include "loader/loader.h"
 #include "trainer/runtime/autocast.h"
 #include "trainer/runtime/background_writer.h"
+#include "trainer/config/run_dir.h"
+#include "trainer/eval/val_plots.h"
+#include "trainer/plots/batch_grid.h"
+#include "trainer/plots/charts.h"
+#include "trainer/plots/image_file.h"
 #include "trainer/engine/ceiling_probe.h"
 #include "trainer/io/checkpoint.h"
 #include "trainer/runtime/device_feed.h"
@@ -54,6 +59,12 @@ bool EarlyStopping::Update(int epoch, double fitness) {
 }
 
 namespace {
+
+// A picture that cannot be drawn is not worth stopping a run for; a build without PLplot says so once
+// (in the run summary), not per picture.
+void WarnIfNotPlotted(const Status& st) {
+  if (!st.ok() && st.code() != Status::Code::kUnsupported) std::fprintf(stderr, "warning: %s\n", st.ToString().c_str());
+}
 
 double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -200,6 +211,7 @@ class Run {
   double epoch_data_wait_s_ = 0;
   nlohmann::json last_metrics_ = nlohmann::json::object();
   bool plot_disabled_ = false;
+  std::vector<double> last_confusion_;  // of the last validation, for the final plots
 
   TrainSummary summary_;
 };
@@ -294,8 +306,16 @@ Status Run::Setup() {
     last_metrics_ = meta.metrics;
   }
 
-  // Output directory.
+  // Output directory: an explicit --out as given, else <project>/<name> incremented as Ultralytics does.
+  // Only rank 0 picks (and creates) it; other ranks write nothing there. The choice goes into o_.out, so
+  // args.json and the checkpoints name it and --resume continues in it.
+  if (o_.out.empty()) {
+    Result<fs::path> dir = ResolveRunDir("", o_.project, o_.name, o_.exist_ok, /*create=*/IsMain());
+    if (!dir.ok()) return dir.status();
+    o_.out = dir->string();
+  }
   out_ = o_.out;
+  if (IsMain()) Say("run directory: " + out_.string());
   weights_ = out_ / "weights";
   last_ = weights_ / "last.pt";
   best_ = weights_ / "best.pt";
@@ -359,6 +379,20 @@ Status Run::Setup() {
   if (!loader.ok()) return Status(loader.status()).WithContext("train loader");
   loader_ = std::move(*loader);
   nb_ = loader_->batches_per_epoch();
+  if (o_.plots && IsMain() && resume_ == nullptr) {
+    // labels.jpg from every label of the train split, drawn by the background writer while training starts.
+    writer_.Submit([source = train_source, names = names_, jpg = out_ / "labels.jpg"]() -> Status {
+      std::vector<Box> boxes;
+      ScratchBuffer scratch;
+      RecordView view;
+      for (size_t r = 0; r < source->size(); ++r) {
+        if (!source->Read(r, &view, &scratch).ok()) continue;  // the loader reports damaged records itself
+        boxes.insert(boxes.end(), view.boxes, view.boxes + view.box_count);
+      }
+      WarnIfNotPlotted(PlotLabels(boxes, names, jpg));
+      return Status::OK();
+    });
+  }
   Say("data: " + o_.data + ": " + std::to_string(loader_->dataset_size()) + " train images, " +
       (o_.val ? std::to_string(val->size()) + " val images" : std::string("no validation")) + "; imgsz " +
       std::to_string(o_.imgsz) + ", batch " + std::to_string(o_.batch) + ", " + std::to_string(nb_) + " batches/epoch" +
@@ -531,6 +565,15 @@ Status Run::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
     Result<DeviceBatch> db = feed_->Take();
     if (!db.ok()) return db.status();
     const int64_t ni = static_cast<int64_t>(i) + static_cast<int64_t>(nb_) * epoch;
+    if (o_.plots && IsMain() && ni < 3 && resume_ == nullptr && db->host) {
+      // train_batch0-2.jpg, as Ultralytics' plot_training_samples: the grid is copied out here (the host
+      // buffer goes back to the loader), encoded and written by the background writer.
+      cv::Mat grid = RenderBatchGrid(*db->host, names_);
+      writer_.Submit([grid, jpg = out_ / ("train_batch" + std::to_string(ni) + ".jpg")]() -> Status {
+        WarnIfNotPlotted(WriteImageFile(jpg, grid));
+        return Status::OK();
+      });
+    }
     const StepSettings s = schedule_->At(epoch, ni, static_cast<int64_t>(nb_), spec_.lr);
     ApplyStepSettings(*optimizer_, s);
     const bool step_now = ni - state_.last_opt_step >= s.accumulate;  // before backward: DDP sync or no_sync
@@ -694,6 +737,7 @@ Status Run::EndEpochMain(int epoch, bool* stop) {
     rec.val_loss = v->loss;
     summary_.final_metrics = v->metrics;
     summary_.has_metrics = true;
+    last_confusion_ = v->confusion;
     last_metrics_ = SummaryJson(v->metrics);
     last_metrics_["epoch"] = epoch + 1;
     *stop = stopper_->Update(epoch + 1, v->metrics.fitness);
@@ -742,10 +786,10 @@ Status Run::EndEpochMain(int epoch, bool* stop) {
     }
     return Status::OK();
   });
-  if (!plot_disabled_) {
+  if (!plot_disabled_ && o_.plots && IsMain()) {
     if (std::string(ResultsPlotEncoder()) == "none") {
       plot_disabled_ = true;
-      summary_.plot = "results.png skipped: this build has no PNG encoder";
+      summary_.plot = "results.png and the other plots skipped: this build has no PLplot or no PNG encoder";
       Say(summary_.plot);
     } else {
       summary_.plot = "results.png written (" + std::string(ResultsPlotEncoder()) + ")";
@@ -894,6 +938,13 @@ Result<TrainSummary> Run::Execute() {
       summary_.early_stopped = true;
       break;
     }
+  }
+  if (o_.plots && IsMain() && summary_.has_metrics && !summary_.interrupted) {
+    // The last validation's curves and confusion matrices (Ultralytics draws them in its final validation).
+    writer_.Submit([metrics = summary_.final_metrics, confusion = last_confusion_, names = names_, dir = out_]() -> Status {
+      WarnIfNotPlotted(WriteValidationPlots(metrics, confusion, names, dir));
+      return Status::OK();
+    });
   }
   YC_RETURN_IF_ERROR(writer_.Wait());  // every checkpoint on disk before the run reports them
   summary_.epochs_completed = state_.epoch;

@@ -96,7 +96,18 @@ double Interp(double x, const std::vector<double>& xp, const std::vector<double>
   return y;
 }
 
-double ComputeAP(const std::vector<double>& recall, const std::vector<double>& precision) {
+const std::vector<double>& CurveX() {
+  static const std::vector<double> kX = [] {
+    constexpr int kCurve = 1000;
+    std::vector<double> xs(kCurve);
+    for (int i = 0; i < kCurve; ++i) xs[i] = i == kCurve - 1 ? 1.0 : static_cast<double>(i) * (1.0 / (kCurve - 1));
+    return xs;
+  }();
+  return kX;
+}
+
+double ComputeAP(const std::vector<double>& recall, const std::vector<double>& precision,
+                 const std::vector<double>* curve_x, std::vector<double>* envelope_at) {
   std::vector<double> mrec, mpre;
   mrec.reserve(recall.size() + 2);
   mpre.reserve(precision.size() + 2);
@@ -116,6 +127,10 @@ double ComputeAP(const std::vector<double>& recall, const std::vector<double>& p
     if (i > 0) ap += (x - prev_x) * (y + prev_y) / 2.0;
     prev_x = x;
     prev_y = y;
+  }
+  if (curve_x != nullptr && envelope_at != nullptr) {
+    envelope_at->resize(curve_x->size());
+    for (size_t i = 0; i < curve_x->size(); ++i) (*envelope_at)[i] = Interp((*curve_x)[i], mrec, mpre, mpre.front(), mpre.back());
   }
   return ap;
 }
@@ -168,8 +183,8 @@ ApPerClassResult ApPerClass(const std::vector<uint8_t>& tp, int64_t num_threshol
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return conf[a] > conf[b]; });
 
-  std::vector<double> xs(kCurve);
-  for (int i = 0; i < kCurve; ++i) xs[i] = i == kCurve - 1 ? 1.0 : static_cast<double>(i) * (1.0 / (kCurve - 1));
+  const std::vector<double>& xs = CurveX();
+  res.pr_curve.assign(nc, std::vector<double>(kCurve, 0.0));
 
   std::vector<int64_t> idx;
   std::vector<double> neg_conf, recall_col, precision_col;
@@ -198,7 +213,7 @@ ApPerClassResult ApPerClass(const std::vector<uint8_t>& tp, int64_t num_threshol
         rc[k] = tpc / (n_l + kEps);
         pc[k] = tpc / (tpc + fpc);
       }
-      res.ap[ci][j] = ComputeAP(rc, pc);
+      res.ap[ci][j] = j == 0 ? ComputeAP(rc, pc, &xs, &res.pr_curve[ci]) : ComputeAP(rc, pc);
     }
     // Curves over confidence at IoU 0.5 (negated axes because conf decreases).
     for (int i = 0; i < kCurve; ++i) {
@@ -230,6 +245,9 @@ ApPerClassResult ApPerClass(const std::vector<uint8_t>& tp, int64_t num_threshol
     res.r[ci] = r_curve[ci][best];
     res.f1[ci] = f1[ci][best];
   }
+  res.f1_curve = std::move(f1);
+  res.p_curve = std::move(p_curve);
+  res.r_curve = std::move(r_curve);
   return res;
 }
 

@@ -11,6 +11,8 @@
 
 #include <ATen/ATen.h>
 
+#include "trainer/eval/metrics_summary.h"
+
 namespace yc::trainer {
 
 // torch.linspace(0.5, 0.95, 10) in float32, as Ultralytics compares against them.
@@ -22,29 +24,17 @@ at::Tensor MatchPredictions(const at::Tensor& pred_classes, const at::Tensor& tr
                             const std::vector<float>& thresholds = IouThresholds());
 
 // AP of one recall/precision curve (recall non-decreasing): envelope, 101-point interpolation, trapezoid.
-double ComputeAP(const std::vector<double>& recall, const std::vector<double>& precision);
+// `envelope_at`, when given, receives the precision envelope at `curve_x` (the PR_curve.png values).
+double ComputeAP(const std::vector<double>& recall, const std::vector<double>& precision,
+                 const std::vector<double>* curve_x = nullptr, std::vector<double>* envelope_at = nullptr);
+
 
 // numpy.interp (xp non-decreasing; left/right values outside), exposed for the tests.
 double Interp(double x, const std::vector<double>& xp, const std::vector<double>& fp, double left, double right);
 
-struct ApPerClassResult {
-  std::vector<int64_t> classes;          // unique ground-truth classes, ascending
-  std::vector<int64_t> num_targets;      // ground-truth count per class
-  std::vector<double> p, r, f1;          // per class at the best-F1 confidence
-  std::vector<std::vector<double>> ap;   // per class, per IoU threshold
-};
-
 // tp: N x T row-major (1 = true positive at that threshold); conf, pred_cls: N; target_cls: all labels.
 ApPerClassResult ApPerClass(const std::vector<uint8_t>& tp, int64_t num_thresholds, const std::vector<float>& conf,
                             const std::vector<int64_t>& pred_cls, const std::vector<int64_t>& target_cls);
-
-struct MetricsSummary {
-  double precision = 0, recall = 0, map50 = 0, map50_95 = 0;
-  double fitness = 0;  // 0.1 * mAP50 + 0.9 * mAP50-95 (Ultralytics 8.0-8.3.2xx best.pt selection)
-  ApPerClassResult per_class;
-  int64_t images = 0;
-  int64_t instances = 0;
-};
 
 // Accumulates validation statistics image by image, then computes the summary.
 class DetectionMetrics {

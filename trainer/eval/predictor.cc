@@ -4,6 +4,9 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <set>
 
 #include <c10/core/GradMode.h>
 
@@ -15,6 +18,7 @@
 #include "trainer/io/checkpoint.h"
 #include "trainer/io/pretrained.h"
 #include "trainer/eval/nms.h"
+#include "trainer/eval/video_io.h"
 
 namespace yc::trainer {
 
@@ -93,7 +97,68 @@ Result<std::vector<Detection>> Predictor::Predict(const cv::Mat& rgb) {
   return out;
 }
 
-Result<PredictResult> Predictor::PredictFile(const fs::path& image, const fs::path& out_dir) {
+namespace {
+
+std::vector<std::string> BoxLabels(const std::vector<Detection>& dets, const std::vector<std::string>& names) {
+  std::vector<std::string> labels;
+  for (const Detection& d : dets) labels.push_back(DetectionLabel(d, names));
+  return labels;
+}
+
+// Draws the detections with "name conf" labels on `rgb` in place.
+void Annotate(const std::vector<Detection>& dets, const std::vector<std::string>& names, cv::Mat* rgb) {
+  std::vector<BoxXyxy> boxes;
+  for (const Detection& d : dets) boxes.push_back({d.x1, d.y1, d.x2, d.y2, d.cls});
+  const std::vector<std::string> labels = BoxLabels(dets, names);
+  DrawBoxes(boxes, names, rgb, &labels);
+}
+
+Status MakeParent(const fs::path& file) {
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  if (ec) return Status::IOError(Status::At(file.parent_path().string(), ec.message()));
+  return Status::OK();
+}
+
+// Writes a txt file whole (io/checkpoint.h's temp file + rename): never half-written.
+Status WriteText(const fs::path& path, const std::string& text) {
+  YC_RETURN_IF_ERROR(MakeParent(path));
+  return WriteFileAtomic(path, text);
+}
+
+fs::path LabelsPath(const fs::path& save_dir, const PredictInput& input, const std::string& suffix) {
+  fs::path rel = input.output;
+  rel.replace_extension();
+  return save_dir / "labels" / (rel.string() + suffix + ".txt");
+}
+
+}  // namespace
+
+std::string DetectionLabel(const Detection& d, const std::vector<std::string>& names) {
+  char conf[16];
+  std::snprintf(conf, sizeof conf, " %.2f", d.conf);
+  return (d.cls >= 0 && static_cast<size_t>(d.cls) < names.size() ? names[static_cast<size_t>(d.cls)] : std::to_string(d.cls)) +
+         conf;
+}
+
+std::string FormatLabelRows(const std::vector<Detection>& dets, int width, int height, bool save_conf) {
+  std::string out;
+  char buf[160];
+  for (const Detection& d : dets) {
+    // Ultralytics' Results.save_txt: (cls, *xywhn[, conf]) each formatted "%g", space-separated.
+    const double xc = (d.x1 + d.x2) / 2.0 / width, yc = (d.y1 + d.y2) / 2.0 / height;
+    const double w = (d.x2 - d.x1) / static_cast<double>(width), h = (d.y2 - d.y1) / static_cast<double>(height);
+    int n = std::snprintf(buf, sizeof buf, "%d %g %g %g %g", d.cls, static_cast<float>(xc), static_cast<float>(yc),
+                          static_cast<float>(w), static_cast<float>(h));
+    if (save_conf) n += std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n), " %g", d.conf);
+    out.append(buf, static_cast<size_t>(n));
+    out += '\n';
+  }
+  return out;
+}
+
+Result<PredictResult> Predictor::PredictFile(const PredictInput& input, const fs::path& save_dir) {
+  const fs::path& image = input.source;
   // A FIFO, device or directory is refused without blocking (an ifstream would wait on a FIFO forever).
   std::string bytes;
   YC_RETURN_IF_ERROR(ReadRegularFile(image, kMaxImageFileBytes, &bytes));
@@ -117,40 +182,115 @@ Result<PredictResult> Predictor::PredictFile(const fs::path& image, const fs::pa
   result.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   result.detections = std::move(*dets);
 
-  std::vector<BoxXyxy> boxes;
-  for (const Detection& d : result.detections) boxes.push_back({d.x1, d.y1, d.x2, d.y2, d.cls});
   cv::Mat canvas = decoded.rgb;
-  DrawBoxes(boxes, names_, &canvas);
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec) return Status::IOError(Status::At(out_dir.string(), ec.message()));
-  result.output = out_dir / (image.stem().string() + ".jpg");
+  Annotate(result.detections, names_, &canvas);
+  result.output = save_dir / input.output;
+  YC_RETURN_IF_ERROR(MakeParent(result.output));
   YC_RETURN_IF_ERROR(WriteJpeg(result.output, canvas.data, canvas.cols, canvas.rows, options_.jpeg_quality,
                                static_cast<int>(canvas.step)));
+  // As Ultralytics: a txt file only for an image with detections.
+  if (options_.save_txt && !result.detections.empty()) {
+    result.labels = LabelsPath(save_dir, input, "");
+    YC_RETURN_IF_ERROR(WriteText(result.labels, FormatLabelRows(result.detections, result.width, result.height,
+                                                                options_.save_conf)));
+  }
   return result;
 }
 
-Result<std::vector<fs::path>> ExpandImagePaths(const std::vector<std::string>& inputs) {
+Result<PredictResult> Predictor::PredictVideo(const PredictInput& input, const fs::path& save_dir,
+                                              const std::atomic<bool>* cancel) {
+  Result<std::unique_ptr<VideoReader>> reader = VideoReader::Open(input.source);
+  if (!reader.ok()) return reader.status();
+  PredictResult result;
+  result.source = input.source;
+  result.output = save_dir / input.output;
+  YC_RETURN_IF_ERROR(MakeParent(result.output));
+  std::unique_ptr<VideoWriter> writer;
+  cv::Mat frame;
+  double ms = 0;
+  while ((*reader)->Next(&frame)) {
+    if (cancel != nullptr && cancel->load()) break;
+    if (!writer) {
+      result.width = frame.cols;
+      result.height = frame.rows;
+      Result<std::unique_ptr<VideoWriter>> w = VideoWriter::Open(result.output, (*reader)->fps(), frame.size());
+      if (!w.ok()) return w.status();
+      writer = std::move(*w);
+    }
+    if (frame.cols != result.width || frame.rows != result.height) {
+      return Status::DataError(Status::At(input.source.string(), "frame " + std::to_string(result.frames + 1) +
+                                                                     " changes the video's size"));
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    Result<std::vector<Detection>> dets = Predict(frame);
+    if (!dets.ok()) return Status(dets.status()).WithContext(input.source.string());
+    ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    ++result.frames;
+    Annotate(*dets, names_, &frame);
+    YC_RETURN_IF_ERROR(writer->Write(frame));
+    // Ultralytics names a video's label files <stem>_<frame>.txt, frames counted from 1.
+    if (options_.save_txt && !dets->empty()) {
+      YC_RETURN_IF_ERROR(WriteText(LabelsPath(save_dir, input, "_" + std::to_string(result.frames)),
+                                   FormatLabelRows(*dets, frame.cols, frame.rows, options_.save_conf)));
+    }
+    result.detections.insert(result.detections.end(), dets->begin(), dets->end());
+  }
+  if (!writer) return Status::DataError(Status::At(input.source.string(), "no frame could be read"));
+  YC_RETURN_IF_ERROR(writer->Close());
+  if (options_.save_txt) result.labels = LabelsPath(save_dir, input, "_*");
+  result.milliseconds = ms;
+  if (cancel != nullptr && cancel->load()) return Status::Cancelled("interrupted in " + input.source.string());
+  return result;
+}
+
+Result<std::vector<PredictInput>> ExpandPredictInputs(const std::vector<std::string>& inputs) {
   static const char* kExt[] = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"};
-  std::vector<fs::path> out;
+  auto is_image = [](const fs::path& p) {
+    std::string ext = p.extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return std::find(std::begin(kExt), std::end(kExt), ext) != std::end(kExt);
+  };
+  // (source, relative path it came with)
+  std::vector<std::pair<fs::path, fs::path>> found;
   for (const std::string& in : inputs) {
     std::error_code ec;
     const fs::path p(in);
     if (fs::is_directory(p, ec)) {
-      std::vector<fs::path> found;
-      for (const auto& e : fs::directory_iterator(p, ec)) {
-        if (!e.is_regular_file(ec)) continue;
-        std::string ext = e.path().extension().string();
-        std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-        if (std::find(std::begin(kExt), std::end(kExt), ext) != std::end(kExt)) found.push_back(e.path());
+      std::vector<fs::path> files;
+      for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (!it->is_regular_file(ec)) continue;
+        if (is_image(it->path()) || IsVideoFile(it->path())) files.push_back(it->path());
       }
-      std::sort(found.begin(), found.end());
-      out.insert(out.end(), found.begin(), found.end());
+      if (ec) return Status::IOError(Status::At(in, "cannot list: " + ec.message()));
+      std::sort(files.begin(), files.end());
+      for (const fs::path& f : files) found.emplace_back(f, f.lexically_relative(p));
     } else if (fs::exists(p, ec)) {
-      out.push_back(p);
+      found.emplace_back(p, p.filename());
     } else {
       return Status::NotFound(Status::At(in, "no such file or directory"));
     }
+  }
+  std::vector<PredictInput> out;
+  std::set<std::string> used;
+  for (const auto& [source, rel] : found) {
+    PredictInput item;
+    item.source = source;
+    item.video = IsVideoFile(source);
+    const std::string ext = item.video ? VideoOutputExtension() : ".jpg";
+    const fs::path dir = rel.parent_path();
+    const std::string stem = rel.stem().string();
+    std::string src_ext = rel.extension().string();
+    std::transform(src_ext.begin(), src_ext.end(), src_ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    fs::path candidate = dir / (stem + ext);
+    // img.png beside img.jpg -> img_png.jpg; the same name twice -> img_2.jpg.
+    if (used.count(candidate.string()) > 0 && src_ext.size() > 1 && src_ext != ext && src_ext != ".jpeg") {
+      candidate = dir / (stem + "_" + src_ext.substr(1) + ext);
+    }
+    for (int n = 2; used.count(candidate.string()) > 0; ++n) candidate = dir / (stem + "_" + std::to_string(n) + ext);
+    used.insert(candidate.string());
+    item.output = candidate;
+    out.push_back(std::move(item));
   }
   return out;
 }
@@ -164,8 +304,11 @@ nlohmann::json PredictResultToJson(const PredictResult& r, const std::vector<std
                     {"confidence", d.conf},
                     {"box", {d.x1, d.y1, d.x2, d.y2}}});
   }
-  return {{"source", r.source.string()}, {"output", r.output.string()}, {"width", r.width},
-          {"height", r.height},          {"ms", r.milliseconds},        {"detections", dets}};
+  nlohmann::json j = {{"source", r.source.string()}, {"output", r.output.string()}, {"width", r.width},
+                      {"height", r.height},          {"ms", r.milliseconds},        {"detections", dets}};
+  if (!r.labels.empty()) j["labels"] = r.labels.string();
+  if (r.frames > 0) j["frames"] = r.frames;
+  return j;
 }
 
 }  // namespace yc::trainer

@@ -1,9 +1,12 @@
 // Inference on image files with a trained checkpoint (Ultralytics `predict`): decode (EXIF-oriented,
 // libcache/decode.h), letterbox to imgsz with stride-32 minimal padding (LetterBox(auto=True)), model in
 // eval mode, NMS (conf 0.25, IoU 0.7, best class per box), boxes mapped back to the original image,
-// drawn with their class names, written as JPEG.
+// drawn with their class names and confidences ("person 0.87"), written as JPEG (videos: frame by frame
+// into a Motion-JPEG AVI, video_io.h). --save-txt writes Ultralytics' label rows
+// `cls xc yc w h [conf]` (normalised to the image, %g) to labels/<name>.txt (videos: <name>_<frame>.txt).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -26,6 +29,16 @@ struct PredictOptions {
   int max_det = 300;
   bool agnostic = false;  // class-agnostic NMS
   int jpeg_quality = 90;
+  bool save_txt = false;   // labels/<name>.txt per image (per video frame)
+  bool save_conf = false;  // append the confidence to each txt row
+};
+
+// One input and where its result goes, relative to the run directory: `output` is the annotated picture
+// (or video); its labels go to labels/<output without extension>.txt.
+struct PredictInput {
+  std::filesystem::path source;
+  std::filesystem::path output;
+  bool video = false;
 };
 
 struct Detection {
@@ -36,6 +49,8 @@ struct Detection {
 
 struct PredictResult {
   std::filesystem::path source, output;
+  std::filesystem::path labels;  // the txt file (images) or folder prefix (videos); empty without --save-txt
+  int frames = 0;                // videos: frames processed
   int width = 0, height = 0;  // original (oriented) image size
   std::vector<Detection> detections;
   double milliseconds = 0;     // letterbox + forward + NMS
@@ -49,9 +64,14 @@ class Predictor {
 
   // Detections on an RGB image (CV_8UC3, any size).
   Result<std::vector<Detection>> Predict(const cv::Mat& rgb);
-  // Reads and decodes `image`, predicts, and writes <out_dir>/<stem>.jpg with the boxes drawn. Anything
-  // but a regular file (a FIFO, a device) is an IOError naming it, returned at once (libcache/file_read.h).
-  Result<PredictResult> PredictFile(const std::filesystem::path& image, const std::filesystem::path& out_dir);
+  // Reads and decodes the image, predicts, and writes <save_dir>/<input.output> with the boxes drawn (and
+  // the txt rows). Anything but a regular file (a FIFO, a device) is an IOError naming it, returned at once
+  // (libcache/file_read.h).
+  Result<PredictResult> PredictFile(const PredictInput& input, const std::filesystem::path& save_dir);
+  // Every frame of a video; `cancel` stops between frames (the video so far is kept, Cancelled returned).
+  // Unsupported naming the file when the build has no videoio.
+  Result<PredictResult> PredictVideo(const PredictInput& input, const std::filesystem::path& save_dir,
+                                     const std::atomic<bool>* cancel = nullptr);
 
   const std::vector<std::string>& names() const { return names_; }
   int imgsz() const { return options_.imgsz; }
@@ -64,9 +84,19 @@ class Predictor {
   DetectionModel model_{nullptr};
 };
 
-// Files as given, and the images (by extension: jpg, jpeg, png, bmp, tif, tiff, webp) directly inside
-// directories, sorted. NotFound naming a path that does not exist.
-Result<std::vector<std::filesystem::path>> ExpandImagePaths(const std::vector<std::string>& inputs);
+// Files as given, and the images (jpg, jpeg, png, bmp, tif, tiff, webp) and videos (video_io.h) below
+// directories, recursively, sorted. Output names never collide: below a directory the relative path is
+// kept (a/img.jpg -> a/img.jpg); a file given directly keeps its name; a picture is written as
+// <stem>.jpg, a video as <stem>.avi. When two inputs would still share an output, the later one (in input
+// order) gets <stem>_<ext> (img.png -> img_png.jpg), then <stem>_2, _3 ...: deterministic for the same
+// command line. NotFound naming a path that does not exist.
+Result<std::vector<PredictInput>> ExpandPredictInputs(const std::vector<std::string>& inputs);
+
+// The label drawn on a box: "<name> <conf with 2 decimals>" ("person 0.87"), as Ultralytics draws it.
+std::string DetectionLabel(const Detection& detection, const std::vector<std::string>& names);
+
+// Ultralytics' txt rows for detections in an image of width x height: "cls xc yc w h[ conf]\n" each.
+std::string FormatLabelRows(const std::vector<Detection>& detections, int width, int height, bool save_conf);
 
 nlohmann::json PredictResultToJson(const PredictResult& result, const std::vector<std::string>& names);
 

@@ -11,6 +11,9 @@
 #include "trainer/io/checkpoint.h"
 #include "trainer/io/pretrained.h"
 #include "trainer/runtime/device_feed.h"
+#include "trainer/eval/confusion_matrix.h"
+#include "trainer/eval/val_plots.h"
+#include "trainer/config/run_dir.h"
 
 namespace yc::trainer {
 
@@ -73,6 +76,26 @@ void BatchGroundTruth(const Batch& batch, int index, at::Tensor* boxes, at::Tens
   *classes = at::from_blob(cls.data(), {m}, at::kFloat).clone();
 }
 
+void ScaleBoxesToOriginal(at::Tensor& boxes, double gain, double pad_x, double pad_y, double width, double height) {
+  if (!boxes.defined() || boxes.numel() == 0) return;
+  // The same float32 operations in the same order as scale_boxes + clip_boxes, so that IoUs on a
+  // threshold fall the same way.
+  auto x1 = boxes.select(-1, 0), y1 = boxes.select(-1, 1), x2 = boxes.select(-1, 2), y2 = boxes.select(-1, 3);
+  x1.sub_(pad_x);
+  y1.sub_(pad_y);
+  x2.sub_(pad_x);
+  y2.sub_(pad_y);
+  boxes.narrow(-1, 0, 4).div_(gain);
+  x1.clamp_(0, width);
+  y1.clamp_(0, height);
+  x2.clamp_(0, width);
+  y2.clamp_(0, height);
+}
+
+void ToOriginalImage(const SampleInfo& s, at::Tensor& boxes) {
+  ScaleBoxesToOriginal(boxes, s.ratio_h, s.pad_w, s.pad_h, s.orig_w, s.orig_h);
+}
+
 Result<ValResult> Validator::Run(DetectionModelImpl& model, const std::function<void(size_t, size_t)>& progress,
                                  const std::atomic<bool>* cancel) {
   Impl& d = *impl_;
@@ -89,6 +112,7 @@ Result<ValResult> Validator::Run(DetectionModelImpl& model, const std::function<
   };
   ValResult result;
   DetectionMetrics metrics;
+  ConfusionMatrix confusion(d.nc, ConfusionMatrixConf(options_.nms.conf));
   at::Tensor loss_sum = at::zeros({3}, at::TensorOptions().dtype(at::kFloat).device(d.device));
   int64_t loss_batches = 0;
   const size_t total = d.loader->batches_per_epoch();
@@ -124,9 +148,19 @@ Result<ValResult> Validator::Run(DetectionModelImpl& model, const std::function<
       std::vector<at::Tensor> dets = NonMaxSuppression(out.pred.to(at::kFloat), options_.nms);
       lap(&result.nms_seconds);
       for (int i = 0; i < db->size; ++i) {
+        // Matched in each original image's pixels, as Ultralytics does: boxes reaching into the letterbox
+        // padding are clipped, which changes IoUs near the image border.
+        const SampleInfo& sample = db->host->samples[static_cast<size_t>(i)];
         at::Tensor gt_boxes, gt_cls;
         BatchGroundTruth(*db->host, i, &gt_boxes, &gt_cls);
-        metrics.Update(i < static_cast<int>(dets.size()) ? dets[static_cast<size_t>(i)] : at::Tensor(), gt_boxes, gt_cls);
+        ToOriginalImage(sample, gt_boxes);
+        at::Tensor det;
+        if (i < static_cast<int>(dets.size())) {
+          det = dets[static_cast<size_t>(i)].to(at::kCPU).clone();
+          ToOriginalImage(sample, det);
+        }
+        metrics.Update(det, gt_boxes, gt_cls);
+        confusion.Update(det, gt_boxes, gt_cls);
       }
       lap(&result.metrics_seconds);
       result.images += db->size;
@@ -137,6 +171,7 @@ Result<ValResult> Validator::Run(DetectionModelImpl& model, const std::function<
     return Status::IOError(std::string("validation failed: ") + e.what());
   }
   result.metrics = metrics.Compute();
+  result.confusion = confusion.counts();
   if (loss_batches > 0) {
     auto l = (loss_sum / static_cast<double>(loss_batches)).to(at::kCPU).to(at::kDouble);
     for (int k = 0; k < 3; ++k) result.loss[k] = l[k].item<double>();
@@ -191,6 +226,20 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
   Result<ValResult> r = (*v)->Run(*model, progress);
   if (!r.ok()) return r.status();
   report.result = *r;
+  Result<std::filesystem::path> dir = ResolveRunDir(o.out, o.project, o.name, o.exist_ok);
+  if (!dir.ok()) return dir.status();
+  report.save_dir = *dir;
+  if (o.plots) {
+    const Status plotted = WriteValidationPlots(report.result.metrics, report.result.confusion, info.names, *dir);
+    if (plotted.code() == Status::Code::kUnsupported) {
+      report.plots = "plots skipped: " + plotted.message();
+    } else if (!plotted.ok()) {
+      return plotted;
+    } else {
+      report.plots = "plots: PR_curve.png, F1_curve.png, P_curve.png, R_curve.png, confusion_matrix.png, "
+                     "confusion_matrix_normalized.png";
+    }
+  }
   return report;
 }
 

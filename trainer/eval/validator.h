@@ -1,12 +1,14 @@
 // Validation as Ultralytics' DetectionValidator: the val split in val mode (rect batches, letterbox,
 // no augmentation), the model in eval mode, NMS (conf 0.001, IoU 0.7, max_det 300, multi-label), then
-// P, R, mAP50, mAP50-95 in letterboxed pixel space, and optionally the val losses (box, cls, dfl).
+// P, R, mAP50, mAP50-95 with detections and labels mapped back to each original image (ratio_pad undone,
+// clipped to the image: Ultralytics' scale_boxes), a confusion matrix, and optionally the val losses.
 // The loader is built once (rect batching reads every record's size) and reused by every Run.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -42,6 +44,8 @@ struct ValOptions {
 
 struct ValResult {
   MetricsSummary metrics;
+  // ConfusionMatrix counts, (nc + 1) x (nc + 1) row-major [predicted][true], the last index background.
+  std::vector<double> confusion;
   bool has_loss = false;
   std::array<double, 3> loss{};  // mean box, cls, dfl over the val batches
   int64_t images = 0;
@@ -90,18 +94,30 @@ struct CheckpointValOptions {
   NmsOptions nms;
   bool compute_loss = true;
   int threads = 0;
+  // Where the plots go (config/run_dir.h): <project>/<name> incremented, or `out` as given.
+  std::string project = "runs/detect", name = "val", out;
+  bool exist_ok = false;
+  bool plots = true;  // PR/F1/P/R curves and the confusion matrices
 };
 struct CheckpointValReport {
   ValResult result;
   std::vector<std::string> names;
   int imgsz = 0;
   std::string device;
+  std::filesystem::path save_dir;  // the run directory
+  std::string plots;               // what happened to the plots, one line
 };
 Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& options,
                                                const std::function<void(size_t, size_t)>& progress = {});
 
 // Ground truth of image `index` of a batch in letterboxed pixels: (m, 4) xyxy and (m) classes, on the CPU.
 void BatchGroundTruth(const Batch& batch, int index, at::Tensor* boxes, at::Tensor* classes);
+// Ultralytics scale_boxes with ratio_pad + clip_boxes, in place on the first 4 columns of (n, >= 4) float
+// xyxy boxes: (x - pad_x) / gain, (y - pad_y) / gain (one gain for both axes, ratio_pad[0][0] as
+// Ultralytics uses it), then clipped to [0, width] x [0, height].
+void ScaleBoxesToOriginal(at::Tensor& boxes, double gain, double pad_x, double pad_y, double width, double height);
+// The same with a sample's ratio_pad and original size: letterboxed pixels -> original image pixels.
+void ToOriginalImage(const SampleInfo& sample, at::Tensor& boxes);
 
 // {"precision":..,"recall":..,"mAP50":..,"mAP50-95":..,"fitness":..,"images":..,"instances":..,
 //  "per_class":[{"class":id,"name":..,"instances":..,"precision":..,"recall":..,"mAP50":..,"mAP50-95":..}]}

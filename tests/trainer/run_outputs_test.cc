@@ -1,0 +1,286 @@
+// What a run leaves on disk, as Ultralytics names and draws it: runs/ folders (--project/--name,
+// train -> train2 -> train3, --exist-ok, --out as given), predict's outputs (names that never collide,
+// --save-txt/--save-conf rows, confidences on the drawn labels, video files in and out), and the
+// pictures (labels.jpg, train_batch0-2.jpg, results.png, PR/F1/P/R curves, confusion matrices): each
+// written, non-empty, and decoding to its size. One short training run is shared by the tests.
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <opencv2/core.hpp>
+#if YOLOCACHE_TEST_VIDEOIO
+#include <opencv2/videoio.hpp>
+#endif
+
+#include "libcache/decode.h"
+#include "tests/test_support.h"
+#include "tests/trainer/train_test_util.h"
+#include "trainer/config/run_dir.h"
+#include "trainer/eval/predictor.h"
+#include "trainer/plots/charts.h"
+#include "trainer/plots/plot_canvas.h"
+
+namespace yc::trainer {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CliRun;
+using testing::TempDir;
+
+CliRun Tool(const TempDir& tmp, const std::vector<std::string>& args) {
+  return testing::RunTool("yolocache-train", tmp.path(), args);
+}
+
+// (width, height) of a picture file, decoded as the trainer decodes images; (0, 0) when it does not decode.
+cv::Size PictureSize(const fs::path& file) {
+  const std::string bytes = testing::ReadFile(file);
+  DecodedImage d = DecodeImage(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), DecodeOptions{});
+  if (d.has_error() || d.rgb.empty()) return {0, 0};
+  return d.rgb.size();
+}
+
+// One training run (1 epoch, 12 images, imgsz 64, CPU) in runs/detect/train below a temp directory,
+// shared by every test of the suite.
+class RunOutputs : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    tmp_ = new TempDir();
+    cache_ = testutil::MakeSynthCache(tmp_->path(), testutil::Images(12, 6));
+    train_ = Tool(*tmp_, {"train", "--data", cache_.string(), "--model", "yolov8n", "--imgsz", "64", "--epochs", "1",
+                          "--batch", "4", "--device", "cpu", "--threads", "1", "--torch-threads", "1"});
+  }
+  static void TearDownTestSuite() {
+    delete tmp_;
+    tmp_ = nullptr;
+  }
+  static fs::path Run() { return tmp_->path() / "runs" / "detect" / "train"; }
+  static fs::path Weights() { return Run() / "weights" / "best.pt"; }
+  // A path the tool printed, relative to its working directory (the temp directory).
+  static fs::path Printed(const nlohmann::json& path) { return tmp_->path() / path.get<std::string>(); }
+
+  static TempDir* tmp_;
+  static fs::path cache_;
+  static CliRun train_;
+};
+TempDir* RunOutputs::tmp_ = nullptr;
+fs::path RunOutputs::cache_;
+CliRun RunOutputs::train_;
+
+TEST(RunDir, IncrementsLikeUltralytics) {
+  TempDir tmp;
+  const std::string project = (tmp / "runs" / "detect").string();
+  for (const char* expected : {"train", "train2", "train3"}) {
+    Result<fs::path> d = ResolveRunDir("", project, "train", false);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    EXPECT_EQ(d->filename().string(), expected);
+    EXPECT_TRUE(fs::is_directory(*d));
+  }
+  Result<fs::path> reuse = ResolveRunDir("", project, "train", true);
+  ASSERT_TRUE(reuse.ok());
+  EXPECT_EQ(reuse->filename().string(), "train");
+  // --out wins over --project/--name and is used as given, existing or not.
+  Result<fs::path> out = ResolveRunDir((tmp / "mine").string(), project, "train", false);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(*out, tmp / "mine");
+  EXPECT_FALSE(ResolveRunDir("", project, "", false).ok());
+  // A file where the directory would go is an I/O error naming it.
+  testing::WriteFile(tmp / "file", "x");
+  Result<fs::path> bad = ResolveRunDir("", (tmp / "file").string(), "train", false);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().ToString().find("file"), std::string::npos);
+}
+
+TEST_F(RunOutputs, TrainGoesToRunsDetectTrainThenTrain2AndSaysSo) {
+  ASSERT_EQ(train_.exit_code, 0) << train_.out << train_.err;
+  EXPECT_NE(train_.out.find("run directory: runs/detect/train\n"), std::string::npos) << train_.out;
+  EXPECT_NE(train_.out.find("Results saved to runs/detect/train\n"), std::string::npos) << train_.out;
+  ASSERT_TRUE(fs::exists(Weights()));
+  const nlohmann::json args = nlohmann::json::parse(testing::ReadFile(Run() / "args.json"));
+  EXPECT_EQ(args["out"], "runs/detect/train");  // --resume continues there
+  // The next run increments; --exist-ok reuses the name (a run without validation or plots: cheap).
+  const std::vector<std::string> quick = {"train", "--data", cache_.string(), "--imgsz", "64", "--epochs", "1",
+                                          "--batch", "4", "--device", "cpu", "--threads", "1", "--torch-threads",
+                                          "1", "--no-val", "--no-plots", "--project", "other", "--name", "exp"};
+  CliRun a = Tool(*tmp_, quick);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  CliRun b = Tool(*tmp_, quick);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_NE(b.out.find("run directory: other/exp2"), std::string::npos) << b.out;
+  EXPECT_TRUE(fs::exists(tmp_->path() / "other" / "exp2" / "weights" / "last.pt"));
+  EXPECT_FALSE(fs::exists(tmp_->path() / "other" / "exp2" / "results.png"));  // --no-plots
+  std::vector<std::string> reuse = quick;
+  reuse.push_back("--exist-ok");
+  CliRun c = Tool(*tmp_, reuse);
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("run directory: other/exp\n"), std::string::npos) << c.out;
+  EXPECT_FALSE(fs::exists(tmp_->path() / "other" / "exp3"));
+}
+
+TEST_F(RunOutputs, TrainingPicturesAreWrittenAndDecode) {
+  ASSERT_EQ(train_.exit_code, 0) << train_.out << train_.err;
+  if (std::string(PlotCanvas::Driver()) == "none") GTEST_SKIP() << "this build has no PLplot";
+  const std::vector<std::pair<std::string, cv::Size>> pictures = {
+      {"labels.jpg", {1200, 1200}},        {"train_batch0.jpg", {128, 128}},   {"train_batch1.jpg", {128, 128}},
+      {"train_batch2.jpg", {128, 128}},    {"results.png", {2000, 800}},       {"PR_curve.png", {900, 900}},
+      {"F1_curve.png", {900, 900}},        {"P_curve.png", {900, 900}},        {"R_curve.png", {900, 900}},
+      {"confusion_matrix.png", {1200, 1000}}, {"confusion_matrix_normalized.png", {1200, 1000}}};
+  for (const auto& [name, size] : pictures) {
+    const fs::path file = Run() / name;
+    ASSERT_TRUE(fs::exists(file)) << file;
+    EXPECT_GT(fs::file_size(file), 1000u) << file;
+    EXPECT_EQ(PictureSize(file), size) << file;
+  }
+  EXPECT_FALSE(fs::exists(Run() / "train_batch3.jpg"));  // the first three batches only
+}
+
+TEST_F(RunOutputs, ValWritesItsPlotsToRunsDetectVal) {
+  ASSERT_EQ(train_.exit_code, 0) << train_.err;
+  for (const char* expected : {"runs/detect/val", "runs/detect/val2"}) {
+    CliRun v = Tool(*tmp_, {"val", "--weights", Weights().string(), "--data", cache_.string(), "--device", "cpu",
+                            "--threads", "1", "--json"});
+    ASSERT_EQ(v.exit_code, 0) << v.err;
+    const nlohmann::json j = nlohmann::json::parse(v.out);
+    EXPECT_EQ(j["save_dir"], expected);
+    if (std::string(PlotCanvas::Driver()) == "none") continue;
+    for (const char* name : {"PR_curve.png", "F1_curve.png", "confusion_matrix.png", "confusion_matrix_normalized.png"}) {
+      const fs::path file = tmp_->path() / expected / name;
+      ASSERT_TRUE(fs::exists(file)) << file;
+      EXPECT_GT(PictureSize(file).width, 0) << file;
+    }
+  }
+}
+
+// a/img.jpg, b/img.jpg, b/img.png below a directory, and x/img.jpg, y/img.jpg given directly.
+TEST_F(RunOutputs, PredictNamesNeverCollideAndTxtRowsMatchTheDetections) {
+  ASSERT_EQ(train_.exit_code, 0) << train_.err;
+  const fs::path src = tmp_->path() / "data" / "images" / "val";
+  std::vector<fs::path> jpgs;
+  for (const auto& e : fs::directory_iterator(src)) jpgs.push_back(e.path());
+  std::sort(jpgs.begin(), jpgs.end());
+  ASSERT_GE(jpgs.size(), 5u);
+  const fs::path in = tmp_->path() / "pin";
+  for (const auto& [from, to] : std::vector<std::pair<fs::path, fs::path>>{{jpgs[0], in / "a" / "img.jpg"},
+                                                                           {jpgs[1], in / "b" / "img.jpg"},
+                                                                           {jpgs[2], in / "b" / "img.png"},
+                                                                           {jpgs[3], tmp_->path() / "x" / "img.jpg"},
+                                                                           {jpgs[4], tmp_->path() / "y" / "img.jpg"}}) {
+    fs::create_directories(to.parent_path());
+    fs::copy_file(from, to, fs::copy_options::overwrite_existing);  // JPEG bytes; the decoder goes by content
+  }
+  CliRun p = Tool(*tmp_, {"predict", "--weights", Weights().string(), in.string(), (tmp_->path() / "x" / "img.jpg").string(),
+                          (tmp_->path() / "y" / "img.jpg").string(), "--device", "cpu", "--conf", "0.001", "--max-det",
+                          "20", "--save-txt", "--save-conf", "--json", "--name", "names"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const nlohmann::json items = nlohmann::json::parse(p.out);
+  ASSERT_EQ(items.size(), 5u);
+  const fs::path dir = tmp_->path() / "runs" / "detect" / "names";
+  std::vector<std::string> outputs;
+  for (const auto& item : items) outputs.push_back(Printed(item["output"]).lexically_relative(dir).string());
+  EXPECT_EQ(outputs, (std::vector<std::string>{"a/img.jpg", "b/img.jpg", "b/img_png.jpg", "img.jpg", "img_2.jpg"}));
+  int rows_checked = 0;
+  for (const auto& item : items) {
+    ASSERT_TRUE(fs::exists(Printed(item["output"])));
+    const auto& dets = item["detections"];
+    if (dets.empty()) continue;
+    // labels/<output without extension>.txt: one "cls xc yc w h conf" row per detection, in order.
+    std::istringstream rows(testing::ReadFile(Printed(item["labels"])));
+    const double w = item["width"].get<double>(), h = item["height"].get<double>();
+    for (const auto& d : dets) {
+      int cls = -1;
+      double xc, yc, bw, bh, conf;
+      ASSERT_TRUE(rows >> cls >> xc >> yc >> bw >> bh >> conf) << item["labels"];
+      const auto box = d["box"];
+      EXPECT_EQ(cls, d["class"].get<int>());
+      EXPECT_NEAR(xc, (box[0].get<double>() + box[2].get<double>()) / 2 / w, 1e-5);
+      EXPECT_NEAR(yc, (box[1].get<double>() + box[3].get<double>()) / 2 / h, 1e-5);
+      EXPECT_NEAR(bw, (box[2].get<double>() - box[0].get<double>()) / w, 1e-5);
+      EXPECT_NEAR(bh, (box[3].get<double>() - box[1].get<double>()) / h, 1e-5);
+      EXPECT_NEAR(conf, d["confidence"].get<double>(), 1e-5);
+      ++rows_checked;
+    }
+    std::string rest;
+    EXPECT_FALSE(rows >> rest) << "more rows than detections in " << item["labels"];
+  }
+  EXPECT_GT(rows_checked, 0);
+  EXPECT_TRUE(fs::exists(dir / "labels" / "b" / "img_png.txt") || items[2]["detections"].empty());
+  // Without --save-conf the rows have five fields.
+  CliRun q = Tool(*tmp_, {"predict", "--weights", Weights().string(), (tmp_->path() / "x" / "img.jpg").string(),
+                          "--device", "cpu", "--conf", "0.001", "--save-txt", "--out", (tmp_->path() / "noconf").string()});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  const std::string txt = testing::ReadFile(tmp_->path() / "noconf" / "labels" / "img.txt");
+  ASSERT_FALSE(txt.empty());
+  std::istringstream first(txt.substr(0, txt.find('\n')));
+  int fields = 0;
+  for (std::string f; first >> f;) ++fields;
+  EXPECT_EQ(fields, 5) << txt;
+  EXPECT_NE(q.out.find("Results saved to " + (tmp_->path() / "noconf").string()), std::string::npos) << q.out;
+}
+
+TEST(PredictLabels, DrawnLabelsCarryTheConfidence) {
+  Detection d;
+  d.cls = 1;
+  d.conf = 0.8749f;
+  EXPECT_EQ(DetectionLabel(d, {"cat", "person"}), "person 0.87");
+  d.cls = 7;  // beyond the names: the id
+  EXPECT_EQ(DetectionLabel(d, {"cat"}), "7 0.87");
+  EXPECT_EQ(FormatLabelRows({{10, 20, 30, 60, 0.5f, 2}}, 100, 200, true), "2 0.2 0.2 0.2 0.2 0.5\n");
+}
+
+TEST_F(RunOutputs, PredictReadsAndWritesVideoFiles) {
+  ASSERT_EQ(train_.exit_code, 0) << train_.err;
+  const fs::path video = tmp_->path() / "clip.avi";
+#if YOLOCACHE_TEST_VIDEOIO
+  {
+    cv::VideoWriter w(video.string(), cv::VideoWriter::fourcc('M', 'J', 'P', 'G'), 10, cv::Size(96, 64), true);
+    ASSERT_TRUE(w.isOpened());
+    for (int f = 0; f < 5; ++f) {
+      cv::Mat frame(64, 96, CV_8UC3, cv::Scalar(40, 40, 40));
+      cv::Mat(frame, cv::Rect(10 + 5 * f, 10, 30, 30)).setTo(cv::Scalar(0, 200, 255));
+      w.write(frame);
+    }
+  }
+  CliRun p = Tool(*tmp_, {"predict", "--weights", Weights().string(), video.string(), "--device", "cpu", "--conf",
+                          "0.001", "--save-txt", "--json", "--name", "video"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const nlohmann::json items = nlohmann::json::parse(p.out);
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0]["frames"], 5);
+  const fs::path out = tmp_->path() / "runs" / "detect" / "video" / "clip.avi";
+  EXPECT_EQ(fs::path(items[0]["output"].get<std::string>()), fs::path("runs/detect/video/clip.avi"));
+  cv::VideoCapture back(out.string());
+  ASSERT_TRUE(back.isOpened()) << out;
+  int frames = 0;
+  for (cv::Mat f; back.read(f); ++frames) EXPECT_EQ(f.size(), cv::Size(96, 64));
+  EXPECT_EQ(frames, 5);
+  if (!items[0]["detections"].empty()) {
+    EXPECT_TRUE(fs::exists(tmp_->path() / "runs" / "detect" / "video" / "labels" / "clip_1.txt"));
+  }
+  // A file that is not a video: exit 1 naming it, no output left behind.
+  testing::WriteFile(tmp_->path() / "bad.mp4", "not a video");
+  CliRun bad = Tool(*tmp_, {"predict", "--weights", Weights().string(), (tmp_->path() / "bad.mp4").string(), "--device",
+                            "cpu", "--out", (tmp_->path() / "badout").string()});
+  EXPECT_EQ(bad.exit_code, 1) << bad.err;
+  EXPECT_NE(bad.err.find("bad.mp4"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(tmp_->path() / "badout" / "bad.avi"));
+#else
+  testing::WriteFile(video, "any bytes");
+  CliRun p = Tool(*tmp_, {"predict", "--weights", Weights().string(), video.string(), "--device", "cpu"});
+  EXPECT_EQ(p.exit_code, 1) << p.err;
+  EXPECT_NE(p.err.find("libopencv-videoio-dev"), std::string::npos) << p.err;
+#endif
+}
+
+TEST(Charts, GaussianSmoothKeepsConstantsAndMatchesScipyReflect) {
+  for (double v : GaussianSmooth({2, 2, 2, 2}, 3.0)) EXPECT_NEAR(v, 2.0, 1e-12);
+  // scipy.ndimage.gaussian_filter1d([0., 0, 1, 0, 0], 1) (Debian's python3-scipy): the reflected tail
+  // folds back into the edge samples.
+  const std::vector<double> s = GaussianSmooth({0, 0, 1, 0, 0}, 1.0);
+  const std::vector<double> ref = {0.05842299, 0.24210528, 0.39894347, 0.24210528, 0.05842299};
+  for (size_t i = 0; i < ref.size(); ++i) EXPECT_NEAR(s[i], ref[i], 1e-7) << i;
+}
+
+}  // namespace
+}  // namespace yc::trainer

@@ -1,0 +1,66 @@
+// Video files for `yolocache-train predict` through OpenCV videoio (Debian: libopencv-videoio-dev),
+// optional at configure time (YOLOCACHE_WITH_VIDEOIO): without it Open fails with Unsupported, naming the
+// file and what to install. Frames are RGB (CV_8UC3) on both sides. The writer produces Motion-JPEG AVI,
+// as Ultralytics does on Linux, into a temp file renamed over the output on Close: a run that stops
+// early never leaves a half-written video under the final name.
+//
+//   Result<std::unique_ptr<VideoReader>> in = VideoReader::Open("clip.mp4");
+//   Result<std::unique_ptr<VideoWriter>> out = VideoWriter::Open("runs/detect/predict/clip.avi", (*in)->fps(), size);
+//   cv::Mat rgb;
+//   while ((*in)->Next(&rgb)) { ...; YC_RETURN_IF_ERROR((*out)->Write(rgb)); }
+//   YC_RETURN_IF_ERROR((*out)->Close());
+#pragma once
+
+#include <filesystem>
+#include <memory>
+
+#include <opencv2/core.hpp>
+
+#include "libcache/status.h"
+
+namespace yc::trainer {
+
+// Whether the path's extension names a video container (.mp4, .avi, .mov, .mkv, .webm, .mpg, .mpeg,
+// .m4v, .wmv, .asf, .ts, .gif: Ultralytics' VID_FORMATS).
+bool IsVideoFile(const std::filesystem::path& path);
+// Whether this build can read and write videos.
+bool VideoSupported();
+// The output extension of written videos (".avi").
+const char* VideoOutputExtension();
+
+class VideoReader {
+ public:
+  static Result<std::unique_ptr<VideoReader>> Open(const std::filesystem::path& path);
+  ~VideoReader();
+  // The next frame as RGB; false at the end of the stream.
+  bool Next(cv::Mat* rgb);
+  double fps() const { return fps_; }
+  int frame_count() const { return frames_; }  // as the container states it (may be 0: unknown)
+  cv::Size size() const { return size_; }
+
+ private:
+  VideoReader() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  double fps_ = 30;
+  int frames_ = 0;
+  cv::Size size_;
+};
+
+class VideoWriter {
+ public:
+  static Result<std::unique_ptr<VideoWriter>> Open(const std::filesystem::path& path, double fps, cv::Size size);
+  ~VideoWriter();  // without Close: the temp file is removed
+  Status Write(const cv::Mat& rgb);
+  // Finishes the file and renames it to its name.
+  Status Close();
+
+ private:
+  VideoWriter() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::filesystem::path path_, tmp_;
+  bool closed_ = false;
+};
+
+}  // namespace yc::trainer
