@@ -199,7 +199,8 @@ void AddTrainOptions(CLI::App& app, TrainArgs& a) {
       ->capture_default_str();
   app.add_option("--out", o.out, "Run directory as given (no increment; wins over --project/--name)");
   app.add_flag("--exist-ok", o.exist_ok, "Reuse PROJECT/NAME, or start a new run in an --out that holds one");
-  app.add_flag("!--no-plots", o.plots, "No labels.jpg, train_batch*.jpg, results.png or validation plots");
+  app.add_flag_callback("--no-plots", [&o] { o.plots = false; },
+                        "No labels.jpg, train_batch*.jpg, results.png or validation plots");
   app.add_option("--log-every", o.log_every, "Batches between progress updates (host reads of the losses)")
       ->capture_default_str();
   app.add_flag("--synthetic-input", o.synthetic_input,
@@ -546,7 +547,7 @@ int main(int argc, char** argv) {
   val_cmd->add_option("--name", val.o.name, "Run name; NAME2, NAME3 ... when PROJECT/NAME exists")->capture_default_str();
   val_cmd->add_option("--out", val.o.out, "Run directory as given (no increment; wins over --project/--name)");
   val_cmd->add_flag("--exist-ok", val.o.exist_ok, "Reuse PROJECT/NAME instead of incrementing");
-  val_cmd->add_flag("!--no-plots", val.o.plots, "No PR/F1/P/R curves or confusion matrices");
+  val_cmd->add_flag_callback("--no-plots", [&val] { val.o.plots = false; }, "No PR/F1/P/R curves or confusion matrices");
 
   PredictArgs predict;
   predict.o.imgsz = 0;

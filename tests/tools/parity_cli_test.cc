@@ -107,7 +107,6 @@ TEST(ParityCli, ARelativePathResolvesAgainstTheWorkingDirectoryFirst) {
                      "path: datasets/shapes\ntrain: images/train\nval: images/val\nnames: [a, b, c, d]\n");
   ::setenv("YOLO_CONFIG_DIR", config.path().c_str(), 1);  // no user settings.json
   {
-    testing::ScopedCwd cwd(tmp.path());
     CliRun b = Yolocache(tmp, {"build", "cfg/shapes.yaml", "-o", (tmp / "c1").string(), "--imgsz", "64", "--json"});
     ASSERT_EQ(b.exit_code, 0) << b.err;
     const nlohmann::json j = Json(b);
@@ -115,19 +114,18 @@ TEST(ParityCli, ARelativePathResolvesAgainstTheWorkingDirectoryFirst) {
     EXPECT_EQ(j["root_from"], "the working directory " + tmp.path().string());
     EXPECT_EQ(j["records"], 12);
   }
+  // RunTool runs the tool in the folder it is given (the working directory under test).
   {  // From inside cfg/, Ultralytics looks in ./datasets (its default datasets_dir) too: not there. The
      // YAML's folder (our fallback) has no datasets/ either: the error names every place tried.
-    testing::ScopedCwd cwd(tmp / "cfg");
-    CliRun b = Yolocache(tmp, {"build", "shapes.yaml", "-o", (tmp / "c2").string(), "--imgsz", "64"});
+    CliRun b = testing::RunTool("yolocache", tmp / "cfg", {"build", "shapes.yaml", "-o", (tmp / "c2").string(), "--imgsz", "64"});
     EXPECT_EQ(b.exit_code, 1) << b.err;
     EXPECT_NE(b.err.find("path: 'datasets/shapes' not found (tried " + (tmp / "cfg/datasets/shapes").string()),
               std::string::npos)
         << b.err;
   }
   {  // `path: .` beside the splits works from anywhere: the YAML's folder, said in the text output.
-    testing::ScopedCwd cwd(tmp / "cfg");
-    CliRun b = Yolocache(tmp, {"build", (tmp / "datasets/shapes/data.yaml").string(), "-o", (tmp / "c3").string(),
-                               "--imgsz", "64"});
+    CliRun b = testing::RunTool("yolocache", tmp / "cfg", {"build", (tmp / "datasets/shapes/data.yaml").string(), "-o",
+                                                            (tmp / "c3").string(), "--imgsz", "64"});
     ASSERT_EQ(b.exit_code, 0) << b.err;
     EXPECT_NE(b.out.find("dataset root: " + (tmp / "datasets/shapes").string() + " (from the YAML's folder)"),
               std::string::npos)
