@@ -183,6 +183,15 @@ void AddTrainOptions(CLI::App& app, TrainArgs& a) {
   app.add_option("--hsv-v", o.hyp.hsv_v, "Value gain")->capture_default_str();
   app.add_option("--flipud", o.hyp.flipud, "Vertical flip probability")->capture_default_str();
   app.add_option("--fliplr", o.hyp.fliplr, "Horizontal flip probability")->capture_default_str();
+  app.add_option("--seed", o.seed, "Random seed (model init, sampling, augmentation)")
+      ->capture_default_str()
+      ->check(cli::NoMinusSign());  // CLI11 would take -1 as 2^64 - 1
+  app.add_option("--synthetic-iters", o.synthetic_iters, "Iterations of the --synthetic-input probe")->capture_default_str();
+}
+
+// What only a training run has (validation, checkpoints, the run directory, resume); not `ceiling`'s.
+void AddRunOptions(CLI::App& app, TrainArgs& a) {
+  TrainOptions& o = a.o;
   app.add_option("--val-every", o.val_every, "Validate every N epochs (0: only after the last)")->capture_default_str();
   app.add_flag_callback("--no-val", [&o] { o.val = false; }, "Never validate (best.pt = the final EMA, no early stopping)");
   app.add_option("--conf", o.val_conf, "Validation NMS confidence threshold")->capture_default_str();
@@ -190,9 +199,6 @@ void AddTrainOptions(CLI::App& app, TrainArgs& a) {
   app.add_option("--save-every", o.save_every, "Also save weights/epochN.pt every N epochs (0: off)")->capture_default_str();
   app.add_option("--keep", o.keep, "epochN.pt files kept (0: all)")->capture_default_str();
   app.add_option("--patience", o.patience, "Stop after N epochs without improvement (0: never)")->capture_default_str();
-  app.add_option("--seed", o.seed, "Random seed (model init, sampling, augmentation)")
-      ->capture_default_str()
-      ->check(cli::NoMinusSign());  // CLI11 would take -1 as 2^64 - 1
   app.add_option("--resume", a.resume, "Continue the run saved in this checkpoint (e.g. DIR/weights/last.pt)");
   app.add_option("--project", o.project, "Runs folder: the run goes to PROJECT/NAME")->capture_default_str();
   app.add_option("--name", o.name, "Run name; NAME2, NAME3 ... when PROJECT/NAME exists (as Ultralytics)")
@@ -207,7 +213,6 @@ void AddTrainOptions(CLI::App& app, TrainArgs& a) {
                "After training, measure the model's fwd+bwd+step ceiling on device-resident random data");
   app.add_option("--save-rank-weights", a.rank_weights, "Every rank writes its final parameters to DIR/rank<R>.pt")
       ->group("");  // hidden: for the distributed tests
-  app.add_option("--synthetic-iters", o.synthetic_iters, "Iterations of the --synthetic-input probe")->capture_default_str();
 }
 
 // --amp / --no-amp / --amp-dtype into the options.
@@ -514,6 +519,7 @@ int main(int argc, char** argv) {
   TrainArgs train;
   CLI::App* train_cmd = app.add_subcommand("train", "Train a YOLOv8 or YOLO11 model (Ultralytics recipe) on a cache");
   AddTrainOptions(*train_cmd, train);
+  AddRunOptions(*train_cmd, train);
   // Fine-tuning (train only): --model then defaults to the weights' architecture.
   train_cmd->add_option("--weights", train.o.weights,
                         "Initial weights: an Ultralytics .pt (yolov8n.pt, a run's best.pt) or a yolocache checkpoint; "

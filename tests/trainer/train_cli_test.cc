@@ -88,6 +88,12 @@ TEST(TrainCli, HelpForEverySubcommand) {
     for (const std::string& f : flags) EXPECT_NE(r.out.find(f), std::string::npos) << cmd << " lacks " << f;
   }
   EXPECT_EQ(YolocacheTrain(tmp, {"--help"}).exit_code, 0);
+  // ceiling measures one step: the options of a training run (validation, checkpoints, run folder) are not its.
+  const CliRun c = YolocacheTrain(tmp, {"ceiling", "--help"});
+  for (const char* f : {"--val-every", "--no-val", "--save-every", "--patience", "--resume", "--out", "--project",
+                        "--exist-ok", "--no-plots"}) {
+    EXPECT_EQ(c.out.find(std::string(f) + " "), std::string::npos) << "ceiling lists " << f;
+  }
 }
 
 TEST(TrainCli, UsageErrorsAndMissingFiles) {
