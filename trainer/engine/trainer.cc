@@ -203,7 +203,6 @@ class Run {
   at::Tensor loss_history_;  // (nb_, 3): this epoch's loss items per batch, scanned for NaN/inf at log points
   size_t losses_checked_ = 0;  // batches of this epoch before this one were scanned
   int saved_epoch_ = 0;        // epochs completed in the last.pt this run wrote (0: none yet)
-  bool best_written_ = false;  // this run wrote best.pt
   int64_t epoch_batches_ = 0;
   int64_t last_ni_ = -1;
   Clock::time_point epoch_t0_;
@@ -759,14 +758,14 @@ Status Run::EndEpochMain(int epoch, bool* stop) {
   Result<std::shared_ptr<CheckpointSnapshot>> snap =
       SnapshotLast(/*pending_grads=*/!state_.finished && last_ni_ > state_.last_opt_step);
   if (!snap.ok()) return snap.status();
-  // best.pt: the release weights of the best epoch so far; a run that never validated keeps its final EMA.
-  const bool write_best = improved || (state_.finished && !best_written_ && state_.best_fitness < 0);
+  // best.pt: the release weights of the best epoch so far; a run that never validated (best_fitness still
+  // < 0) keeps its final EMA, written once since `finished` is set only by the last epoch.
+  const bool write_best = improved || (state_.finished && state_.best_fitness < 0);
   std::shared_ptr<CheckpointSnapshot> best;
   if (write_best) {
     Result<std::shared_ptr<CheckpointSnapshot>> b = SnapshotBest();
     if (!b.ok()) return b.status();
     best = *b;
-    best_written_ = true;
   }
   YC_RETURN_IF_ERROR(results_->Append(rec));
   // The files are written while the next epoch trains; the previous epoch's must be complete first
