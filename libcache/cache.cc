@@ -36,13 +36,28 @@ class ShardSetSource : public RecordSource {
     if (index >= size())
       return Status::InvalidArgument("record " + std::to_string(index) + " out of range (" + std::to_string(size()) +
                                      " records)");
-    const size_t shard = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), index) - starts_.begin()) - 1;
+    const size_t shard = ShardOf(index);
     YC_RETURN_IF_ERROR(shards_[shard]->Read(index - starts_[shard], out, scratch));
     out->index = index;
     return Status::OK();
   }
+  bool Extent(size_t index, RecordExtent* out) const override {
+    if (index >= size()) return false;
+    const size_t shard = ShardOf(index);
+    if (!shards_[shard]->Extent(index - starts_[shard], out)) return false;
+    out->file = static_cast<uint32_t>(shard);
+    return true;
+  }
+  uint64_t data_bytes() const override {
+    uint64_t total = 0;
+    for (const auto& s : shards_) total += s->data_bytes();
+    return total;
+  }
 
  private:
+  size_t ShardOf(size_t index) const {
+    return static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), index) - starts_.begin()) - 1;
+  }
   std::vector<std::unique_ptr<ShardReader>> shards_;
   std::vector<uint64_t> starts_;  // starts_[j] = split index of shard j's first record; back() = total
 };

@@ -1,11 +1,14 @@
 #include "libcache/lmdb_store.h"
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include <lmdb.h>
 
@@ -16,6 +19,29 @@
 
 namespace yc {
 namespace {
+
+// Where the kernel mapped the file behind `fd` (LMDB's read-only map), read from /proc/self/maps:
+// LMDB does not expose its map address (MDB_envinfo.me_mapaddr is only set with MDB_FIXEDMAP), and
+// Extent needs it to turn value pointers into file offsets. nullptr when not found.
+const char* MapStartOf(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return nullptr;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    // "start-end perms offset dev inode path"
+    std::istringstream in(line);
+    std::string range, perms, offset, dev;
+    unsigned long long inode = 0;
+    if (!(in >> range >> perms >> offset >> dev >> inode)) continue;
+    if (inode != static_cast<unsigned long long>(st.st_ino) || std::stoull(offset, nullptr, 16) != 0) continue;
+    const unsigned major = std::stoul(dev.substr(0, dev.find(':')), nullptr, 16);
+    const unsigned minor = std::stoul(dev.substr(dev.find(':') + 1), nullptr, 16);
+    if (major != major(st.st_dev) || minor != minor(st.st_dev)) continue;
+    return reinterpret_cast<const char*>(std::stoull(range.substr(0, range.find('-')), nullptr, 16));
+  }
+  return nullptr;
+}
 
 Status LmdbError(const std::string& path, const std::string& what, int rc) {
   const std::string msg = Status::At(path, what + ": " + mdb_strerror(rc));
@@ -173,6 +199,9 @@ Result<std::unique_ptr<LmdbReader>> LmdbReader::Open(const std::filesystem::path
   MDB_envinfo info;
   MDB_stat est;
   mdb_env_info(r->env_->env, &info);
+  r->file_size_ = file_size;
+  mdb_filehandle_t fd;
+  if (mdb_env_get_fd(r->env_->env, &fd) == 0) r->map_ = MapStartOf(fd);
   rc = mdb_env_stat(r->env_->env, &est);
   if (rc != 0) return LmdbError(p, "mdb_env_stat", rc);
   const uint64_t needed = (static_cast<uint64_t>(info.me_last_pgno) + 1) * est.ms_psize;
@@ -218,6 +247,13 @@ Result<std::unique_ptr<LmdbReader>> LmdbReader::Open(const std::filesystem::path
 }
 
 LmdbReader::~LmdbReader() = default;
+
+bool LmdbReader::Extent(size_t i, RecordExtent* out) const {
+  if (i >= values_.size() || map_ == nullptr) return false;
+  if (values_[i].data() < map_ || values_[i].data() + values_[i].size() > map_ + file_size_) return false;
+  *out = RecordExtent{0, static_cast<uint64_t>(values_[i].data() - map_), values_[i].size()};
+  return true;
+}
 
 std::string_view LmdbReader::value(size_t i) const { return i < values_.size() ? values_[i] : std::string_view(); }
 

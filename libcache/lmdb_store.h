@@ -92,6 +92,10 @@ class LmdbReader : public RecordSource {
 
   size_t size() const override { return values_.size(); }
   Status Read(size_t index, RecordView* out, ScratchBuffer* scratch) const override;
+  // Extent's file is 0 (data.mdb); the offset is the value's place in the map (values larger than a
+  // page sit on contiguous overflow pages).
+  bool Extent(size_t index, RecordExtent* out) const override;
+  uint64_t data_bytes() const override { return file_size_; }
   // The stored bytes of record i (no decoding), for verify. Empty if out of range.
   std::string_view value(size_t index) const;
   const std::string& path() const { return path_; }
@@ -103,6 +107,8 @@ class LmdbReader : public RecordSource {
   struct Env;
   std::unique_ptr<Env> env_;
   std::vector<std::string_view> values_;
+  const char* map_ = nullptr;  // start of LMDB's read-only map
+  uint64_t file_size_ = 0;
   std::unique_ptr<VerifiedBits> verified_;  // verify_first_read: records already hashed
 };
 

@@ -26,6 +26,14 @@ struct RecordView {
   std::string_view source;  // source image path relative to the dataset root
 };
 
+// Where a record's bytes lie among its source's data files, for read-ahead and for the windowed
+// order (caches larger than RAM). `file` numbers the source's data files 0..files()-1 (the shards of
+// a split in order; LMDB's one data.mdb); `offset` and `length` are bytes within that file.
+struct RecordExtent {
+  uint32_t file = 0;
+  uint64_t offset = 0, length = 0;
+};
+
 // Reusable per-thread buffer for decompression; keeps the hot path allocation-free once warm.
 using ScratchBuffer = std::vector<uint8_t>;
 
@@ -36,6 +44,19 @@ class RecordSource {
   // Thread-safe: many threads may Read concurrently, each with its own scratch buffer.
   // A checksum mismatch or malformed record is a Corruption status naming the record and file.
   virtual Status Read(size_t index, RecordView* out, ScratchBuffer* scratch) const = 0;
+
+  // --- For caches larger than RAM (all optional: an in-memory source keeps the defaults) ---
+  // Fills *out with record `index`'s bytes on disk; false when the source is not file-backed or the
+  // index is out of range. Cheap (no record bytes are touched), thread-safe.
+  virtual bool Extent(size_t index, RecordExtent* out) const { return false; }
+  // Asks the kernel to start reading record `index` into the page cache and returns at once: a hint
+  // that never changes what Read returns.
+  virtual void WillNeed(size_t index) const {}
+  // Evicts this source's data files from the page cache (posix_fadvise DONTNEED), so a benchmark can
+  // start cold without root. Pages another process maps or dirty pages may stay.
+  virtual Status DropCachedPages() const { return Status::OK(); }
+  // Total bytes of the source's data files (0 when not file-backed).
+  virtual uint64_t data_bytes() const { return 0; }
 };
 
 }  // namespace yc

@@ -55,6 +55,12 @@ Status ShardReader::Read(size_t i, RecordView* out, ScratchBuffer* scratch) cons
   return Status::OK();
 }
 
+bool ShardReader::Extent(size_t i, RecordExtent* out) const {
+  if (i >= index_.size()) return false;
+  *out = RecordExtent{0, index_[i].offset, index_[i].size};
+  return true;
+}
+
 void ShardReader::Prefetch(size_t i) const {
   if (file_ != nullptr && i < index_.size()) file_->WillNeed(index_[i].offset, index_[i].size);
 }

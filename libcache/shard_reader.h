@@ -38,6 +38,9 @@ class ShardReader : public RecordSource {
   // out->index = i. Errors name the file and the record.
   Status Read(size_t index, RecordView* out, ScratchBuffer* scratch) const override;
 
+  // Extent's file is 0 (one file); data_bytes() is the file size.
+  bool Extent(size_t index, RecordExtent* out) const override;
+  uint64_t data_bytes() const override { return size_; }
   // Asks the kernel to start reading record i (the loader knows its upcoming indices).
   void Prefetch(size_t index) const;
 

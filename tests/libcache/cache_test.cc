@@ -85,6 +85,48 @@ TEST(CacheTest, LmdbCacheReadsBack) {
   ExpectAllReadable(*cache.value(), built);
 }
 
+// Read-ahead and the windowed order rely on Extent naming exactly a record's bytes in its data file.
+TEST(CacheTest, ExtentsNameEachRecordsBytesInItsDataFile) {
+  for (Backend backend : {Backend::kShards, Backend::kLmdb}) {
+    TempDir dir;
+    WriterOptions options;
+    options.backend = backend;
+    options.shard_size = 16 * 1024;
+    options.codec = Codec{Codec::Kind::kZstd, 1};
+    const TestCache built = BuildTestCache(dir.path(), options, {{"train", 40}}, 40, true);
+    auto cache = Cache::Open(dir.path());
+    ASSERT_TRUE(cache.ok());
+    const RecordSource* train = cache.value()->split("train");
+    const SplitManifest& split = *built.manifest.FindSplit("train");
+    std::vector<std::filesystem::path> files;
+    uint64_t total = 0;
+    for (const ShardEntry& e : split.shards) files.push_back(dir / e.file);
+    if (split.lmdb) files.push_back(dir / split.lmdb->file);
+    for (const auto& f : files) total += std::filesystem::file_size(f);
+    EXPECT_EQ(train->data_bytes(), total) << BackendName(backend);
+    if (backend == Backend::kShards) EXPECT_GT(files.size(), 1u);
+    ScratchBuffer scratch;
+    for (size_t i = 0; i < train->size(); ++i) {
+      RecordExtent extent;
+      ASSERT_TRUE(train->Extent(i, &extent)) << BackendName(backend) << " record " << i;
+      ASSERT_LT(extent.file, files.size());
+      ASSERT_LE(extent.offset + extent.length, std::filesystem::file_size(files[extent.file]));
+      std::vector<uint8_t> bytes(extent.length);
+      FILE* f = std::fopen(files[extent.file].c_str(), "rb");
+      ASSERT_NE(f, nullptr);
+      ASSERT_EQ(std::fseek(f, static_cast<long>(extent.offset), SEEK_SET), 0);
+      ASSERT_EQ(std::fread(bytes.data(), 1, bytes.size(), f), bytes.size());
+      std::fclose(f);
+      RecordView v;
+      const Status s = DecodeRecord(bytes.data(), bytes.size(), /*verify_checksum=*/true, &v, &scratch);
+      ASSERT_TRUE(s.ok()) << BackendName(backend) << " record " << i << ": " << s.ToString();
+      testing::ExpectViewMatches(v, built.records.at("train")[i]);
+    }
+    RecordExtent past;
+    EXPECT_FALSE(train->Extent(train->size(), &past));
+  }
+}
+
 TEST(CacheTest, ConcurrentReadsFromEightThreadsAcrossShards) {
   for (Backend backend : {Backend::kShards, Backend::kLmdb}) {
     TempDir dir;
