@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Caches larger than RAM (issue 17): every figure in one run on one machine, cold.
+#   bench/larger_than_ram.sh WORKDIR [COPIES]      (COPIES of coco128, default 282: 36,096 images)
+# Builds WORKDIR/data (symlinks), a raw shard cache of it at 640 (~32 GB; more than this machine's
+# RAM), then prints:
+#   - the disk's own sequential read rate (dd iflag=direct over the largest shard),
+#   - the in-RAM figure (a 5,120-image cache of the same photos, warm, each order),
+#   - cold figures (bench --cold drops the cache's pages first): the default order without read-ahead
+#     (what the loader did before), with read-ahead, and the windowed order,
+#   - the same cold figures for zstd shards and for LMDB (built one at a time: the disk holds one
+#     32 GB cache beside the others' files),
+# and the limits the issue sets: default order with read-ahead >= 3x the no-read-ahead figure,
+# windowed >= 0.8 x min(in-RAM img/s, disk rate / bytes per sample).
+# Needs ~40 GB free in WORKDIR and a quiet machine (the loader runs on 2 threads; other work skews it).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=$(realpath -m "$1") copies=${2:-282}
+yc=${YOLOCACHE:-$here/build/tools/yolocache}
+coco=${COCO128:-$here/../shared/data/coco128}
+flags=(--threads 2 --batch 64 --batches "${BATCHES:-60}" --warmup 1 --no-checksum --profile-samples 0 --json)
+mkdir -p "$work"
+log=$work/larger_than_ram.jsonl
+: > "$log"
+
+bench() {  # NAME CACHE ARGS... : one bench run, its JSON kept in the log with the run's name
+  local name=$1 cache=$2
+  shift 2
+  local json
+  json=$("$yc" bench "$cache" "${flags[@]}" "$@")
+  echo "{\"run\": \"$name\", \"args\": \"$*\", \"result\": $json}" >> "$log"
+  python3 - "$name" "$json" <<'EOF'
+import json, sys
+r = json.loads(sys.argv[2])
+d = r.get("disk", {})
+print(f"{sys.argv[1]:<34} {r['images_per_second']:8.0f} img/s   {d.get('bytes_per_sample', 0) / 1e6:6.2f} MB/sample"
+      f"   {d.get('megabytes_per_second', 0):7.0f} MB/s from disk")
+EOF
+}
+
+build() {  # OUT ARGS...
+  local out=$1
+  shift
+  [ -f "$out/manifest.json" ] && return 0
+  /usr/bin/time -f "  build $(basename "$out"): %e s, peak RSS %M KB" "$yc" build "$work/data/data.yaml" -o "$out" \
+    --split train --imgsz 640 "$@" > /dev/null
+  du -sh "$out" | sed 's/^/  size: /'
+}
+
+echo "== data: coco128 x $copies"
+bash "$here/bench/coco128_x40.sh" "$coco" "$work/data" "$copies"
+bash "$here/bench/coco128_x40.sh" "$coco" "$work/data-ram" 40
+grep -E 'MemTotal|MemAvailable' /proc/meminfo | sed 's/^/  /'
+
+echo "== in-RAM figures (5,120 images, warm)"
+if [ ! -f "$work/ram/manifest.json" ]; then
+  "$yc" build "$work/data-ram/data.yaml" -o "$work/ram" --split train --imgsz 640 > /dev/null
+fi
+cat "$work"/ram/*.shard > /dev/null
+bench "in RAM, default order" "$work/ram"
+bench "in RAM, windowed order" "$work/ram" --order windowed
+
+for kind in raw zstd lmdb; do
+  case $kind in
+    raw) args=() ;;
+    zstd) args=(--compress zstd) ;;
+    lmdb) args=(--backend lmdb) ;;
+  esac
+  echo "== $kind cache"
+  build "$work/$kind" "${args[@]}"
+  if [ "$kind" = raw ]; then
+    largest=$(ls -S "$work"/raw/*.shard | head -1)
+    echo "  disk: dd iflag=direct $(basename "$largest")"
+    dd if="$largest" of=/dev/null bs=16M iflag=direct 2>&1 | tail -1 | sed 's/^/  /'
+  fi
+  bench "$kind cold, default, no read-ahead" "$work/$kind" --cold --read-ahead 0
+  bench "$kind cold, default, read-ahead" "$work/$kind" --cold
+  bench "$kind cold, windowed" "$work/$kind" --cold --order windowed
+  [ "${KEEP:-0}" = 1 ] || rm -rf "${work:?}/$kind"
+done
+echo "all runs: $log"
