@@ -140,7 +140,7 @@ struct Loader::Impl {
     b.samples.resize(n);
     if (static_cast<int>(slot.sample_labels.size()) < n) slot.sample_labels.resize(n);
     const bool closed = options.mode == LoaderMode::kTrain && MosaicClosed(options, job->epoch);
-    job->context = SampleContext{source.get(), &options, job->epoch, closed};
+    job->context = SampleContext{source.get(), &options, job->epoch, closed, sampler->windows()};
     job->remaining.store(n);
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -302,7 +302,10 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const RecordSourc
       for (const Status& st : errors)
         if (!st.ok()) return st;
   }
-  impl->sampler = std::make_unique<EpochSampler>(n, options, sizes);
+  std::vector<RecordBlock> blocks;
+  if (options.mode == LoaderMode::kTrain && options.order == SampleOrder::kWindowed)
+    blocks = SplitIntoBlocks(*source, options);
+  impl->sampler = std::make_unique<EpochSampler>(n, options, sizes, std::move(blocks));
   const cv::Size max_shape = impl->sampler->max_shape();
   impl->pool = std::make_shared<BatchPool>(
       options.allocator, ImageBytes(max_shape.height, max_shape.width) * static_cast<size_t>(options.batch));

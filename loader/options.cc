@@ -35,6 +35,7 @@ Status ValidateOptions(const LoaderOptions& o) {
     return Bad("imgsz " + std::to_string(o.imgsz) + " must be a multiple of stride " + std::to_string(o.stride) +
                " (Ultralytics rounds it up)");
   if (!NonNegative(o.pad)) return Bad("pad must be >= 0");
+  if (o.order == SampleOrder::kWindowed && o.window_bytes == 0) return Bad("window_bytes must be > 0");
   if (o.epochs < 1) return Bad("epochs must be >= 1");
   const AugmentHyp& h = o.hyp;
   if (!Probability(h.mosaic)) return Bad("mosaic must be a probability in [0, 1]");

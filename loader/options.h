@@ -29,6 +29,11 @@ class AlignedAllocator final : public BufferAllocator {
 };
 
 enum class LoaderMode { kTrain, kVal };
+// Train sampling order. kShuffle: a permutation of the whole split each epoch, Mosaic/MixUp
+// partners from the whole split (Ultralytics'). kWindowed: for caches larger than RAM (as FFCV's
+// QUASI_RANDOM, loader/window_order.h): shuffled blocks of contiguous records, grouped into windows
+// of at most window_bytes, shuffled within each window; partners come from the sample's window.
+enum class SampleOrder { kShuffle, kWindowed };
 enum class ImageLayout { kNCHW, kNHWC };  // NCHW = Ultralytics' tensor layout
 
 // Ultralytics hyperparameters that act on the data (default.yaml names and defaults).
@@ -60,6 +65,8 @@ struct LoaderOptions {
   bool drop_last = false;  // drop this rank's last, incomplete batch
   int rank = 0;            // this process's rank among world_size (DDP)
   int world_size = 1;
+  SampleOrder order = SampleOrder::kShuffle;  // train only
+  uint64_t window_bytes = 256ull << 20;       // kWindowed: the most record bytes one window spans
 
   // Val batching: rectangular batches ordered by aspect ratio (Ultralytics' val default), each batch
   // letterboxed to ceil(shape * imgsz / stride + pad) * stride. With rect = false every val image is

@@ -10,12 +10,12 @@ bool Fires(Rng& rng, double p) {
   return p > 0 && !(u > p);
 }
 
-SubPlan DrawSub(Rng& rng, uint64_t record, uint64_t n, const AugmentHyp& hyp, bool closed, int imgsz) {
+SubPlan DrawSub(Rng& rng, uint64_t record, const PartnerDomain& n, const AugmentHyp& hyp, bool closed, int imgsz) {
   SubPlan p;
   p.record = record;
   p.mosaic = Fires(rng, closed ? 0.0 : hyp.mosaic);
   if (p.mosaic) {
-    for (uint64_t& partner : p.partners) partner = rng.Below(n);
+    for (uint64_t& partner : p.partners) partner = n.Draw(rng);
     p.centre = DrawMosaicCentre(rng, imgsz);
   }
   p.affine = DrawPerspective(rng, hyp);
@@ -24,12 +24,12 @@ SubPlan DrawSub(Rng& rng, uint64_t record, uint64_t n, const AugmentHyp& hyp, bo
 
 }  // namespace
 
-TrainPlan DrawTrainPlan(Rng& rng, uint64_t record, uint64_t n, const AugmentHyp& hyp, bool closed, int imgsz) {
+TrainPlan DrawTrainPlan(Rng& rng, uint64_t record, const PartnerDomain& n, const AugmentHyp& hyp, bool closed, int imgsz) {
   TrainPlan t;
   t.main = DrawSub(rng, record, n, hyp, closed, imgsz);
   t.mixup = Fires(rng, closed ? 0.0 : hyp.mixup);
   if (t.mixup) {
-    const uint64_t other = rng.Below(n);
+    const uint64_t other = n.Draw(rng);
     t.mix = DrawSub(rng, other, n, hyp, closed, imgsz);
     t.mix_ratio = DrawMixupRatio(rng);
   }

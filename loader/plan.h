@@ -18,11 +18,26 @@
 
 namespace yc {
 
+// Where Mosaic and MixUp partners are drawn from: uniformly over `size` records, either the whole
+// split (records == nullptr: partner = Below(size), today's default order) or a window of the
+// windowed order (partner = records[Below(size)]). Either way one Below() draw per partner, so the
+// plan's other draws stay where they are. Implicit from a record count so the default reads as before.
+struct PartnerDomain {
+  PartnerDomain(uint64_t n) : size(n) {}  // NOLINT(google-explicit-constructor): the whole split
+  PartnerDomain(const uint32_t* window, uint64_t n) : records(window), size(n) {}
+  uint64_t Draw(Rng& rng) const {
+    const uint64_t i = rng.Below(size);
+    return records != nullptr ? records[i] : i;
+  }
+  const uint32_t* records = nullptr;
+  uint64_t size = 0;
+};
+
 // One Mosaic(or LetterBox) + RandomPerspective sample.
 struct SubPlan {
   uint64_t record = 0;
   bool mosaic = false;
-  std::array<uint64_t, 3> partners{};  // TR, BL, BR tiles; uniform over the whole split
+  std::array<uint64_t, 3> partners{};  // TR, BL, BR tiles; uniform over the PartnerDomain
   MosaicCentre centre;
   PerspectiveDraw affine;
 };
@@ -36,8 +51,9 @@ struct TrainPlan {
   FlipDraw flip;
 };
 
+// `partners`: the records Mosaic/MixUp partners come from (the split's size for the default order).
 // `closed`: close_mosaic is in force (mosaic and mixup probabilities are 0, their draws still happen).
-TrainPlan DrawTrainPlan(Rng& rng, uint64_t record, uint64_t dataset_size, const AugmentHyp& hyp, bool closed,
+TrainPlan DrawTrainPlan(Rng& rng, uint64_t record, const PartnerDomain& partners, const AugmentHyp& hyp, bool closed,
                         int imgsz);
 
 }  // namespace yc

@@ -15,7 +15,7 @@ namespace yc {
 uint64_t Mix64(uint64_t x);
 
 // Streams that are not per-sample (the epoch permutation) use reserved keys.
-enum class RngStream : uint64_t { kSample = 1, kPermutation = 2 };
+enum class RngStream : uint64_t { kSample = 1, kPermutation = 2, kWindowed = 3 };
 
 // xoshiro256** seeded from a key. Not thread-safe: one per sample.
 class Rng {

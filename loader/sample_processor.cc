@@ -43,7 +43,7 @@ Status ProcessTrain(const SampleContext& ctx, const SampleSlot& s, int batch_idx
   const LoaderOptions& o = *ctx.options;
   const Clock::time_point start = Clock::now();
   Rng rng(o.seed, static_cast<uint64_t>(ctx.epoch), s.position);
-  const TrainPlan plan = DrawTrainPlan(rng, s.record, ctx.source->size(), o.hyp, ctx.mosaic_closed, o.imgsz);
+  const TrainPlan plan = DrawTrainPlan(rng, s.record, PartnersOf(ctx, s), o.hyp, ctx.mosaic_closed, o.imgsz);
   cv::Mat out = RenderTarget(o, shape, slot, scratch);
   std::vector<BoxXyxy>& boxes = scratch->boxes_out;
   if (o.path == LoaderOptions::Path::kReference) {
@@ -93,6 +93,11 @@ Status ProcessVal(const SampleContext& ctx, const SampleSlot& s, int batch_idx, 
 }
 
 }  // namespace
+
+PartnerDomain PartnersOf(const SampleContext& ctx, const SampleSlot& s) {
+  if (ctx.windows) return ctx.windows->Partners(s.window);
+  return PartnerDomain(ctx.source->size());
+}
 
 Status ProcessSample(const SampleContext& ctx, const SampleSlot& s, int batch_idx, cv::Size shape, uint8_t* slot,
                      RenderScratch* scratch, std::vector<float>* labels, SampleInfo* info) {

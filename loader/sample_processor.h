@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <opencv2/core.hpp>
 #include <vector>
 
 #include "libcache/record_source.h"
 #include "loader/batch.h"
 #include "loader/options.h"
+#include "loader/plan.h"
 #include "loader/sample_inputs.h"
 #include "loader/sampler.h"
 
@@ -20,7 +22,14 @@ struct SampleContext {
   const LoaderOptions* options = nullptr;
   int epoch = 0;
   bool mosaic_closed = false;
+  // Windowed order: the epoch's windows (EpochSampler::windows() when the batch was laid out); null
+  // for the default order.
+  std::shared_ptr<const WindowedEpoch> windows;
 };
+
+// Where sample `s`'s Mosaic/MixUp partners come from: its window in the windowed order, else the
+// whole split. What DrawTrainPlan takes, for anything that redraws a sample's plan.
+PartnerDomain PartnersOf(const SampleContext& ctx, const SampleSlot& s);
 
 // Renders sample `s` as image `batch_idx` of a batch with images of `shape` (w, h): the image goes to
 // `slot` (3*h*w bytes, in options.layout), labels are appended to *labels. Exceptions from OpenCV

@@ -7,12 +7,20 @@
 
 namespace yc {
 
-EpochSampler::EpochSampler(size_t n, const LoaderOptions& o, const std::vector<cv::Size>& sizes) : n_(n), options_(o) {
+EpochSampler::EpochSampler(size_t n, const LoaderOptions& o, const std::vector<cv::Size>& sizes,
+                           std::vector<RecordBlock> blocks)
+    : n_(n), options_(o) {
   const size_t B = static_cast<size_t>(o.batch), W = static_cast<size_t>(o.world_size);
   if (o.mode == LoaderMode::kTrain) {
     local_size_ = (n + W - 1) / W;
     batches_ = o.drop_last ? local_size_ / B : (local_size_ + B - 1) / B;
     max_shape_ = cv::Size(o.imgsz, o.imgsz);
+    if (o.order == SampleOrder::kWindowed) {
+      blocks_ = std::move(blocks);
+      if (blocks_.empty() && n > 0) blocks_.push_back({0, static_cast<uint32_t>(n), 0});  // one window
+      windows_ = MakeWindowedEpoch(blocks_, o, 0);
+      return;
+    }
     permutation_.resize(n);
     std::iota(permutation_.begin(), permutation_.end(), 0u);
     return;
@@ -35,6 +43,10 @@ EpochSampler::EpochSampler(size_t n, const LoaderOptions& o, const std::vector<c
 
 void EpochSampler::SetEpoch(int epoch) {
   if (options_.mode != LoaderMode::kTrain) return;
+  if (options_.order == SampleOrder::kWindowed) {
+    windows_ = MakeWindowedEpoch(blocks_, options_, epoch);
+    return;
+  }
   std::iota(permutation_.begin(), permutation_.end(), 0u);
   if (!options_.shuffle) return;
   Rng rng(options_.seed, static_cast<uint64_t>(epoch), 0, RngStream::kPermutation);
@@ -49,7 +61,11 @@ void EpochSampler::Batch(size_t b, std::vector<SampleSlot>* samples, cv::Size* s
     const size_t begin = b * B, end = std::min(local_size_, begin + B);
     for (size_t j = begin; j < end; ++j) {
       const size_t p = j * W + r;
-      samples->push_back({permutation_[p % n_], p});
+      if (windows_) {
+        samples->push_back({windows_->records[p % n_], p, windows_->WindowOf(p % n_)});
+      } else {
+        samples->push_back({permutation_[p % n_], p});
+      }
     }
     *shape = max_shape_;
     return;

@@ -147,6 +147,18 @@ void AddTrainOptions(CLI::App& app, TrainArgs& a) {
   app.add_option("--threads", o.threads, "Loader threads (0: all cores)")->capture_default_str();
   app.add_option("--torch-threads", o.torch_threads, "LibTorch CPU threads (0: LibTorch's default)")->capture_default_str();
   app.add_option("--prefetch", o.prefetch, "Batches prepared ahead by the loader")->capture_default_str();
+  app.add_option("--order", o.order,
+                 "Sampling order: auto (windowed when the train data exceeds the page-cache budget) | shuffle "
+                 "(Ultralytics') | windowed (shuffled windows of contiguous records, read once per epoch)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "shuffle", "windowed"}));
+  app.add_option("--window", o.window_mb, "Windowed order: window size in MiB (0: a quarter of the budget, >= 256)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--ram-budget", o.ram_budget_gb,
+                 "Page-cache budget in GiB for --order auto (0: MemAvailable - 4 GiB)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   // Negative flags as callbacks: CLI11's "!--no-x" form prints "--no-x{false}" in --help.
   app.add_flag_callback("--no-channels-last", [&o] { o.channels_last = false; },
                         "CUDA: keep weights and inputs NCHW (default channels_last)");
@@ -234,7 +246,7 @@ int RunTrain(CLI::App& app, TrainArgs& a) {
     if (!saved.ok()) return Fail("train", saved.status());
     TrainOptions r = *saved;
     for (const char* fixed : {"--model", "--weights", "--freeze", "--epochs", "--batch", "--imgsz", "--optimizer", "--lr0",
-                              "--seed", "--out", "--project", "--name"}) {
+                              "--seed", "--order", "--window", "--out", "--project", "--name"}) {
       if (app.count(fixed) > 0) {
         std::cerr << "yolocache-train train: " << fixed << " is ignored with --resume (the checkpoint's value is used)\n";
       }

@@ -2,6 +2,7 @@
 // checksum over every produced batch for determinism checks); `--compare` also runs, in the same
 // process on the same records, the naive loader — decode the source JPEG every time + canvas mosaic —
 // and prints the speed ratio; `--scaling 1,16` compares thread counts side by side in rounds.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <limits>
@@ -21,6 +22,7 @@
 #include "tools/yolocache/cli_util.h"
 #include "tools/yolocache/cli_validators.h"
 #include "tools/yolocache/command.h"
+#include "tools/yolocache/order_stats_report.h"
 
 namespace yc::cli {
 namespace {
@@ -32,6 +34,9 @@ struct BenchArgs {
   int rounds = 5;
   uint64_t seed = 0;
   bool compare = false, json = false, no_checksum = false;
+  std::string order = "shuffle";  // --order: the train sampling order
+  double window_mb = 256;         // --window: windowed order's window, MiB
+  int order_stats = 0;            // --order-stats N: compare both orders' statistics over N epochs
 };
 
 // The fields every --json document starts with: what was measured, and with which kernels.
@@ -43,6 +48,8 @@ nlohmann::ordered_json JsonHeader(const BenchArgs& a, const LoaderOptions& o, co
   j["split"] = split;
   j["batch"] = o.batch;
   j["imgsz"] = o.imgsz;
+  j["order"] = a.order;
+  if (o.order == SampleOrder::kWindowed) j["window_mb"] = a.window_mb;
   j["simd"] = SimdLevelName(ActiveSimdLevel());
   return j;
 }
@@ -119,6 +126,32 @@ int PrintScaling(const BenchArgs& a, std::shared_ptr<const RecordSource> source,
   return kExitOk;
 }
 
+// --order-stats: both orders over the same epochs, their histograms side by side.
+int PrintOrderComparison(const BenchArgs& a, const std::shared_ptr<const RecordSource>& source, LoaderOptions o,
+                         const std::string& split, int classes) {
+  o.order = SampleOrder::kShuffle;
+  Result<OrderStats> shuffle = MeasureOrderStats(source, o, a.order_stats, classes);
+  if (!shuffle.ok()) return Fail("bench", shuffle.status());
+  LoaderOptions other = o;
+  other.seed = o.seed + 1;
+  Result<OrderStats> noise = MeasureOrderStats(source, other, a.order_stats, classes);
+  if (!noise.ok()) return Fail("bench", noise.status());
+  o.order = SampleOrder::kWindowed;
+  Result<OrderStats> windowed = MeasureOrderStats(source, o, a.order_stats, classes);
+  if (!windowed.ok()) return Fail("bench", windowed.status());
+  if (a.json) {
+    nlohmann::ordered_json j = JsonHeader(a, o, split);
+    j["epochs"] = a.order_stats;
+    j["order_stats"] = OrderStatsJson(*shuffle, *windowed, *noise);
+    std::cout << JsonText(j) << "\n";
+    return kExitOk;
+  }
+  std::printf("split %s, batch %d, imgsz %d, %d epochs, window %.0f MiB\n", split.c_str(), o.batch, o.imgsz,
+              a.order_stats, a.window_mb);
+  PrintOrderStats(*shuffle, *windowed, *noise);
+  return kExitOk;
+}
+
 int RunBench(const BenchArgs& a) {
   OpenOptions open;  // --record-check: what training does (first), or hashing on every read / never
   open.verify_checksums = a.record_check == "every";
@@ -136,6 +169,8 @@ int RunBench(const BenchArgs& a) {
   o.prefetch = a.prefetch;
   o.seed = a.seed;
   o.layout = a.layout == "nhwc" ? ImageLayout::kNHWC : ImageLayout::kNCHW;
+  o.order = a.order == "windowed" ? SampleOrder::kWindowed : SampleOrder::kShuffle;
+  o.window_bytes = static_cast<uint64_t>(a.window_mb * (1 << 20));
   // A small cache is crossed many times: every timed batch should be a mosaic batch of an epoch the
   // loader can run ahead into, so no close_mosaic switch and no last epoch.
   o.hyp.close_mosaic = 0;
@@ -146,6 +181,10 @@ int RunBench(const BenchArgs& a) {
   std::shared_ptr<const RecordSource> source(cache, src);
 
   if (!a.scaling.empty()) return PrintScaling(a, source, o, split);
+  if (a.order_stats > 0) {
+    if (o.mode != LoaderMode::kTrain) return Fail("bench", Status::InvalidArgument("--order-stats needs --mode train"));
+    return PrintOrderComparison(a, source, o, split, static_cast<int>(std::max<size_t>(1, cache->manifest().names.size())));
+  }
   ThroughputRun run;
   run.warmup = a.warmup;
   run.batches = a.batches;
@@ -267,6 +306,18 @@ Registration reg("bench", "Measure loader throughput on a cache (img/s, per thre
                        ->capture_default_str()
                        ->check(CLI::IsMember({"first", "every", "off"}));
                    app.add_flag("--compare", a->compare, "Also run the naive decode-every-time loader, same records");
+                   app.add_option("--order", a->order,
+                                  "Train sampling order: shuffle (Ultralytics') | windowed (caches larger than RAM: "
+                                  "shuffled windows of contiguous records, partners inside the window)")
+                       ->capture_default_str()
+                       ->check(CLI::IsMember({"shuffle", "windowed"}));
+                   app.add_option("--window", a->window_mb, "Windowed order: window size in MiB")
+                       ->capture_default_str()
+                       ->check(CLI::Range(1.0, 1e9));
+                   app.add_option("--order-stats", a->order_stats,
+                                  "Compare the augmentation statistics of both orders over N epochs (text bars, "
+                                  "total-variation distance) instead of timing")
+                       ->check(AtLeast(1));
                    app.add_flag("--json", a->json, "Print one JSON document");
                    return [a] { return RunBench(*a); };
                  });

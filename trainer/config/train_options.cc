@@ -100,6 +100,9 @@ const std::vector<Field>& Fields() {
       Num("threads", &TrainOptions::threads),
       Num("torch_threads", &TrainOptions::torch_threads),
       Num("prefetch", &TrainOptions::prefetch),
+      Str("order", &TrainOptions::order),
+      Num("window_mb", &TrainOptions::window_mb),
+      Num("ram_budget_gb", &TrainOptions::ram_budget_gb),
       Bool("channels_last", &TrainOptions::channels_last),
       Bool("fused_optimizer", &TrainOptions::fused_optimizer),
       Bool("cudnn_benchmark", &TrainOptions::cudnn_benchmark),
@@ -216,6 +219,10 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.threads < 0) return bad("--threads must be >= 0");
   if (o.torch_threads < 0) return bad("--torch-threads must be >= 0");
   if (o.prefetch < 1) return bad("--prefetch must be >= 1");
+  if (o.order != "auto" && o.order != "shuffle" && o.order != "windowed")
+    return bad("--order must be auto, shuffle or windowed");
+  if (!(o.window_mb >= 0) || !finite(o.window_mb)) return bad("--window must be >= 0");
+  if (!(o.ram_budget_gb >= 0) || !finite(o.ram_budget_gb)) return bad("--ram-budget must be >= 0");
   if (!(o.lr0 > 0) || !finite(o.lr0)) return bad("--lr0 must be > 0");
   if (!(o.lrf > 0) || !finite(o.lrf)) return bad("--lrf must be > 0");
   if (!(o.momentum >= 0 && o.momentum < 1)) return bad("--momentum must be in [0, 1)");
@@ -255,6 +262,10 @@ LoaderOptions TrainLoaderOptions(const TrainOptions& o, int rank, int world_size
   lo.seed = o.seed;
   lo.threads = o.threads;
   lo.prefetch = o.prefetch;
+  // "auto" is resolved by the trainer before the loader is made (ChooseSampleOrder); unresolved it
+  // means the default.
+  lo.order = o.order == "windowed" ? SampleOrder::kWindowed : SampleOrder::kShuffle;
+  if (o.window_mb > 0) lo.window_bytes = static_cast<uint64_t>(o.window_mb * (1 << 20));
   return lo;
 }
 

@@ -41,6 +41,11 @@ struct TrainOptions {
   int threads = 0;               // loader (TBB) threads; 0 = all hardware threads
   int torch_threads = 0;         // LibTorch intra-op threads (CPU math); 0 = LibTorch's default
   int prefetch = 4;              // batches the loader prepares ahead
+  // Sampling order (trainer/config/sample_order.h): auto | shuffle | windowed. The trainer stores the
+  // order it resolved (and the window) here before writing args.json, so --resume keeps the order.
+  std::string order = "auto";
+  double window_mb = 0;          // windowed order's window, MiB; 0: a quarter of the page-cache budget
+  double ram_budget_gb = 0;      // page-cache budget for auto; 0: MemAvailable - 4 GiB
   bool channels_last = true;     // CUDA only: channels_last weights and inputs
   bool fused_optimizer = true;   // PyTorch's fused optimizer kernels where the LibTorch has them (fused_step.h)
   // CUDA: cuDNN autotuning. Off as in Ultralytics (PyTorch's default): on an H200 it gained ~1% per step

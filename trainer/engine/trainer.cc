@@ -18,6 +18,7 @@
 #include "trainer/runtime/autocast.h"
 #include "trainer/runtime/background_writer.h"
 #include "trainer/config/run_dir.h"
+#include "trainer/config/sample_order.h"
 #include "trainer/eval/val_plots.h"
 #include "trainer/plots/batch_grid.h"
 #include "trainer/plots/charts.h"
@@ -277,6 +278,21 @@ Status Run::Setup() {
   if (cache_->manifest().imgsz > 0 && cache_->manifest().imgsz < o_.imgsz) {
     Say("warning: the cache holds images at " + std::to_string(cache_->manifest().imgsz) + " px, training at " +
         std::to_string(o_.imgsz) + " upsamples them");
+  }
+
+  // Sampling order: resolved once (a resumed run's checkpoint holds the resolved one) and stored in o_,
+  // so args.json and the checkpoints repeat it.
+  if (o_.order == "auto" || (o_.order == "windowed" && o_.window_mb <= 0)) {
+    Result<uint64_t> budget = PageCacheBudget(o_.ram_budget_gb);
+    if (!budget.ok()) return Status(budget.status()).WithContext("--order auto (give --ram-budget GB)");
+    const OrderChoice choice = ChooseSampleOrder(o_, train->data_bytes(), *budget);
+    o_.order = choice.order;
+    o_.window_mb = choice.window_mb;
+    Say(choice.reason);
+  } else {
+    const std::string window = std::to_string(static_cast<int64_t>(o_.window_mb));
+    Say("order: " + o_.order + (o_.order == "windowed" ? ", window " + window + " MiB" : std::string()) +
+        " (given, or kept from the resumed run)");
   }
 
   // Resume state.
