@@ -58,6 +58,10 @@ TEST(SampleOrderTest, ResolvedOrderRoundTripsThroughTheTrainArgsAndReachesTheLoa
   EXPECT_EQ(lo.order, SampleOrder::kWindowed);
   EXPECT_EQ(lo.window_bytes, 300ull << 20);
   EXPECT_EQ(TrainLoaderOptions(TrainOptions()).order, SampleOrder::kShuffle);
+  // A checkpoint from before --order existed trained in the shuffle order, and resumes in it.
+  Result<TrainOptions> old = TrainOptionsFromJson({{"epochs", 3}});
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->order, "shuffle");
   TrainOptions v;
   v.data = "cache";
   v.order = "windowed";

@@ -192,6 +192,9 @@ nlohmann::ordered_json ToJson(const TrainOptions& options) {
 Result<TrainOptions> TrainOptionsFromJson(const nlohmann::json& json) {
   if (!json.is_object()) return Status::InvalidArgument("train options: expected a JSON object");
   TrainOptions o;
+  // Runs saved before --order existed trained in the shuffle order: keep it on resume (auto could
+  // pick another order and change the rest of the run).
+  o.order = "shuffle";
   for (const Field& f : Fields()) {
     auto it = json.find(f.key);
     if (it == json.end() || it->is_null()) continue;

@@ -288,6 +288,13 @@ Status Run::Setup() {
     const OrderChoice choice = ChooseSampleOrder(o_, train->data_bytes(), *budget);
     o_.order = choice.order;
     o_.window_mb = choice.window_mb;
+    if (Distributed()) {  // rank 0's choice: each rank reads its own MemAvailable, and all must agree
+      std::vector<at::Tensor> pick{
+          at::tensor({o_.order == "windowed" ? 1.0 : 0.0, o_.window_mb}, at::TensorOptions().dtype(at::kDouble))};
+      YC_RETURN_IF_ERROR(dist_->Broadcast(pick, 0));
+      o_.order = pick[0][0].item<double>() != 0 ? "windowed" : "shuffle";
+      o_.window_mb = pick[0][1].item<double>();
+    }
     Say(choice.reason);
   } else {
     const std::string window = std::to_string(static_cast<int64_t>(o_.window_mb));
