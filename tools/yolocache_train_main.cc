@@ -373,6 +373,10 @@ int RunVal(const ValArgs& a) {
   std::error_code ec;  // no cache is built for weights that are not there
   if (!std::filesystem::exists(o.weights, ec)) return Fail("val", Status::NotFound(Status::At(o.weights, "no such file")));
   std::ostream& log = a.json ? std::cerr : std::cout;  // stdout stays one JSON document
+  // A YAML or folder is cached at the size val runs at: the checkpoint's imgsz when none is given.
+  Result<int> imgsz = CheckpointValImgsz(o.weights, o.imgsz);
+  if (!imgsz.ok()) return Fail("val", imgsz.status());
+  o.imgsz = *imgsz;
   if (const int rc = cli::PrepareDataArg("val", a.data_args, &o.data, o.imgsz, log); rc >= 0) return rc;
   std::unique_ptr<cli::ProgressBar> bar;
   if (!a.json) bar = std::make_unique<cli::ProgressBar>("val", 0, "batch");

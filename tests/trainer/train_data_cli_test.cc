@@ -3,6 +3,7 @@
 // with --strict-source), a damaged record stops training naming it, a folder-built cache trains, and
 // Ultralytics' key=value arguments, clean --help and "did you mean" work as on `yolocache`.
 #include <fstream>
+#include <iterator>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -53,13 +54,25 @@ TEST(TrainDataCli, ADataYamlIsBuiltThenReusedThenUpdated) {
   EXPECT_EQ(args["threads"], 1);                   // workers=1
   EXPECT_EQ(args["epochs"], 1);
 
+  // No --imgsz: the checkpoint's (64), as `yolo val` takes it from the train args, so the cache built
+  // at 64 is reused rather than another one built at 640.
   const std::vector<std::string> val = {"val", "--weights", (run / "weights" / "last.pt").string(), "--data",
-                                        yaml.string(), "--cache-dir", caches.string(), "--imgsz", "64", "--device", "cpu",
+                                        yaml.string(), "--cache-dir", caches.string(), "--device", "cpu",
                                         "--threads", "1", "--json"};
   CliRun v = YolocacheTrain(tmp, val);
   ASSERT_EQ(v.exit_code, 0) << v.err;
   EXPECT_NE(v.err.find("data: reusing cache " + built[0].string() + " (source unchanged"), std::string::npos) << v.err;
-  EXPECT_FALSE(nlohmann::json::parse(v.out, nullptr, false).is_discarded()) << v.out;  // stdout: JSON only
+  const nlohmann::json vj = nlohmann::json::parse(v.out, nullptr, false);  // stdout: JSON only
+  ASSERT_TRUE(vj.is_object()) << v.out;
+  EXPECT_EQ(vj["imgsz"], 64);
+  EXPECT_EQ(std::distance(fs::directory_iterator(caches), fs::directory_iterator()), 1);
+  // An explicit size still wins: imgsz=96 builds (and runs on) its own cache.
+  std::vector<std::string> val96 = val;
+  val96.push_back("imgsz=96");
+  CliRun v96 = YolocacheTrain(tmp, val96);
+  ASSERT_EQ(v96.exit_code, 0) << v96.err;
+  EXPECT_NE(v96.err.find("data: built cache " + caches.string() + "/data-96-"), std::string::npos) << v96.err;
+  EXPECT_EQ(nlohmann::json::parse(v96.out, nullptr, false).value("imgsz", 0), 96) << v96.out;
 
   AppendRow(tmp / "data/labels/val/synth_000001.txt");
   v = YolocacheTrain(tmp, val);

@@ -182,6 +182,17 @@ Result<ValResult> Validator::Run(DetectionModelImpl& model, const std::function<
   return result;
 }
 
+namespace {
+int ValImgsz(int requested, int checkpoint) { return requested > 0 ? requested : checkpoint > 0 ? checkpoint : 640; }
+}  // namespace
+
+Result<int> CheckpointValImgsz(const std::string& weights, int imgsz) {
+  if (imgsz != 0) return imgsz;  // a negative one is refused by ValidateCheckpoint
+  Result<ModelWeights> w = ReadModelWeights(weights);
+  if (!w.ok()) return w.status();
+  return ValImgsz(0, w->imgsz);
+}
+
 Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
                                                const std::function<void(size_t, size_t)>& progress) {
   if (o.batch < 1) return Status::InvalidArgument("--batch must be >= 1");
@@ -208,7 +219,7 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
   if (split == nullptr) return Status::NotFound(Status::At(o.data, "no '" + o.split + "' split"));
   CheckpointValReport report;
   report.names = info.names;
-  report.imgsz = o.imgsz > 0 ? o.imgsz : info.imgsz > 0 ? info.imgsz : 640;
+  report.imgsz = ValImgsz(o.imgsz, info.imgsz);
   report.device = DeviceDescription(*device);
   if (report.imgsz < 32 || report.imgsz % 32 != 0) return Status::InvalidArgument("--imgsz must be a multiple of 32");
   DetectionModel model = loaded->model;

@@ -110,6 +110,11 @@ struct CheckpointValReport {
 Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& options,
                                                const std::function<void(size_t, size_t)>& progress = {});
 
+// The image size `val` runs at: `imgsz` when > 0, else the checkpoint's training imgsz (its train args,
+// as `yolo val model=best.pt` takes it), else 640. Reads the weights file only when imgsz is 0; the CLI
+// asks before building a cache from a YAML, so the cache is built at the size val then uses.
+Result<int> CheckpointValImgsz(const std::string& weights, int imgsz);
+
 // Ground truth of image `index` of a batch in letterboxed pixels: (m, 4) xyxy and (m) classes, on the CPU.
 void BatchGroundTruth(const Batch& batch, int index, at::Tensor* boxes, at::Tensor* classes);
 // Ultralytics scale_boxes with ratio_pad + clip_boxes, in place on the first 4 columns of (n, >= 4) float
