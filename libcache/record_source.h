@@ -50,8 +50,14 @@ class RecordSource {
   // index is out of range. Cheap (no record bytes are touched), thread-safe.
   virtual bool Extent(size_t index, RecordExtent* out) const { return false; }
   // Asks the kernel to start reading record `index` into the page cache and returns at once: a hint
-  // that never changes what Read returns.
-  virtual void WillNeed(size_t index) const {}
+  // that never changes what Read returns. The stored bytes (compressed ones for zstd shards).
+  void WillNeed(size_t index) const {
+    RecordExtent e;
+    if (Extent(index, &e)) WillNeedRange(e);
+  }
+  // The same for any byte range of one data file (the loader's read-ahead merges adjacent records'
+  // extents into one range); clamped to the file, ignored when out of range. Thread-safe.
+  virtual void WillNeedRange(const RecordExtent& range) const {}
   // Evicts this source's data files from the page cache (posix_fadvise DONTNEED), so a benchmark can
   // start cold without root. Pages another process maps or dirty pages may stay.
   virtual Status DropCachedPages() const { return Status::OK(); }
