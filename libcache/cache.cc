@@ -48,8 +48,8 @@ class ShardSetSource : public RecordSource {
     out->file = static_cast<uint32_t>(shard);
     return true;
   }
-  void WillNeedRange(const RecordExtent& range) const override {
-    if (range.file < shards_.size()) shards_[range.file]->WillNeedRange(range);
+  void WillNeedRange(const RecordExtent& range, bool wait) const override {
+    if (range.file < shards_.size()) shards_[range.file]->WillNeedRange(range, wait);
   }
   Status DropCachedPages() const override {
     for (const auto& s : shards_) YC_RETURN_IF_ERROR(s->DropCachedPages());

@@ -258,8 +258,8 @@ bool LmdbReader::Extent(size_t i, RecordExtent* out) const {
   return true;
 }
 
-void LmdbReader::WillNeedRange(const RecordExtent& range) const {
-  WillNeedPages(reinterpret_cast<const uint8_t*>(map_), file_size_, fd_, range.offset, range.length);
+void LmdbReader::WillNeedRange(const RecordExtent& range, bool wait) const {
+  WillNeedPages(reinterpret_cast<const uint8_t*>(map_), file_size_, fd_, range.offset, range.length, wait);
 }
 
 Status LmdbReader::DropCachedPages() const {

@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -19,18 +18,6 @@ namespace yc {
 namespace {
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
-
-// EXPERIMENT (issue 17): YC_WILLNEED=fadvise|pread picks the read-ahead mechanism; default madvise.
-int WillNeedMethodFromEnv() {
-  static const int method = [] {
-    const char* v = std::getenv("YC_WILLNEED");
-    if (v == nullptr) return 0;
-    if (std::strcmp(v, "fadvise") == 0) return 1;
-    if (std::strcmp(v, "pread") == 0) return 2;
-    return 0;
-  }();
-  return method;
-}
 
 
 }  // namespace
@@ -57,34 +44,29 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
-void MappedFile::WillNeed(uint64_t offset, uint64_t length) const {
-  WillNeedPages(data_, size_, fd_.get(), offset, length);
+void MappedFile::WillNeed(uint64_t offset, uint64_t length, bool wait) const {
+  WillNeedPages(data_, size_, fd_.get(), offset, length, wait);
 }
 
 Status MappedFile::DropCachedPages() const { return DropPages(data_, size_, fd_.get(), path_); }
 
-void WillNeedPages(const uint8_t* map, size_t size, int fd, uint64_t offset, uint64_t length) {
+void WillNeedPages(const uint8_t* map, size_t size, int fd, uint64_t offset, uint64_t length, bool wait) {
   if (map == nullptr || offset >= size) return;
   if (length > size - offset) length = size - offset;
   // madvise wants a page-aligned start.
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   const uint64_t start = offset & ~(page - 1);
-  switch (WillNeedMethodFromEnv()) {
-    case 1:
-      ::posix_fadvise(fd, static_cast<off_t>(offset), static_cast<off_t>(length), POSIX_FADV_WILLNEED);
-      break;
-    case 2: {
-      thread_local std::vector<uint8_t> sink(1 << 20);
-      for (uint64_t done = 0; done < length;) {
-        const ssize_t n = ::pread(fd, sink.data(), std::min<uint64_t>(sink.size(), length - done),
-                                  static_cast<off_t>(offset + done));
-        if (n <= 0) break;
-        done += static_cast<uint64_t>(n);
-      }
-      break;
-    }
-    default:
-      ::madvise(const_cast<uint8_t*>(map) + start, length + (offset - start), MADV_WILLNEED);
+  if (!wait) {
+    ::madvise(const_cast<uint8_t*>(map) + start, length + (offset - start), MADV_WILLNEED);
+    return;
+  }
+  thread_local std::vector<uint8_t> sink(1 << 20);  // the bytes land in the page cache; these are dropped
+  for (uint64_t done = 0; done < length;) {
+    const ssize_t n =
+        ::pread(fd, sink.data(), std::min<uint64_t>(sink.size(), length - done), static_cast<off_t>(offset + done));
+    if (n <= 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // a hint: the worker's own read reports any error
+    done += static_cast<uint64_t>(n);
   }
 }
 

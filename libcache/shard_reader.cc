@@ -61,8 +61,8 @@ bool ShardReader::Extent(size_t i, RecordExtent* out) const {
   return true;
 }
 
-void ShardReader::WillNeedRange(const RecordExtent& range) const {
-  if (file_ != nullptr) file_->WillNeed(range.offset, range.length);
+void ShardReader::WillNeedRange(const RecordExtent& range, bool wait) const {
+  if (file_ != nullptr) file_->WillNeed(range.offset, range.length, wait);
 }
 
 Status ShardReader::DropCachedPages() const { return file_ != nullptr ? file_->DropCachedPages() : Status::OK(); }

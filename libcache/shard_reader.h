@@ -42,7 +42,7 @@ class ShardReader : public RecordSource {
   bool Extent(size_t index, RecordExtent* out) const override;
   uint64_t data_bytes() const override { return size_; }
   // range.file is ignored (one file). No-ops over a caller's buffer (OpenBuffer).
-  void WillNeedRange(const RecordExtent& range) const override;
+  void WillNeedRange(const RecordExtent& range, bool wait) const override;
   Status DropCachedPages() const override;
 
   const ShardFooter& footer() const { return footer_; }

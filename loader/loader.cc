@@ -337,6 +337,10 @@ Status Loader::StartEpoch(int epoch, size_t first_batch) {
   return d.Schedule();
 }
 
+void Loader::RequestReadAheadAgain() {
+  if (impl_->read_ahead) impl_->read_ahead->RequestAgain();
+}
+
 Status Loader::Next(std::shared_ptr<Batch>* out) {
   Impl& d = *impl_;
   *out = nullptr;

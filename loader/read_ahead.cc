@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 
 #include "loader/sample_processor.h"
 
@@ -10,10 +9,7 @@ namespace yc {
 
 ReadAhead::ReadAhead(const RecordSource* source, const LoaderOptions* options, const EpochSampler& sampler)
     : source_(source), options_(options), sampler_(sampler), budget_(options->read_ahead_bytes) {
-  // EXPERIMENT (issue 17): YC_READ_AHEAD_THREADS=k issues the ranges from k threads (for pread).
-  const char* k = std::getenv("YC_READ_AHEAD_THREADS");
-  const int issuers = k != nullptr ? std::atoi(k) : 0;
-  for (int i = 0; i < issuers; ++i)
+  for (int i = 0; i < kReaders; ++i)
     issuers_.emplace_back([this] {
       std::unique_lock<std::mutex> lock(qmu_);
       for (;;) {
@@ -22,7 +18,7 @@ ReadAhead::ReadAhead(const RecordSource* source, const LoaderOptions* options, c
         const RecordExtent r = queue_.front();
         queue_.pop_front();
         lock.unlock();
-        source_->WillNeedRange(r);
+        source_->WillNeedRange(r, /*wait=*/true);
         lock.lock();
       }
     });
@@ -51,10 +47,20 @@ void ReadAhead::Restart(int epoch, size_t first_batch) {
     restart_epoch_ = epoch;
     restart_batch_ = first_batch;
     started_.store(0);
+    again_ = false;
   }
   {
     std::lock_guard<std::mutex> lock(qmu_);
     queue_.clear();
+  }
+  cv_.notify_all();
+}
+
+void ReadAhead::RequestAgain() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++generation_;
+    again_ = true;
   }
   cv_.notify_all();
 }
@@ -159,6 +165,12 @@ void ReadAhead::Run() {
         cv::Size shape;
         sampler_.Batch(batch_, &samples_, &shape);
       }
+      // The same walk from its start, less what the workers have started (the walk is cheap).
+      SampleSlot skipped;
+      int skipped_epoch = 0;
+      for (const uint64_t started = again_ ? started_.load() : 0; position_ < started; ++position_)
+        if (!NextSample(&skipped, &skipped_epoch)) break;
+      again_ = false;
     }
     // What the workers have started no longer counts against the budget.
     const uint64_t started = started_.load(std::memory_order_relaxed);
@@ -179,15 +191,11 @@ void ReadAhead::Run() {
     lock.unlock();
     const bool any = PlanStep(room, &step);
     stalled = position_ == position;
-    if (issuers_.empty()) {
-      for (const RecordExtent& e : ranges_) source_->WillNeedRange(e);
-    } else {
-      {
-        std::lock_guard<std::mutex> q(qmu_);
-        queue_.insert(queue_.end(), ranges_.begin(), ranges_.end());
-      }
-      qcv_.notify_all();
+    {
+      std::lock_guard<std::mutex> q(qmu_);
+      queue_.insert(queue_.end(), ranges_.begin(), ranges_.end());
     }
+    qcv_.notify_all();
     lock.lock();
     if (seen != generation_ || !any) continue;  // a Restart came in: the step belongs to the old walk
     outstanding_.push_back(step);

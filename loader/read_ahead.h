@@ -12,7 +12,9 @@
 // so read-ahead never evicts pages the workers have not used yet (a sample bigger than the whole
 // budget is skipped: its worker faults it in as before). Each step takes the next samples up to a
 // quarter of the budget, sorts their extents by (file, offset) and merges adjacent ones, so the disk
-// sees few, ordered, large requests. A hint only: the batches do not change.
+// sees few, ordered, large requests; 8 reader threads pread them into a throwaway buffer (the page
+// cache keeps the bytes), which kept more requests in flight than MADV_WILLNEED or POSIX_FADV_WILLNEED
+// and measured fastest on a cold cache (docs/LOADER.md). A hint only: the batches do not change.
 #pragma once
 
 #include <atomic>
@@ -40,6 +42,9 @@ class ReadAhead {
   // A new walk from batch `first_batch` of `epoch`. Call only when no worker will start a sample of
   // the previous walk (the loader calls it after cancelling), since it resets the started count.
   void Restart(int epoch, size_t first_batch);
+  // Requests again everything ahead of the workers: pages requested earlier may have been evicted
+  // (bench --cold drops them between warm-up and timed run).
+  void RequestAgain();
   // Workers: one more sample left the launch queue (lock-free; the thread polls it).
   void SampleStarted() { started_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -66,7 +71,8 @@ class ReadAhead {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
-  uint64_t generation_ = 0;  // bumped by Restart
+  uint64_t generation_ = 0;  // bumped by Restart and RequestAgain
+  bool again_ = false;       // RequestAgain: the new walk skips the samples already started
   int restart_epoch_ = 0;
   size_t restart_batch_ = 0;
   std::atomic<uint64_t> started_{0};
@@ -85,7 +91,8 @@ class ReadAhead {
   std::atomic<uint64_t> requested_bytes_{0}, peak_outstanding_{0};
   std::thread thread_;
 
-  // EXPERIMENT (issue 17): issuing threads for synchronous mechanisms (pread).
+  // kReaders threads pread the queued ranges (in order), so that many requests are in flight.
+  static constexpr int kReaders = 8;
   std::vector<std::thread> issuers_;
   std::mutex qmu_;
   std::condition_variable qcv_;

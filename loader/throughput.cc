@@ -23,7 +23,8 @@ int64_t ProcessDiskReadBytes() {
 
 Result<Throughput> MeasureThroughput(std::shared_ptr<const RecordSource> source, const LoaderOptions& options,
                                      const ThroughputRun& run) {
-  Result<std::unique_ptr<Loader>> created = Loader::Create(std::move(source), options);
+  if (run.cold) YC_RETURN_IF_ERROR(source->DropCachedPages());
+  Result<std::unique_ptr<Loader>> created = Loader::Create(source, options);
   if (!created.ok()) return created.status();
   Loader& loader = *created.value();
   using Clock = std::chrono::steady_clock;
@@ -40,7 +41,10 @@ Result<Throughput> MeasureThroughput(std::shared_ptr<const RecordSource> source,
   for (int i = 0; i < warmup + run.batches; ++i) {
     if (run.cancel != nullptr && run.cancel->load(std::memory_order_relaxed)) return Status::Cancelled("interrupted");
     if (i == warmup) {
-      if (run.before_timed) YC_RETURN_IF_ERROR(run.before_timed());
+      if (run.cold) {
+        YC_RETURN_IF_ERROR(source->DropCachedPages());
+        loader.RequestReadAheadAgain();
+      }
       disk_before = ProcessDiskReadBytes();
       start = Clock::now();
       before = loader.stats();

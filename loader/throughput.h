@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <vector>
 
@@ -25,8 +24,10 @@ struct ThroughputRun {
   int batches = 50;   // timed batches, crossing epochs as needed
   bool hash = false;  // chain the XXH3 of every timed batch's image bytes and label table into `checksum`
   const std::atomic<bool>* cancel = nullptr;  // set to stop (Ctrl-C): checked per batch, gives Cancelled
-  // Called after the warm-up, just before the clock starts (bench --cold drops the page cache there).
-  std::function<Status()> before_timed;
+  // Drops the source's pages from the page cache before the warm-up and again before the timed run
+  // (RecordSource::DropCachedPages), so the timed run reads from disk, as on a cache larger than RAM;
+  // the read-ahead is then asked to request its window again.
+  bool cold = false;
 };
 
 struct Throughput {

@@ -153,15 +153,10 @@ int RunBench(const BenchArgs& a) {
   run.warmup = a.warmup;
   run.batches = a.batches;
   run.cancel = InstallInterruptFlag();  // every timed loop below polls it (exit 130)
-  if (a.cold) {
-    // Before the warm-up too: otherwise the warm-up would load the first timed batches' records.
-    Status dropped = source->DropCachedPages();
-    if (!dropped.ok()) return Fail("bench", dropped);
-    run.before_timed = [&source] { return source->DropCachedPages(); };
-  }
+  run.cold = a.cold;
   Result<Throughput> cached = MeasureThroughput(source, o, run);
   if (!cached.ok()) return Fail("bench", cached.status());
-  run.before_timed = nullptr;  // only the timed run starts cold
+  run.cold = false;  // only the timed run starts cold
   if (!a.no_checksum) {
     ThroughputRun hashed_run = run;
     hashed_run.hash = true;
