@@ -216,6 +216,7 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.threads < 0) return bad("--threads must be >= 0");
   if (o.torch_threads < 0) return bad("--torch-threads must be >= 0");
   if (o.prefetch < 1) return bad("--prefetch must be >= 1");
+  if (o.read_ahead_mb < 0) return bad("--read-ahead must be >= 0");
   if (!(o.lr0 > 0) || !finite(o.lr0)) return bad("--lr0 must be > 0");
   if (!(o.lrf > 0) || !finite(o.lrf)) return bad("--lrf must be > 0");
   if (!(o.momentum >= 0 && o.momentum < 1)) return bad("--momentum must be in [0, 1)");
@@ -255,6 +256,7 @@ LoaderOptions TrainLoaderOptions(const TrainOptions& o, int rank, int world_size
   lo.seed = o.seed;
   lo.threads = o.threads;
   lo.prefetch = o.prefetch;
+  lo.read_ahead_bytes = static_cast<uint64_t>(o.read_ahead_mb) << 20;
   return lo;
 }
 

@@ -41,6 +41,8 @@ struct TrainOptions {
   int threads = 0;               // loader (TBB) threads; 0 = all hardware threads
   int torch_threads = 0;         // LibTorch intra-op threads (CPU math); 0 = LibTorch's default
   int prefetch = 4;              // batches the loader prepares ahead
+  // Train loader's read-ahead budget in MiB (LoaderOptions::read_ahead_bytes; 0 = off).
+  int read_ahead_mb = static_cast<int>(LoaderOptions().read_ahead_bytes >> 20);
   bool channels_last = true;     // CUDA only: channels_last weights and inputs
   bool fused_optimizer = true;   // PyTorch's fused optimizer kernels where the LibTorch has them (fused_step.h)
   // CUDA: cuDNN autotuning. Off as in Ultralytics (PyTorch's default): on an H200 it gained ~1% per step
