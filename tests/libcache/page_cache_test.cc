@@ -44,13 +44,8 @@ double ResidentFraction(const std::vector<std::filesystem::path>& files) {
 // Drop evicts even pages our own mapping has touched (Read), Read still returns the same records
 // afterwards, and WillNeed on every record brings the pages back, for raw and zstd shards and LMDB.
 TEST(PageCacheTest, DropEvictsTouchedPagesAndWillNeedReadsThemBack) {
-  struct Case {
-    Backend backend;
-    Codec codec;
-  };
-  for (const Case& c : {Case{Backend::kShards, Codec{}}, Case{Backend::kShards, Codec{Codec::Kind::kZstd, 1}},
-                        Case{Backend::kLmdb, Codec{}}}) {
-    SCOPED_TRACE(BackendName(c.backend) + std::string(c.codec.kind == Codec::Kind::kZstd ? " zstd" : ""));
+  for (const testing::StorageCase& c : testing::FileBackedCases()) {
+    SCOPED_TRACE(c.name());
     TempDir dir;
     WriterOptions options;
     options.backend = c.backend;

@@ -156,13 +156,8 @@ std::vector<uint64_t> Hashes(std::shared_ptr<const RecordSource> source, LoaderO
 }
 
 TEST(ReadAheadTest, BatchesAreTheSameAtAnyBudgetAndThreadCount) {
-  struct Case {
-    Backend backend;
-    Codec codec;
-  };
-  for (const Case& c : {Case{Backend::kShards, Codec{}}, Case{Backend::kShards, Codec{Codec::Kind::kZstd, 1}},
-                        Case{Backend::kLmdb, Codec{}}}) {
-    SCOPED_TRACE(BackendName(c.backend) + std::string(c.codec.kind == Codec::Kind::kZstd ? " zstd" : ""));
+  for (const testing::StorageCase& c : testing::FileBackedCases()) {
+    SCOPED_TRACE(c.name());
     Built b = BuildCache(c.backend, c.codec);
     RecordExtent e;
     ASSERT_TRUE(b.train->Extent(0, &e));  // file-backed: the loader does read ahead
