@@ -48,6 +48,13 @@ class ShardSetSource : public RecordSource {
     out->file = static_cast<uint32_t>(shard);
     return true;
   }
+  void WillNeedRange(const RecordExtent& range, bool wait) const override {
+    if (range.file < shards_.size()) shards_[range.file]->WillNeedRange(range, wait);
+  }
+  Status DropCachedPages() const override {
+    for (const auto& s : shards_) YC_RETURN_IF_ERROR(s->DropCachedPages());
+    return Status::OK();
+  }
   uint64_t data_bytes() const override {
     uint64_t total = 0;
     for (const auto& s : shards_) total += s->data_bytes();

@@ -201,7 +201,10 @@ Result<std::unique_ptr<LmdbReader>> LmdbReader::Open(const std::filesystem::path
   mdb_env_info(r->env_->env, &info);
   r->file_size_ = file_size;
   mdb_filehandle_t fd;
-  if (mdb_env_get_fd(r->env_->env, &fd) == 0) r->map_ = MapStartOf(fd);
+  if (mdb_env_get_fd(r->env_->env, &fd) == 0) {
+    r->map_ = MapStartOf(fd);
+    r->fd_ = fd;
+  }
   rc = mdb_env_stat(r->env_->env, &est);
   if (rc != 0) return LmdbError(p, "mdb_env_stat", rc);
   const uint64_t needed = (static_cast<uint64_t>(info.me_last_pgno) + 1) * est.ms_psize;
@@ -253,6 +256,15 @@ bool LmdbReader::Extent(size_t i, RecordExtent* out) const {
   if (values_[i].data() < map_ || values_[i].data() + values_[i].size() > map_ + file_size_) return false;
   *out = RecordExtent{0, static_cast<uint64_t>(values_[i].data() - map_), values_[i].size()};
   return true;
+}
+
+void LmdbReader::WillNeedRange(const RecordExtent& range, bool wait) const {
+  WillNeedPages(reinterpret_cast<const uint8_t*>(map_), file_size_, fd_, range.offset, range.length, wait);
+}
+
+Status LmdbReader::DropCachedPages() const {
+  if (fd_ < 0) return Status::OK();
+  return DropPages(reinterpret_cast<const uint8_t*>(map_), file_size_, fd_, path_);
 }
 
 std::string_view LmdbReader::value(size_t i) const { return i < values_.size() ? values_[i] : std::string_view(); }

@@ -96,6 +96,9 @@ class LmdbReader : public RecordSource {
   // page sit on contiguous overflow pages).
   bool Extent(size_t index, RecordExtent* out) const override;
   uint64_t data_bytes() const override { return file_size_; }
+  // Over LMDB's own read-only map and file descriptor (mapped_file.h's WillNeedPages, DropPages).
+  void WillNeedRange(const RecordExtent& range, bool wait) const override;
+  Status DropCachedPages() const override;
   // The stored bytes of record i (no decoding), for verify. Empty if out of range.
   std::string_view value(size_t index) const;
   const std::string& path() const { return path_; }
@@ -109,6 +112,7 @@ class LmdbReader : public RecordSource {
   std::vector<std::string_view> values_;
   const char* map_ = nullptr;  // start of LMDB's read-only map
   uint64_t file_size_ = 0;
+  int fd_ = -1;  // LMDB's, owned by the environment
   std::unique_ptr<VerifiedBits> verified_;  // verify_first_read: records already hashed
 };
 

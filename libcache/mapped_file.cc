@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -28,7 +29,7 @@ Result<std::unique_ptr<MappedFile>> MappedFile::Open(const std::filesystem::path
   Result<ScopedFd> fd = OpenRegularFile(path, &file_size);  // a FIFO or device is refused, not waited on
   if (!fd.ok()) return fd.status();
   const size_t size = static_cast<size_t>(file_size);
-  if (size == 0) return std::unique_ptr<MappedFile>(new MappedFile(p, nullptr, 0));
+  if (size == 0) return std::unique_ptr<MappedFile>(new MappedFile(p, nullptr, 0, std::move(fd.value())));
   void* addr = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd->get(), 0);
   if (addr == MAP_FAILED) return Status::IOError(Status::At(p, Errno("mmap")));
   int flag = MADV_NORMAL;
@@ -36,20 +37,46 @@ Result<std::unique_ptr<MappedFile>> MappedFile::Open(const std::filesystem::path
   if (advice == AccessAdvice::kSequential) flag = MADV_SEQUENTIAL;
   if (flag != MADV_NORMAL) ::madvise(addr, size, flag);  // advisory: failure changes nothing
   if (willneed) ::madvise(addr, size, MADV_WILLNEED);
-  return std::unique_ptr<MappedFile>(new MappedFile(p, static_cast<const uint8_t*>(addr), size));
+  return std::unique_ptr<MappedFile>(new MappedFile(p, static_cast<const uint8_t*>(addr), size, std::move(fd.value())));
 }
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
-void MappedFile::WillNeed(uint64_t offset, uint64_t length) const {
-  if (data_ == nullptr || offset >= size_) return;
-  if (length > size_ - offset) length = size_ - offset;
+void MappedFile::WillNeed(uint64_t offset, uint64_t length, bool wait) const {
+  WillNeedPages(data_, size_, fd_.get(), offset, length, wait);
+}
+
+Status MappedFile::DropCachedPages() const { return DropPages(data_, size_, fd_.get(), path_); }
+
+void WillNeedPages(const uint8_t* map, size_t size, int fd, uint64_t offset, uint64_t length, bool wait) {
+  if (map == nullptr || offset >= size) return;
+  if (length > size - offset) length = size - offset;
   // madvise wants a page-aligned start.
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   const uint64_t start = offset & ~(page - 1);
-  ::madvise(const_cast<uint8_t*>(data_) + start, length + (offset - start), MADV_WILLNEED);
+  if (!wait) {
+    ::madvise(const_cast<uint8_t*>(map) + start, length + (offset - start), MADV_WILLNEED);
+    return;
+  }
+  thread_local std::vector<uint8_t> sink(1 << 20);  // the bytes land in the page cache; these are dropped
+  for (uint64_t done = 0; done < length;) {
+    const ssize_t n =
+        ::pread(fd, sink.data(), std::min<uint64_t>(sink.size(), length - done), static_cast<off_t>(offset + done));
+    if (n <= 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // a hint: the worker's own read reports any error
+    done += static_cast<uint64_t>(n);
+  }
+}
+
+Status DropPages(const uint8_t* map, size_t size, int fd, const std::string& path) {
+  if (map != nullptr && size > 0 && ::madvise(const_cast<uint8_t*>(map), size, MADV_DONTNEED) != 0)
+    return Status::IOError(Status::At(path, Errno("madvise(MADV_DONTNEED)")));
+  if (fd < 0) return Status::OK();
+  const int rc = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);  // returns the error, not errno
+  if (rc != 0) return Status::IOError(Status::At(path, std::string("posix_fadvise(DONTNEED): ") + std::strerror(rc)));
+  return Status::OK();
 }
 
 Status HashFile(const std::filesystem::path& path, uint64_t* hash, uint64_t* size) {

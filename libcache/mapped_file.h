@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "libcache/file_read.h"
 #include "libcache/status.h"
 
 namespace yc {
@@ -33,15 +34,32 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
-  // Hints that [offset, offset + length) will be read soon (MADV_WILLNEED); out-of-range is ignored.
-  void WillNeed(uint64_t offset, uint64_t length) const;
+  // Hints that [offset, offset + length) will be read soon; out-of-range is ignored (WillNeedPages).
+  void WillNeed(uint64_t offset, uint64_t length, bool wait = false) const;
+  // Evicts the file's pages from the page cache (DropPages).
+  Status DropCachedPages() const;
 
  private:
-  MappedFile(std::string path, const uint8_t* data, size_t size) : path_(std::move(path)), data_(data), size_(size) {}
+  MappedFile(std::string path, const uint8_t* data, size_t size, ScopedFd fd)
+      : path_(std::move(path)), data_(data), size_(size), fd_(std::move(fd)) {}
   std::string path_;
   const uint8_t* data_;
   size_t size_;
+  ScopedFd fd_;  // kept open for posix_fadvise (one per shard: a few hundred for a terabyte)
 };
+
+// Page-cache control over a read-only MAP_SHARED mapping `map` of a file's first `size` bytes, `fd`
+// open on the same file; shared by the shard and LMDB readers (LMDB owns its own map and fd).
+// WillNeedPages: asks the kernel to start reading [offset, offset + length) and returns at once
+// (MADV_WILLNEED), or with `wait` reads it with pread into a per-thread throwaway buffer (blocks until
+// read). Clamped to the file; nothing happens out of range. A hint: what the mapping reads is unchanged.
+void WillNeedPages(const uint8_t* map, size_t size, int fd, uint64_t offset, uint64_t length, bool wait);
+// DropPages: unmaps our own page-table entries (MADV_DONTNEED: the file's pages stay in the cache,
+// the mapping stays valid and faults them back in on the next touch), then evicts the clean pages of
+// the file (POSIX_FADV_DONTNEED), which skips any page still mapped somewhere, so without the first
+// step pages this process had touched would survive. Pages mapped by other processes stay. Readers
+// may keep reading concurrently: they only fault again.
+Status DropPages(const uint8_t* map, size_t size, int fd, const std::string& path);
 
 // XXH3_64 over a file's bytes, read with pread in large blocks (no mmap: works on files that are
 // being checked for truncation without any SIGBUS risk). Also returns the size it hashed.

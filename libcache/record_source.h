@@ -50,8 +50,17 @@ class RecordSource {
   // index is out of range. Cheap (no record bytes are touched), thread-safe.
   virtual bool Extent(size_t index, RecordExtent* out) const { return false; }
   // Asks the kernel to start reading record `index` into the page cache and returns at once: a hint
-  // that never changes what Read returns.
-  virtual void WillNeed(size_t index) const {}
+  // that never changes what Read returns. The stored bytes (compressed ones for zstd shards).
+  void WillNeed(size_t index) const {
+    RecordExtent e;
+    if (Extent(index, &e)) WillNeedRange(e, /*wait=*/false);
+  }
+  // The same for any byte range of one data file (the loader's read-ahead merges adjacent records'
+  // extents into one range); clamped to the file, ignored when out of range. Thread-safe. `wait`:
+  // read the range now (pread into a throwaway buffer) and return once it is in the page cache; the
+  // loader's read-ahead does that from a few threads of its own, which keeps several requests in flight
+  // and measured faster than the kernel's asynchronous hint (docs/LOADER.md, "Read-ahead").
+  virtual void WillNeedRange(const RecordExtent& range, bool wait) const {}
   // Evicts this source's data files from the page cache (posix_fadvise DONTNEED), so a benchmark can
   // start cold without root. Pages another process maps or dirty pages may stay.
   virtual Status DropCachedPages() const { return Status::OK(); }

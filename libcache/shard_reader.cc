@@ -61,8 +61,10 @@ bool ShardReader::Extent(size_t i, RecordExtent* out) const {
   return true;
 }
 
-void ShardReader::Prefetch(size_t i) const {
-  if (file_ != nullptr && i < index_.size()) file_->WillNeed(index_[i].offset, index_[i].size);
+void ShardReader::WillNeedRange(const RecordExtent& range, bool wait) const {
+  if (file_ != nullptr) file_->WillNeed(range.offset, range.length, wait);
 }
+
+Status ShardReader::DropCachedPages() const { return file_ != nullptr ? file_->DropCachedPages() : Status::OK(); }
 
 }  // namespace yc

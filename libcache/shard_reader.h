@@ -41,8 +41,9 @@ class ShardReader : public RecordSource {
   // Extent's file is 0 (one file); data_bytes() is the file size.
   bool Extent(size_t index, RecordExtent* out) const override;
   uint64_t data_bytes() const override { return size_; }
-  // Asks the kernel to start reading record i (the loader knows its upcoming indices).
-  void Prefetch(size_t index) const;
+  // range.file is ignored (one file). No-ops over a caller's buffer (OpenBuffer).
+  void WillNeedRange(const RecordExtent& range, bool wait) const override;
+  Status DropCachedPages() const override;
 
   const ShardFooter& footer() const { return footer_; }
   const std::vector<ShardIndexEntry>& index() const { return index_; }

@@ -19,6 +19,7 @@
 
 #include "loader/core_clock.h"
 #include "loader/format.h"
+#include "loader/read_ahead.h"
 #include "loader/sample_processor.h"
 #include "loader/sampler.h"
 #include "loader/worker_stats.h"
@@ -111,6 +112,7 @@ struct Loader::Impl {
   int running = 0;  // enqueued jobs not yet finished (guarded by mu)
   std::atomic<bool> cancel{false};
   std::unique_ptr<WorkerStats> worker_stats;  // Loader::stats()
+  std::unique_ptr<ReadAhead> read_ahead;      // null when off or the source is not file-backed
 
   // Consumer-side state (touched only by the thread calling StartEpoch/Next).
   std::deque<std::shared_ptr<Job>> inflight;  // in (epoch, index) order
@@ -151,7 +153,9 @@ struct Loader::Impl {
     for (int i = 0; i < n; ++i)
       arena->enqueue([this] {
         QueuedSample s;
-        if (queued.try_pop(s)) RunSample(s.job.get(), s.index);  // one pop per task: never empty
+        if (!queued.try_pop(s)) return;  // one pop per task: never empty
+        if (read_ahead) read_ahead->SampleStarted();
+        RunSample(s.job.get(), s.index);
       });
   }
 
@@ -307,6 +311,9 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const RecordSourc
     blocks = SplitIntoBlocks(*source, options);
   impl->sampler = std::make_unique<EpochSampler>(n, options, sizes, std::move(blocks));
   const cv::Size max_shape = impl->sampler->max_shape();
+  RecordExtent first;
+  if (options.read_ahead_bytes > 0 && source->Extent(0, &first))
+    impl->read_ahead = std::make_unique<ReadAhead>(source.get(), &impl->options, *impl->sampler);
   impl->pool = std::make_shared<BatchPool>(
       options.allocator, ImageBytes(max_shape.height, max_shape.width) * static_cast<size_t>(options.batch));
   return std::unique_ptr<Loader>(new Loader(std::move(impl)));
@@ -328,7 +335,13 @@ Status Loader::StartEpoch(int epoch, size_t first_batch) {
   d.sampler->SetEpoch(epoch);
   d.scheduled_epoch = epoch;
   d.next_scheduled = first_batch;
+  // No sample of the old walk is queued now: read ahead from where the new one starts.
+  if (d.read_ahead) d.read_ahead->Restart(epoch, first_batch);
   return d.Schedule();
+}
+
+void Loader::RequestReadAheadAgain() {
+  if (impl_->read_ahead) impl_->read_ahead->RequestAgain();
 }
 
 Status Loader::Next(std::shared_ptr<Batch>* out) {

@@ -38,12 +38,26 @@ double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // rows and SampleInfo counted with the finish: Loader::stats() times each sample from outside too,
 // and a worker preempted in an untimed gap would make the stages miss part of that total.
 
+// The one place a train sample's plan is drawn: ProcessTrain renders it, RecordsOfSample reads ahead
+// for it, so the read-ahead always names the records the render will read.
+TrainPlan PlanOf(const SampleContext& ctx, const SampleSlot& s) {
+  const LoaderOptions& o = *ctx.options;
+  Rng rng(o.seed, static_cast<uint64_t>(ctx.epoch), s.position);
+  return DrawTrainPlan(rng, s.record, PartnersOf(ctx, s), o.hyp, ctx.mosaic_closed, o.imgsz);
+}
+
+void AppendRecordsOf(const SubPlan& sub, std::vector<uint64_t>* out) {
+  out->push_back(sub.record);
+  if (sub.mosaic) out->insert(out->end(), sub.partners.begin(), sub.partners.end());
+}
+
 Status ProcessTrain(const SampleContext& ctx, const SampleSlot& s, int batch_idx, cv::Size shape, uint8_t* slot,
                     RenderScratch* scratch, std::vector<float>* labels, SampleInfo* info) {
   const LoaderOptions& o = *ctx.options;
   const Clock::time_point start = Clock::now();
   Rng rng(o.seed, static_cast<uint64_t>(ctx.epoch), s.position);
   const TrainPlan plan = DrawTrainPlan(rng, s.record, PartnersOf(ctx, s), o.hyp, ctx.mosaic_closed, o.imgsz);
+  const TrainPlan plan = PlanOf(ctx, s);
   cv::Mat out = RenderTarget(o, shape, slot, scratch);
   std::vector<BoxXyxy>& boxes = scratch->boxes_out;
   if (o.path == LoaderOptions::Path::kReference) {
@@ -97,6 +111,16 @@ Status ProcessVal(const SampleContext& ctx, const SampleSlot& s, int batch_idx, 
 PartnerDomain PartnersOf(const SampleContext& ctx, const SampleSlot& s) {
   if (ctx.windows) return ctx.windows->Partners(s.window);
   return PartnerDomain(ctx.source->size());
+}
+
+void RecordsOfSample(const SampleContext& ctx, const SampleSlot& s, std::vector<uint64_t>* out) {
+  if (ctx.options->mode != LoaderMode::kTrain) {
+    out->push_back(s.record);
+    return;
+  }
+  const TrainPlan plan = PlanOf(ctx, s);
+  AppendRecordsOf(plan.main, out);
+  if (plan.mixup) AppendRecordsOf(plan.mix, out);
 }
 
 Status ProcessSample(const SampleContext& ctx, const SampleSlot& s, int batch_idx, cv::Size shape, uint8_t* slot,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <string>
 #include <memory>
 
 #include <xxhash.h>
@@ -10,9 +12,19 @@
 
 namespace yc {
 
+int64_t ProcessDiskReadBytes() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  int64_t value = 0;
+  while (io >> key >> value)
+    if (key == "read_bytes:") return value;
+  return -1;
+}
+
 Result<Throughput> MeasureThroughput(std::shared_ptr<const RecordSource> source, const LoaderOptions& options,
                                      const ThroughputRun& run) {
-  Result<std::unique_ptr<Loader>> created = Loader::Create(std::move(source), options);
+  if (run.cold) YC_RETURN_IF_ERROR(source->DropCachedPages());
+  Result<std::unique_ptr<Loader>> created = Loader::Create(source, options);
   if (!created.ok()) return created.status();
   Loader& loader = *created.value();
   using Clock = std::chrono::steady_clock;
@@ -24,10 +36,16 @@ Result<Throughput> MeasureThroughput(std::shared_ptr<const RecordSource> source,
   double waited = 0;
   Clock::time_point start;
   Loader::Stats before;
+  int64_t disk_before = -1;
   const int warmup = run.warmup >= 0 ? run.warmup : DefaultWarmup(options.prefetch);
   for (int i = 0; i < warmup + run.batches; ++i) {
     if (run.cancel != nullptr && run.cancel->load(std::memory_order_relaxed)) return Status::Cancelled("interrupted");
     if (i == warmup) {
+      if (run.cold) {
+        YC_RETURN_IF_ERROR(source->DropCachedPages());
+        loader.RequestReadAheadAgain();
+      }
+      disk_before = ProcessDiskReadBytes();
       start = Clock::now();
       before = loader.stats();
     }
@@ -51,6 +69,8 @@ Result<Throughput> MeasureThroughput(std::shared_ptr<const RecordSource> source,
     }
   }
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const int64_t disk_after = ProcessDiskReadBytes();
+  if (disk_before >= 0 && disk_after >= disk_before) r.disk_bytes = disk_after - disk_before;
   const Loader::Stats after = loader.stats();
   const double busy = after.busy_seconds - before.busy_seconds;
   r.worker_busy = r.seconds > 0 ? busy / (r.seconds * options.threads) : 0;

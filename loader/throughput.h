@@ -24,6 +24,10 @@ struct ThroughputRun {
   int batches = 50;   // timed batches, crossing epochs as needed
   bool hash = false;  // chain the XXH3 of every timed batch's image bytes and label table into `checksum`
   const std::atomic<bool>* cancel = nullptr;  // set to stop (Ctrl-C): checked per batch, gives Cancelled
+  // Drops the source's pages from the page cache before the warm-up and again before the timed run
+  // (RecordSource::DropCachedPages), so the timed run reads from disk, as on a cache larger than RAM;
+  // the read-ahead is then asked to request its window again.
+  bool cold = false;
 };
 
 struct Throughput {
@@ -34,7 +38,13 @@ struct Throughput {
   double core_ghz = 0;  // the workers' clock in the window (options.probe_core_clock; else 0)
   size_t images = 0, batches = 0;
   uint64_t checksum = 0;  // with `hash`: equal checksums mean identical batches
+  // Bytes this process fetched from storage in the timed window (/proc/self/io read_bytes: page-fault
+  // and read-ahead reads included, page-cache hits not); -1 where /proc/self/io cannot be read.
+  int64_t disk_bytes = -1;
 };
+
+// This process's read_bytes from /proc/self/io, or -1.
+int64_t ProcessDiskReadBytes();
 
 // `options.threads` must be resolved (> 0). Hashing ~80 MB a batch would make the consumer the
 // bottleneck, so callers time one run and hash another: batches depend only on (seed, epoch, index).

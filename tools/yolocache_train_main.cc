@@ -159,6 +159,9 @@ void AddTrainOptions(CLI::App& app, TrainArgs& a) {
                  "Page-cache budget in GiB for --order auto (0: MemAvailable - 4 GiB)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--read-ahead", o.read_ahead_mb,
+                 "MiB of records the train loader reads from disk ahead of its workers (0: off)")
+      ->capture_default_str();
   // Negative flags as callbacks: CLI11's "!--no-x" form prints "--no-x{false}" in --help.
   app.add_flag_callback("--no-channels-last", [&o] { o.channels_last = false; },
                         "CUDA: keep weights and inputs NCHW (default channels_last)");
@@ -256,6 +259,7 @@ int RunTrain(CLI::App& app, TrainArgs& a) {
     if (app.count("--threads") > 0) r.threads = o.threads;
     if (app.count("--torch-threads") > 0) r.torch_threads = o.torch_threads;
     if (app.count("--prefetch") > 0) r.prefetch = o.prefetch;
+    if (app.count("--read-ahead") > 0) r.read_ahead_mb = o.read_ahead_mb;
     if (app.count("--log-every") > 0) r.log_every = o.log_every;
     o = r;
     hooks.resume = a.resume;

@@ -131,4 +131,14 @@ inline void ExpectReturnsWithin(std::chrono::seconds limit, const std::filesyste
   done.wait();
 }
 
+// The file-backed layouts the read-ahead and page-cache tests cover: raw shards, zstd shards, LMDB.
+struct StorageCase {
+  Backend backend;
+  Codec codec;
+  std::string name() const { return BackendName(backend) + std::string(codec.kind == Codec::Kind::kZstd ? " zstd" : ""); }
+};
+inline std::vector<StorageCase> FileBackedCases() {
+  return {{Backend::kShards, Codec{}}, {Backend::kShards, Codec{Codec::Kind::kZstd, 1}}, {Backend::kLmdb, Codec{}}};
+}
+
 }  // namespace yc::testing

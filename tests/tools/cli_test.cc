@@ -246,6 +246,34 @@ TEST(Cli, BenchIsDeterministicAcrossThreadCountsAndBeatsTheNaiveLoader) {
 // Issue 18: every bench and inspect option is checked when parsed; nonsense is a usage error (exit 2)
 // naming the option and what it allows, never a run on it (`bench --layout xyz --threads -1 --warmup -5`
 // used to measure with NCHW, all cores and the default warm-up, and exit 0).
+// --cold drops the cache's pages and says so; read-ahead at any budget leaves the checksum alone;
+// the disk figures come from /proc/self/io.
+TEST(Cli, BenchColdWithAndWithoutReadAheadGivesTheSameBatches) {
+  TempDir tmp;
+  Synth(tmp / "data", 24, 0);
+  const std::string cache = (tmp / "cache").string();
+  ASSERT_EQ(Yolocache(tmp, {"build", (tmp / "data" / "data.yaml").string(), "-o", cache, "--imgsz", "128"}).exit_code, 0);
+  std::set<std::string> checksums;
+  for (const char* budget : {"0", "1", "512"}) {
+    CliRun r = Yolocache(tmp, {"bench", cache, "--batch", "8", "--batches", "3", "--threads", "2", "--json", "--cold",
+                               "--read-ahead", budget, "--profile-samples", "0"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_TRUE(j["cold"].get<bool>());
+    EXPECT_EQ(j["read_ahead_mb"], std::stoi(budget));
+    ASSERT_TRUE(j.contains("disk_bytes_per_sample"));
+    EXPECT_GE(j["disk_bytes_per_sample"].get<double>(), 0.0);
+    EXPECT_GE(j["disk_mb_per_second"].get<double>(), 0.0);
+    checksums.insert(j["checksum"].get<std::string>());
+  }
+  EXPECT_EQ(checksums.size(), 1u) << "read-ahead must not change a batch";
+  CliRun text = Yolocache(tmp, {"bench", cache, "--batch", "8", "--batches", "2", "--cold", "--no-checksum"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("cold: the split's pages were dropped"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("MB read per sample"), std::string::npos) << text.out;
+  EXPECT_EQ(Yolocache(tmp, {"bench", cache, "--cold", "--scaling", "1,2"}).exit_code, 2);
+}
+
 TEST(Cli, BenchAndInspectRefuseBadOptionsWithExitTwo) {
   TempDir tmp;
   Synth(tmp / "data", 8, 0);

@@ -37,6 +37,8 @@ struct BenchArgs {
   std::string order = "shuffle";  // --order: the train sampling order
   double window_mb = 256;         // --window: windowed order's window, MiB
   int order_stats = 0;            // --order-stats N: compare both orders' statistics over N epochs
+  bool cold = false;      // drop the split's pages before the warm-up and before the timed run
+  int read_ahead_mb = -1;  // -1: the loader's default
 };
 
 // The fields every --json document starts with: what was measured, and with which kernels.
@@ -171,6 +173,7 @@ int RunBench(const BenchArgs& a) {
   o.layout = a.layout == "nhwc" ? ImageLayout::kNHWC : ImageLayout::kNCHW;
   o.order = a.order == "windowed" ? SampleOrder::kWindowed : SampleOrder::kShuffle;
   o.window_bytes = static_cast<uint64_t>(a.window_mb * (1 << 20));
+  if (a.read_ahead_mb >= 0) o.read_ahead_bytes = static_cast<uint64_t>(a.read_ahead_mb) << 20;
   // A small cache is crossed many times: every timed batch should be a mosaic batch of an epoch the
   // loader can run ahead into, so no close_mosaic switch and no last epoch.
   o.hyp.close_mosaic = 0;
@@ -189,8 +192,10 @@ int RunBench(const BenchArgs& a) {
   run.warmup = a.warmup;
   run.batches = a.batches;
   run.cancel = InstallInterruptFlag();  // every timed loop below polls it (exit 130)
+  run.cold = a.cold;
   Result<Throughput> cached = MeasureThroughput(source, o, run);
   if (!cached.ok()) return Fail("bench", cached.status());
+  run.cold = false;  // only the timed run starts cold
   if (!a.no_checksum) {
     ThroughputRun hashed_run = run;
     hashed_run.hash = true;
@@ -220,6 +225,8 @@ int RunBench(const BenchArgs& a) {
   }
 
   const double per_thread = cached->images_per_second / threads;
+  const double disk_per_sample = cached->images > 0 ? static_cast<double>(cached->disk_bytes) / cached->images : 0;
+  const double disk_mbps = cached->seconds > 0 ? static_cast<double>(cached->disk_bytes) / cached->seconds / 1e6 : 0;
   if (a.json) {
     nlohmann::ordered_json j = JsonHeader(a, o, split);
     j["threads"] = threads;
@@ -233,6 +240,12 @@ int RunBench(const BenchArgs& a) {
     j["ms_per_sample"] = {{"total", cached->ms_per_sample},
                           {"render", cached->render_ms},
                           {"finish", cached->finish_ms}};
+    j["cold"] = a.cold;
+    j["read_ahead_mb"] = o.read_ahead_bytes >> 20;
+    if (cached->disk_bytes >= 0) {
+      j["disk_bytes_per_sample"] = disk_per_sample;
+      j["disk_mb_per_second"] = disk_mbps;
+    }
     if (!a.no_checksum) {
       char hex[17];
       std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(cached->checksum));
@@ -256,6 +269,10 @@ int RunBench(const BenchArgs& a) {
   std::printf("workers: busy %.1f%% of the time, %.2f ms per sample (%s %.2f, %s %.2f)\n", 100 * cached->worker_busy,
               cached->ms_per_sample, o.mode == LoaderMode::kTrain ? "geometry+warp" : "letterbox", cached->render_ms,
               o.mode == LoaderMode::kTrain ? "HSV+layout" : "layout", cached->finish_ms);
+  if (a.cold) std::printf("cold: the split's pages were dropped from the page cache before the warm-up and the timed run\n");
+  if (cached->disk_bytes >= 0)
+    std::printf("disk: %.2f MB read per sample, %.0f MB/s in the timed run (read-ahead %s)\n", disk_per_sample / 1e6,
+                disk_mbps, o.read_ahead_bytes > 0 ? (std::to_string(o.read_ahead_bytes >> 20) + " MiB").c_str() : "off");
   if (profile.samples > 0)
     std::printf("per sample, one thread: geometry+warp %.2f ms, HSV+layout %.2f ms (layout alone %.2f ms)\n",
                 profile.geometry_warp_ms, profile.hsv_layout_ms, profile.layout_only_ms);
@@ -305,6 +322,14 @@ Registration reg("bench", "Measure loader throughput on a cache (img/s, per thre
                                   "| every (on every read: the first epoch's cost) | off")
                        ->capture_default_str()
                        ->check(CLI::IsMember({"first", "every", "off"}));
+                   app.add_option("--read-ahead", a->read_ahead_mb,
+                                  "Read-ahead budget in MiB: records requested from disk ahead of the workers (0: off)")
+                       ->default_str(std::to_string(LoaderOptions().read_ahead_bytes >> 20))
+                       ->check(AtLeast(0));
+                   app.add_flag("--cold", a->cold,
+                                "Drop the split's pages from the page cache (posix_fadvise DONTNEED, no root needed) "
+                                "before the warm-up and the timed run: disk-speed figures")
+                       ->excludes(app.get_option("--scaling"));
                    app.add_flag("--compare", a->compare, "Also run the naive decode-every-time loader, same records");
                    app.add_option("--order", a->order,
                                   "Train sampling order: shuffle (Ultralytics') | windowed (caches larger than RAM: "

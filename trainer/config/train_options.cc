@@ -226,6 +226,7 @@ Status ValidateTrainOptions(const TrainOptions& o) {
     return bad("--order must be auto, shuffle or windowed");
   if (!(o.window_mb >= 0) || !finite(o.window_mb)) return bad("--window must be >= 0");
   if (!(o.ram_budget_gb >= 0) || !finite(o.ram_budget_gb)) return bad("--ram-budget must be >= 0");
+  if (o.read_ahead_mb < 0) return bad("--read-ahead must be >= 0");
   if (!(o.lr0 > 0) || !finite(o.lr0)) return bad("--lr0 must be > 0");
   if (!(o.lrf > 0) || !finite(o.lrf)) return bad("--lrf must be > 0");
   if (!(o.momentum >= 0 && o.momentum < 1)) return bad("--momentum must be in [0, 1)");
@@ -269,6 +270,7 @@ LoaderOptions TrainLoaderOptions(const TrainOptions& o, int rank, int world_size
   // means the default.
   lo.order = o.order == "windowed" ? SampleOrder::kWindowed : SampleOrder::kShuffle;
   if (o.window_mb > 0) lo.window_bytes = static_cast<uint64_t>(o.window_mb * (1 << 20));
+  lo.read_ahead_bytes = static_cast<uint64_t>(o.read_ahead_mb) << 20;
   return lo;
 }
 

@@ -46,6 +46,8 @@ struct TrainOptions {
   std::string order = "auto";
   double window_mb = 0;          // windowed order's window, MiB; 0: a quarter of the page-cache budget
   double ram_budget_gb = 0;      // page-cache budget for auto; 0: MemAvailable - 4 GiB
+  // Train loader's read-ahead budget in MiB (LoaderOptions::read_ahead_bytes; 0 = off).
+  int read_ahead_mb = static_cast<int>(LoaderOptions().read_ahead_bytes >> 20);
   bool channels_last = true;     // CUDA only: channels_last weights and inputs
   bool fused_optimizer = true;   // PyTorch's fused optimizer kernels where the LibTorch has them (fused_step.h)
   // CUDA: cuDNN autotuning. Off as in Ultralytics (PyTorch's default): on an H200 it gained ~1% per step

@@ -1,0 +1,208 @@
+#include "loader/read_ahead.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "loader/sample_processor.h"
+
+namespace yc {
+
+ReadAhead::ReadAhead(const RecordSource* source, const LoaderOptions* options, const EpochSampler& sampler)
+    : source_(source), options_(options), sampler_(sampler), budget_(options->read_ahead_bytes) {
+  for (int i = 0; i < kReaders; ++i)
+    issuers_.emplace_back([this] {
+      std::unique_lock<std::mutex> lock(qmu_);
+      for (;;) {
+        qcv_.wait(lock, [&] { return stop_issuers_ || !queue_.empty(); });
+        if (stop_issuers_) return;
+        const RecordExtent r = queue_.front();
+        queue_.pop_front();
+        lock.unlock();
+        source_->WillNeedRange(r, /*wait=*/true);
+        lock.lock();
+      }
+    });
+  thread_ = std::thread([this] { Run(); });
+}
+
+ReadAhead::~ReadAhead() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(qmu_);
+    stop_issuers_ = true;
+  }
+  qcv_.notify_all();
+  for (auto& t : issuers_) t.join();
+}
+
+void ReadAhead::Restart(int epoch, size_t first_batch) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++generation_;
+    restart_epoch_ = epoch;
+    restart_batch_ = first_batch;
+    started_.store(0);
+    again_ = false;
+  }
+  {
+    std::lock_guard<std::mutex> lock(qmu_);
+    queue_.clear();
+  }
+  cv_.notify_all();
+}
+
+void ReadAhead::RequestAgain() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++generation_;
+    again_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool ReadAhead::NextSample(SampleSlot* sample, int* epoch) {
+  while (!walk_over_ && in_batch_ >= samples_.size()) {
+    // The batch is walked: on to the next, into the next epoch as Loader's Schedule does.
+    if (batch_ + 1 < sampler_.batches_per_epoch()) {
+      ++batch_;
+    } else if (options_->mode == LoaderMode::kTrain && epoch_ + 1 < options_->epochs) {
+      sampler_.SetEpoch(++epoch_);
+      batch_ = 0;
+    } else {
+      walk_over_ = true;
+      break;
+    }
+    cv::Size shape;
+    sampler_.Batch(batch_, &samples_, &shape);
+    in_batch_ = 0;
+  }
+  if (walk_over_) return false;
+  *sample = samples_[in_batch_++];
+  *epoch = epoch_;
+  return true;
+}
+
+bool ReadAhead::PlanStep(uint64_t room, Step* step) {
+  // A quarter of the budget a step: the next step's requests go out while the workers still read
+  // the previous ones, and a step's sort covers enough records to find adjacent ones.
+  const uint64_t target = std::max<uint64_t>(budget_ / 4, 1);
+  ranges_.clear();
+  uint64_t bytes = 0;  // of the step's extents before merging (an upper bound on the merged bytes)
+  SampleSlot sample;
+  int epoch = 0;
+  bool any = false;
+  while (bytes < target && NextSample(&sample, &epoch)) {
+    any = true;
+    const SampleContext ctx{source_, options_, epoch,
+                            options_->mode == LoaderMode::kTrain && MosaicClosed(*options_, epoch)};
+    records_.clear();
+    RecordsOfSample(ctx, sample, &records_);
+    uint64_t sample_bytes = 0;
+    const size_t before = ranges_.size();
+    for (uint64_t r : records_) {
+      RecordExtent e;
+      if (!source_->Extent(r, &e)) continue;
+      ranges_.push_back(e);
+      sample_bytes += e.length;
+    }
+    ++position_;
+    if (sample_bytes > budget_) {  // never within budget: its worker faults it in
+      ranges_.resize(before);
+      continue;
+    }
+    if (bytes + sample_bytes > room) {  // no room left: this sample waits for the next step
+      ranges_.resize(before);
+      --position_;
+      --in_batch_;
+      break;
+    }
+    bytes += sample_bytes;
+  }
+  // Sorted and merged: duplicates requested once, neighbours in one request, the disk in order.
+  std::sort(ranges_.begin(), ranges_.end(), [](const RecordExtent& a, const RecordExtent& b) {
+    return a.file != b.file ? a.file < b.file : a.offset < b.offset;
+  });
+  size_t kept = 0;
+  for (const RecordExtent& e : ranges_) {
+    if (kept > 0) {
+      RecordExtent& last = ranges_[kept - 1];
+      if (e.file == last.file && e.offset <= last.offset + last.length) {
+        last.length = std::max(last.length, e.offset + e.length - last.offset);
+        continue;
+      }
+    }
+    ranges_[kept++] = e;
+  }
+  ranges_.resize(kept);
+  step->end = position_;
+  step->bytes = 0;
+  for (const RecordExtent& e : ranges_) step->bytes += e.length;
+  return any;
+}
+
+void ReadAhead::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  uint64_t seen = 0;
+  bool stalled = false;  // the last step found no sample that fits: wait for the workers
+  while (!stop_) {
+    if (seen != generation_) {
+      seen = generation_;
+      epoch_ = restart_epoch_;
+      batch_ = restart_batch_;
+      position_ = 0;
+      outstanding_.clear();
+      outstanding_bytes_ = 0;
+      walk_over_ = sampler_.batches_per_epoch() == 0;
+      sampler_.SetEpoch(epoch_);
+      samples_.clear();
+      in_batch_ = 0;
+      if (batch_ < sampler_.batches_per_epoch()) {
+        cv::Size shape;
+        sampler_.Batch(batch_, &samples_, &shape);
+      }
+      // The same walk from its start, less what the workers have started (the walk is cheap).
+      SampleSlot skipped;
+      int skipped_epoch = 0;
+      for (const uint64_t started = again_ ? started_.load() : 0; position_ < started; ++position_)
+        if (!NextSample(&skipped, &skipped_epoch)) break;
+      again_ = false;
+    }
+    // What the workers have started no longer counts against the budget.
+    const uint64_t started = started_.load(std::memory_order_relaxed);
+    while (!outstanding_.empty() && outstanding_.front().end <= started) {
+      outstanding_bytes_ -= outstanding_.front().bytes;
+      outstanding_.pop_front();
+    }
+    const uint64_t room = budget_ - std::min(budget_, outstanding_bytes_);
+    if (walk_over_ || room == 0 || room < budget_ / 4 || stalled) {
+      stalled = false;
+      // Workers start a sample every few hundred microseconds or more: polling every millisecond
+      // keeps the hot path free of locks and notifications at a negligible cost.
+      cv_.wait_for(lock, std::chrono::milliseconds(1));
+      continue;
+    }
+    Step step;
+    const uint64_t position = position_;
+    lock.unlock();
+    const bool any = PlanStep(room, &step);
+    stalled = position_ == position;
+    {
+      std::lock_guard<std::mutex> q(qmu_);
+      queue_.insert(queue_.end(), ranges_.begin(), ranges_.end());
+    }
+    qcv_.notify_all();
+    lock.lock();
+    if (seen != generation_ || !any) continue;  // a Restart came in: the step belongs to the old walk
+    outstanding_.push_back(step);
+    outstanding_bytes_ += step.bytes;
+    requested_bytes_.fetch_add(step.bytes);
+    if (outstanding_bytes_ > peak_outstanding_.load()) peak_outstanding_.store(outstanding_bytes_);
+  }
+}
+
+}  // namespace yc

@@ -1,0 +1,179 @@
+// Read-ahead (loader/read_ahead.h) on real caches: it names exactly the records the workers read,
+// stays within its byte budget, and never changes a batch.
+#include "loader/read_ahead.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "libcache/cache.h"
+#include "loader/loader.h"
+#include "loader/sample_processor.h"
+#include "tests/libcache/cache_test_util.h"
+#include "tests/loader/test_util.h"
+#include "tests/test_support.h"
+
+namespace yc {
+namespace {
+
+using testing::BuildTestCache;
+using testing::HashBatch;
+using testing::TempDir;
+
+struct Built {
+  std::unique_ptr<TempDir> dir = std::make_unique<TempDir>();
+  std::shared_ptr<Cache> cache;
+  std::shared_ptr<const RecordSource> train;
+};
+
+Built BuildCache(Backend backend, Codec codec) {
+  Built b;
+  WriterOptions w;
+  w.backend = backend;
+  w.codec = codec;
+  w.shard_size = 64 * 1024;  // several shards: extents in different files
+  BuildTestCache(b.dir->path(), w, {{"train", 40}}, 48, true);
+  auto opened = Cache::Open(b.dir->path());
+  EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+  b.cache = std::move(opened.value());
+  b.train = std::shared_ptr<const RecordSource>(b.cache, b.cache->split("train"));
+  return b;
+}
+
+LoaderOptions Options() {
+  LoaderOptions o;
+  o.batch = 6;
+  o.imgsz = 64;
+  o.epochs = 3;
+  o.hyp.mixup = 0.5;  // mix partners and their mosaic partners are read too
+  o.hyp.close_mosaic = 1;  // the last epoch reads one record a sample
+  o.prefetch = 2;
+  return o;
+}
+
+// Logs every record a worker reads, in order.
+class RecordingSource : public RecordSource {
+ public:
+  explicit RecordingSource(std::shared_ptr<const RecordSource> inner) : inner_(std::move(inner)) {}
+  size_t size() const override { return inner_->size(); }
+  Status Read(size_t index, RecordView* out, ScratchBuffer* scratch) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    reads_.push_back(index);
+    return inner_->Read(index, out, scratch);
+  }
+  std::vector<uint64_t> reads() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return reads_;
+  }
+
+ private:
+  std::shared_ptr<const RecordSource> inner_;
+  mutable std::mutex mu_;
+  mutable std::vector<uint64_t> reads_;
+};
+
+// RecordsOfSample lists exactly what ProcessSample reads, sample after sample, across the
+// close_mosaic switch (one thread: the reads come in sample order).
+TEST(ReadAheadTest, RecordsOfSampleAreTheRecordsTheWorkersRead) {
+  Built b = BuildCache(Backend::kShards, Codec{});
+  auto recording = std::make_shared<RecordingSource>(b.train);
+  LoaderOptions o = Options();
+  o.threads = 1;
+  o.prefetch = 1;
+  o.epochs = 2;
+  auto loader = Loader::Create(recording, o);
+  ASSERT_TRUE(loader.ok());
+  EpochSampler sampler(recording->size(), o, {});
+  std::vector<uint64_t> expected;
+  size_t mixups = 0;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    ASSERT_TRUE((*loader)->StartEpoch(epoch).ok());
+    std::shared_ptr<Batch> batch;
+    while ((*loader)->Next(&batch).ok() && batch) {}
+    sampler.SetEpoch(epoch);
+    const SampleContext ctx{recording.get(), &o, epoch, MosaicClosed(o, epoch)};
+    for (size_t k = 0; k < sampler.batches_per_epoch(); ++k) {
+      std::vector<SampleSlot> samples;
+      cv::Size shape;
+      sampler.Batch(k, &samples, &shape);
+      for (const SampleSlot& s : samples) {
+        const size_t before = expected.size();
+        RecordsOfSample(ctx, s, &expected);
+        mixups += expected.size() - before > 4;
+      }
+    }
+  }
+  loader.value().reset();
+  EXPECT_GT(mixups, 0u);  // the test covers the mixup partners
+  // The loader ran ahead into epoch 1 before epoch 0 ended, which is the same order.
+  EXPECT_EQ(recording->reads(), expected);
+}
+
+// With no worker starting a sample, the thread requests at most the budget, and it moves on as
+// the workers start samples.
+TEST(ReadAheadTest, RequestsStayWithinTheBudget) {
+  Built b = BuildCache(Backend::kShards, Codec{});
+  RecordExtent e;
+  ASSERT_TRUE(b.train->Extent(0, &e));
+  LoaderOptions o = Options();
+  o.read_ahead_bytes = 10 * e.length;  // a few samples' worth
+  EpochSampler sampler(b.train->size(), o, {});
+  ReadAhead ra(b.train.get(), &o, sampler);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(ra.requested_bytes(), 0u);  // nothing before Restart
+  ra.Restart(0, 0);
+  auto wait_for_more_than = [&](uint64_t bytes) {
+    for (int i = 0; i < 500 && ra.requested_bytes() <= bytes; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return ra.requested_bytes();
+  };
+  const uint64_t first = wait_for_more_than(0);
+  EXPECT_GT(first, 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));  // give it time to overrun, if it would
+  EXPECT_LE(ra.requested_bytes(), o.read_ahead_bytes);
+  for (int i = 0; i < 20; ++i) ra.SampleStarted();
+  EXPECT_GT(wait_for_more_than(ra.requested_bytes()), first);
+  EXPECT_LE(ra.peak_outstanding_bytes(), o.read_ahead_bytes);
+  ra.Restart(1, 2);  // restarts mid-walk and is destroyed mid-walk: joins cleanly
+}
+
+// Hashes of epochs 0..2 read consecutively (the loader runs ahead across each boundary), then a
+// restart in the middle of epoch 1.
+std::vector<uint64_t> Hashes(std::shared_ptr<const RecordSource> source, LoaderOptions o) {
+  auto loader = Loader::Create(std::move(source), o);
+  EXPECT_TRUE(loader.ok()) << loader.status().ToString();
+  std::vector<uint64_t> out;
+  auto epoch = [&](int e, size_t first) {
+    EXPECT_TRUE((*loader)->StartEpoch(e, first).ok());
+    std::shared_ptr<Batch> batch;
+    while ((*loader)->Next(&batch).ok() && batch) out.push_back(HashBatch(*batch));
+  };
+  for (int e = 0; e < o.epochs; ++e) epoch(e, 0);
+  epoch(1, 3);
+  return out;
+}
+
+TEST(ReadAheadTest, BatchesAreTheSameAtAnyBudgetAndThreadCount) {
+  for (const testing::StorageCase& c : testing::FileBackedCases()) {
+    SCOPED_TRACE(c.name());
+    Built b = BuildCache(c.backend, c.codec);
+    RecordExtent e;
+    ASSERT_TRUE(b.train->Extent(0, &e));  // file-backed: the loader does read ahead
+    LoaderOptions o = Options();
+    o.threads = 1;
+    o.read_ahead_bytes = 0;
+    const std::vector<uint64_t> reference = Hashes(b.train, o);
+    ASSERT_EQ(reference.size(), 3 * 7 + 4u);  // 40 records / 6 = 7 batches an epoch, 4 after the restart
+    for (int threads : {1, 2})
+      for (uint64_t budget : {uint64_t{1}, 3 * e.length, uint64_t{1} << 30}) {
+        o.threads = threads;
+        o.read_ahead_bytes = budget;
+        EXPECT_EQ(Hashes(b.train, o), reference) << threads << " threads, budget " << budget;
+      }
+  }
+}
+
+}  // namespace
+}  // namespace yc
