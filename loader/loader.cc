@@ -141,8 +141,7 @@ struct Loader::Impl {
     b.index = job->index;
     b.samples.resize(n);
     if (static_cast<int>(slot.sample_labels.size()) < n) slot.sample_labels.resize(n);
-    const bool closed = options.mode == LoaderMode::kTrain && MosaicClosed(options, job->epoch);
-    job->context = SampleContext{source.get(), &options, job->epoch, closed, sampler->windows()};
+    job->context = MakeSampleContext(source.get(), &options, job->epoch, *sampler);
     job->remaining.store(n);
     {
       std::lock_guard<std::mutex> lock(mu);

@@ -18,7 +18,7 @@ ReadAhead::ReadAhead(const RecordSource* source, const LoaderOptions* options, c
         const RecordExtent r = queue_.front();
         queue_.pop_front();
         lock.unlock();
-        source_->WillNeedRange(r, /*wait=*/true);
+        source_->WillNeedRange(r, /*wait=*/false);
         lock.lock();
       }
     });
@@ -98,8 +98,7 @@ bool ReadAhead::PlanStep(uint64_t room, Step* step) {
   bool any = false;
   while (bytes < target && NextSample(&sample, &epoch)) {
     any = true;
-    const SampleContext ctx{source_, options_, epoch,
-                            options_->mode == LoaderMode::kTrain && MosaicClosed(*options_, epoch)};
+    const SampleContext ctx = MakeSampleContext(source_, options_, epoch, sampler_);
     records_.clear();
     RecordsOfSample(ctx, sample, &records_);
     uint64_t sample_bytes = 0;

@@ -92,7 +92,7 @@ class ReadAhead {
   std::thread thread_;
 
   // kReaders threads pread the queued ranges (in order), so that many requests are in flight.
-  static constexpr int kReaders = 8;
+  static constexpr int kReaders = 32;
   std::vector<std::thread> issuers_;
   std::mutex qmu_;
   std::condition_variable qcv_;

@@ -55,8 +55,6 @@ Status ProcessTrain(const SampleContext& ctx, const SampleSlot& s, int batch_idx
                     RenderScratch* scratch, std::vector<float>* labels, SampleInfo* info) {
   const LoaderOptions& o = *ctx.options;
   const Clock::time_point start = Clock::now();
-  Rng rng(o.seed, static_cast<uint64_t>(ctx.epoch), s.position);
-  const TrainPlan plan = DrawTrainPlan(rng, s.record, PartnersOf(ctx, s), o.hyp, ctx.mosaic_closed, o.imgsz);
   const TrainPlan plan = PlanOf(ctx, s);
   cv::Mat out = RenderTarget(o, shape, slot, scratch);
   std::vector<BoxXyxy>& boxes = scratch->boxes_out;
@@ -107,6 +105,12 @@ Status ProcessVal(const SampleContext& ctx, const SampleSlot& s, int batch_idx, 
 }
 
 }  // namespace
+
+SampleContext MakeSampleContext(const RecordSource* source, const LoaderOptions* options, int epoch,
+                                const EpochSampler& sampler) {
+  const bool closed = options->mode == LoaderMode::kTrain && MosaicClosed(*options, epoch);
+  return SampleContext{source, options, epoch, closed, sampler.windows()};
+}
 
 PartnerDomain PartnersOf(const SampleContext& ctx, const SampleSlot& s) {
   if (ctx.windows) return ctx.windows->Partners(s.window);

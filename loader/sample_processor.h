@@ -27,6 +27,11 @@ struct SampleContext {
   std::shared_ptr<const WindowedEpoch> windows;
 };
 
+// The context of epoch `epoch`'s samples as `sampler` (set to that epoch) lays them out: the one way
+// the loader's batches and the read-ahead walk make it, so both draw the same plans.
+SampleContext MakeSampleContext(const RecordSource* source, const LoaderOptions* options, int epoch,
+                                const EpochSampler& sampler);
+
 // Where sample `s`'s Mosaic/MixUp partners come from: its window in the windowed order, else the
 // whole split. What DrawTrainPlan takes, for anything that redraws a sample's plan.
 PartnerDomain PartnersOf(const SampleContext& ctx, const SampleSlot& s);

@@ -1,6 +1,7 @@
 // Read-ahead (loader/read_ahead.h) on real caches: it names exactly the records the workers read,
 // stays within its byte budget, and never changes a batch.
 #include "loader/read_ahead.h"
+#include "loader/window_order.h"
 
 #include <gtest/gtest.h>
 
@@ -63,6 +64,7 @@ class RecordingSource : public RecordSource {
     reads_.push_back(index);
     return inner_->Read(index, out, scratch);
   }
+  bool Extent(size_t index, RecordExtent* out) const override { return inner_->Extent(index, out); }
   std::vector<uint64_t> reads() const {
     std::lock_guard<std::mutex> lock(mu_);
     return reads_;
@@ -74,41 +76,51 @@ class RecordingSource : public RecordSource {
   mutable std::vector<uint64_t> reads_;
 };
 
-// RecordsOfSample lists exactly what ProcessSample reads, sample after sample, across the
-// close_mosaic switch (one thread: the reads come in sample order).
+// RecordsOfSample, with the context MakeSampleContext gives the read-ahead walk, lists exactly what
+// ProcessSample reads, sample after sample, across the close_mosaic switch, in both orders (the
+// windowed order draws partners inside the sample's window). One thread: the reads come in order.
 TEST(ReadAheadTest, RecordsOfSampleAreTheRecordsTheWorkersRead) {
   Built b = BuildCache(Backend::kShards, Codec{});
-  auto recording = std::make_shared<RecordingSource>(b.train);
-  LoaderOptions o = Options();
-  o.threads = 1;
-  o.prefetch = 1;
-  o.epochs = 2;
-  auto loader = Loader::Create(recording, o);
-  ASSERT_TRUE(loader.ok());
-  EpochSampler sampler(recording->size(), o, {});
-  std::vector<uint64_t> expected;
-  size_t mixups = 0;
-  for (int epoch = 0; epoch < 2; ++epoch) {
-    ASSERT_TRUE((*loader)->StartEpoch(epoch).ok());
-    std::shared_ptr<Batch> batch;
-    while ((*loader)->Next(&batch).ok() && batch) {}
-    sampler.SetEpoch(epoch);
-    const SampleContext ctx{recording.get(), &o, epoch, MosaicClosed(o, epoch)};
-    for (size_t k = 0; k < sampler.batches_per_epoch(); ++k) {
-      std::vector<SampleSlot> samples;
-      cv::Size shape;
-      sampler.Batch(k, &samples, &shape);
-      for (const SampleSlot& s : samples) {
-        const size_t before = expected.size();
-        RecordsOfSample(ctx, s, &expected);
-        mixups += expected.size() - before > 4;
+  for (SampleOrder order : {SampleOrder::kShuffle, SampleOrder::kWindowed}) {
+    SCOPED_TRACE(order == SampleOrder::kWindowed ? "windowed" : "shuffle");
+    auto recording = std::make_shared<RecordingSource>(b.train);
+    LoaderOptions o = Options();
+    o.threads = 1;
+    o.prefetch = 1;
+    o.epochs = 2;
+    o.order = order;
+    RecordExtent e;
+    ASSERT_TRUE(b.train->Extent(0, &e));
+    o.window_bytes = 12 * e.length;  // several windows in the 40 records
+    auto loader = Loader::Create(recording, o);
+    ASSERT_TRUE(loader.ok());
+    EpochSampler sampler(recording->size(), o, {},
+                         order == SampleOrder::kWindowed ? SplitIntoBlocks(*b.train, o) : std::vector<RecordBlock>{});
+    std::vector<uint64_t> expected;
+    size_t mixups = 0;
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      ASSERT_TRUE((*loader)->StartEpoch(epoch).ok());
+      std::shared_ptr<Batch> batch;
+      while ((*loader)->Next(&batch).ok() && batch) {}
+      sampler.SetEpoch(epoch);
+      const SampleContext ctx = MakeSampleContext(recording.get(), &o, epoch, sampler);
+      if (order == SampleOrder::kWindowed) ASSERT_GT(ctx.windows->windows(), 1u);
+      for (size_t k = 0; k < sampler.batches_per_epoch(); ++k) {
+        std::vector<SampleSlot> samples;
+        cv::Size shape;
+        sampler.Batch(k, &samples, &shape);
+        for (const SampleSlot& s : samples) {
+          const size_t before = expected.size();
+          RecordsOfSample(ctx, s, &expected);
+          mixups += expected.size() - before > 4;
+        }
       }
     }
+    loader.value().reset();
+    EXPECT_GT(mixups, 0u);  // the test covers the mixup partners
+    // The loader ran ahead into epoch 1 before epoch 0 ended, which is the same order.
+    EXPECT_EQ(recording->reads(), expected);
   }
-  loader.value().reset();
-  EXPECT_GT(mixups, 0u);  // the test covers the mixup partners
-  // The loader ran ahead into epoch 1 before epoch 0 ended, which is the same order.
-  EXPECT_EQ(recording->reads(), expected);
 }
 
 // With no worker starting a sample, the thread requests at most the budget, and it moves on as
