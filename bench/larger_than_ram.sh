@@ -27,10 +27,11 @@ bench() {  # NAME CACHE ARGS... : one bench run, its JSON kept in the log with t
   shift 2
   local json
   json=$("$yc" bench "$cache" "${flags[@]}" "$@")
-  echo "{\"run\": \"$name\", \"args\": \"$*\", \"result\": $json}" >> "$log"
-  python3 - "$name" "$json" <<'EOF'
+  python3 - "$name" "$json" "$*" "$log" <<'EOF'
 import json, sys
 r = json.loads(sys.argv[2])
+with open(sys.argv[4], "a") as log:  # one line per run
+    log.write(json.dumps({"run": sys.argv[1], "args": sys.argv[3], "result": r}) + "\n")
 print(f"{sys.argv[1]:<34} {r['images_per_second']:8.0f} img/s   {r['disk_bytes_per_sample'] / 1e6:6.2f} MB/sample"
       f"   {r['disk_mb_per_second']:7.0f} MB/s from disk")
 EOF
@@ -71,7 +72,7 @@ for kind in raw zstd lmdb; do
     for k in 1 2 3; do  # the disk's sequential rate, without the page cache; the best of three
       rate=$(dd if="$largest" of=/dev/null bs=16M iflag=direct 2>&1 | tail -1)
       echo "  dd iflag=direct $(basename "$largest"): $rate"
-      echo "{\"run\": \"dd\", \"result\": \"$rate\"}" >> "$log"
+      python3 -c 'import json, sys; print(json.dumps({"run": "dd", "result": sys.argv[1]}))' "$rate" >> "$log"
     done
   fi
   bench "$kind cold, default, no read-ahead" "$work/$kind" --cold --read-ahead 0
@@ -89,8 +90,8 @@ def bps(name):
 disk = 0.0
 for r in runs:
     if r["run"] == "dd":
-        m = re.search(r"([0-9.]+) ([GM])B/s", r["result"])
-        if m: disk = max(disk, float(m.group(1)) * (1e9 if m.group(2) == "G" else 1e6))
+        m = re.search(r"^([0-9]+) bytes .* copied, ([0-9.]+) s", r["result"])
+        if m: disk = max(disk, int(m.group(1)) / float(m.group(2)))
 print(f"\n== limits (disk {disk / 1e6:.0f} MB/s by dd iflag=direct, best of three)")
 for kind in ("raw", "zstd", "lmdb"):
     base, ra, win = (f"{kind} cold, default, no read-ahead", f"{kind} cold, default, read-ahead", f"{kind} cold, windowed")

@@ -12,9 +12,9 @@
 // so read-ahead never evicts pages the workers have not used yet (a sample bigger than the whole
 // budget is skipped: its worker faults it in as before). Each step takes the next samples up to a
 // quarter of the budget, sorts their extents by (file, offset) and merges adjacent ones, so the disk
-// sees few, ordered, large requests; 8 reader threads pread them into a throwaway buffer (the page
-// cache keeps the bytes), which kept more requests in flight than MADV_WILLNEED or POSIX_FADV_WILLNEED
-// and measured fastest on a cold cache (docs/LOADER.md). A hint only: the batches do not change.
+// sees few, ordered, large requests; 32 reader threads issue MADV_WILLNEED on them (enough requests in
+// flight to keep the disk busy, and no copy: on a cold 32 GB cache this beat pread into a throwaway
+// buffer, see docs/LOADER.md). A hint only: the batches do not change.
 #pragma once
 
 #include <atomic>
@@ -91,7 +91,7 @@ class ReadAhead {
   std::atomic<uint64_t> requested_bytes_{0}, peak_outstanding_{0};
   std::thread thread_;
 
-  // kReaders threads pread the queued ranges (in order), so that many requests are in flight.
+  // kReaders threads request the queued ranges (in order), so that many requests are in flight.
   static constexpr int kReaders = 32;
   std::vector<std::thread> issuers_;
   std::mutex qmu_;
