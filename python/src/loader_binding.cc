@@ -80,7 +80,7 @@ const std::map<std::string, double AugmentHyp::*>& HypFields() {
 LoaderOptions ParseOptions(const pb::dict& d) {
   static const char* const kKeys[] = {"mode", "batch", "imgsz", "epochs", "seed", "shuffle", "drop_last", "rank",
                                       "world_size", "rect", "pad", "stride", "threads", "prefetch", "pin_memory",
-                                      "path", "close_mosaic"};
+                                      "path", "close_mosaic", "order", "window_mb", "read_ahead_mb"};
   for (const auto& item : d) {
     const std::string key = pb::str(item.first);
     const bool known = std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys) || HypFields().count(key);
@@ -104,6 +104,16 @@ LoaderOptions ParseOptions(const pb::dict& d) {
   o.threads = Get(d, "threads", o.threads);
   o.prefetch = Get(d, "prefetch", o.prefetch);
   o.hyp.close_mosaic = Get(d, "close_mosaic", o.hyp.close_mosaic);
+  const std::string order = Get<std::string>(d, "order", "shuffle");
+  if (order != "shuffle" && order != "windowed")
+    throw pb::value_error("order must be 'shuffle' or 'windowed', got '" + order + "'");
+  o.order = order == "windowed" ? SampleOrder::kWindowed : SampleOrder::kShuffle;
+  const double window_mb = Get(d, "window_mb", static_cast<double>(o.window_bytes >> 20));
+  const double read_ahead_mb = Get(d, "read_ahead_mb", static_cast<double>(o.read_ahead_bytes >> 20));
+  if (!(window_mb >= 1) || !(read_ahead_mb >= 0))
+    throw pb::value_error("window_mb must be >= 1 and read_ahead_mb >= 0");
+  o.window_bytes = static_cast<uint64_t>(window_mb * (1 << 20));
+  o.read_ahead_bytes = static_cast<uint64_t>(read_ahead_mb * (1 << 20));
   for (const auto& [name, field] : HypFields()) o.hyp.*field = Get(d, name.c_str(), o.hyp.*field);
   const std::string path = Get<std::string>(d, "path", "fast");
   if (path != "fast" && path != "reference") throw pb::value_error("path must be 'fast' or 'reference', got '" + path + "'");

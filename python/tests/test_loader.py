@@ -85,6 +85,26 @@ def test_identical_at_1_and_2_threads(cache):
     assert_same_batches(*runs)
 
 
+def test_windowed_order_visits_every_record_once_and_resumes(cache):
+    """order='windowed' (caches larger than RAM) reaches the C++ loader: another order than shuffle, every
+    record once per epoch, deterministic at 1 and 2 threads, and a state of one order is refused by the other."""
+    kwargs = dict(batch=BATCH, imgsz=IMGSZ, seed=2, hyp={"mosaic": 0.0, "fliplr": 0.0, "hsv_h": 0, "hsv_s": 0,
+                                                           "hsv_v": 0, "translate": 0, "scale": 0})
+    files = {}
+    for order, threads in (("shuffle", 2), ("windowed", 1), ("windowed", 2)):
+        loader = yolocache.Loader(cache, threads=threads, order=order, window_mb=1, **kwargs)
+        files[order, threads] = [f for b in loader for f in b["im_file"]]
+    windowed = files["windowed", 1]
+    assert windowed == files["windowed", 2]
+    assert sorted(windowed) == sorted(files["shuffle", 2]) and windowed != files["shuffle", 2]
+    assert len(set(windowed)) == len(windowed) > BATCH
+    state = yolocache.Loader(cache, order="windowed", window_mb=1, **kwargs).state_dict()
+    with pytest.raises(ValueError, match="order"):
+        yolocache.Loader(cache, **kwargs).load_state_dict(state)
+    with pytest.raises(ValueError, match="order"):
+        yolocache.Loader(cache, order="sequential", **kwargs)
+
+
 def test_state_dict_resumes_mid_epoch_exactly(cache):
     kwargs = dict(batch=BATCH, imgsz=IMGSZ, threads=2, seed=5, epochs=4, hyp={"close_mosaic": 2})
     a = yolocache.Loader(cache, **kwargs)

@@ -82,13 +82,14 @@ class Loader:
 
     def __init__(self, cache, split=None, mode="train", batch=16, imgsz=640, threads=0, seed=0, rank=0,
                  world_size=1, epochs=100, hyp=None, shuffle=True, drop_last=False, rect=True, pad=0.5, stride=32,
-                 prefetch=4, pin_memory=False, path="fast"):
+                 prefetch=4, pin_memory=False, path="fast", order="shuffle", window_mb=256, read_ahead_mb=512):
         self.cache = cache if isinstance(cache, Cache) else Cache(cache)
         self.split = split or ("train" if mode == "train" else "val")
         self.mode, self.batch_size, self.imgsz, self.num_workers = mode, batch, imgsz, threads
         options = dict(mode=mode, batch=batch, imgsz=imgsz, threads=threads, seed=seed, rank=rank,
                        world_size=world_size, epochs=epochs, shuffle=shuffle, drop_last=drop_last, rect=rect,
-                       pad=pad, stride=stride, prefetch=prefetch, pin_memory=pin_memory, path=path)
+                       pad=pad, stride=stride, prefetch=prefetch, pin_memory=pin_memory, path=path, order=order,
+                       window_mb=window_mb, read_ahead_mb=read_ahead_mb)
         for key, value in (hyp or {}).items():
             if key in _UNSUPPORTED_HYP:
                 if value != _UNSUPPORTED_HYP[key]:
@@ -99,7 +100,8 @@ class Loader:
                 raise ValueError(f"unknown hyp '{key}' (known: {', '.join(HYP_DEFAULTS)})")
         # What a saved position is only valid for.
         self._identity = dict(split=self.split, mode=mode, batch_size=batch, seed=seed, rank=rank,
-                              world_size=world_size, drop_last=drop_last)
+                              world_size=world_size, drop_last=drop_last, order=order,
+                              window_mb=window_mb if order == "windowed" else None)
         self._impl = _yolocache._Loader(self.cache._impl, self.split, options)
         self.epoch = 0
         self._next_batch = 0  # where the next iteration starts within self.epoch

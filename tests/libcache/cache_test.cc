@@ -85,14 +85,20 @@ TEST(CacheTest, LmdbCacheReadsBack) {
   ExpectAllReadable(*cache.value(), built);
 }
 
+// Zstd records in 16 KiB shards (or one LMDB file): many data files from a few records.
+WriterOptions SmallZstdShards(Backend backend) {
+  WriterOptions options;
+  options.backend = backend;
+  options.shard_size = 16 * 1024;
+  options.codec = Codec{Codec::Kind::kZstd, 1};
+  return options;
+}
+
 // Read-ahead and the windowed order rely on Extent naming exactly a record's bytes in its data file.
 TEST(CacheTest, ExtentsNameEachRecordsBytesInItsDataFile) {
   for (Backend backend : {Backend::kShards, Backend::kLmdb}) {
     TempDir dir;
-    WriterOptions options;
-    options.backend = backend;
-    options.shard_size = 16 * 1024;
-    options.codec = Codec{Codec::Kind::kZstd, 1};
+    const WriterOptions options = SmallZstdShards(backend);
     const TestCache built = BuildTestCache(dir.path(), options, {{"train", 40}}, 40, true);
     auto cache = Cache::Open(dir.path());
     ASSERT_TRUE(cache.ok());
@@ -130,10 +136,7 @@ TEST(CacheTest, ExtentsNameEachRecordsBytesInItsDataFile) {
 TEST(CacheTest, ConcurrentReadsFromEightThreadsAcrossShards) {
   for (Backend backend : {Backend::kShards, Backend::kLmdb}) {
     TempDir dir;
-    WriterOptions options;
-    options.backend = backend;
-    options.shard_size = 16 * 1024;
-    options.codec = Codec{Codec::Kind::kZstd, 1};
+    const WriterOptions options = SmallZstdShards(backend);
     const TestCache built = BuildTestCache(dir.path(), options, {{"train", 120}}, 40, true);
     auto cache = Cache::Open(dir.path(), OpenOptions{true});
     ASSERT_TRUE(cache.ok());
