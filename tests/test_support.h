@@ -49,6 +49,13 @@ pid_t SpawnTool(const std::string& tool, const std::vector<std::string>& args, c
 // yolocache-train's default runs/detect/... land there), waits for it, and reads back its output (via
 // <dir>/stdout and <dir>/stderr).
 CliRun RunTool(const std::string& tool, const std::filesystem::path& dir, const std::vector<std::string>& args);
+// RunTool of the two CLIs in a test's temp directory.
+inline CliRun Yolocache(const TempDir& tmp, const std::vector<std::string>& args) {
+  return RunTool("yolocache", tmp.path(), args);
+}
+inline CliRun YolocacheTrain(const TempDir& tmp, const std::vector<std::string>& args) {
+  return RunTool("yolocache-train", tmp.path(), args);
+}
 
 // One process of a data-parallel launch: its exit code (-1: killed at the deadline or never started) and
 // its stdout + stderr.

@@ -19,9 +19,7 @@ namespace fs = std::filesystem;
 using testing::CliRun;
 using testing::TempDir;
 
-CliRun Yolocache(const TempDir& tmp, const std::vector<std::string>& args) {
-  return testing::RunTool("yolocache", tmp.path(), args);
-}
+using testing::Yolocache;
 
 void Synth(const fs::path& dir) {
   SynthOptions o;

@@ -33,9 +33,7 @@ pid_t Spawn(const std::vector<std::string>& args, const fs::path& out, const fs:
   return testing::SpawnTool("yolocache", args, out, err);
 }
 
-CliRun Yolocache(const TempDir& tmp, const std::vector<std::string>& args) {
-  return testing::RunTool("yolocache", tmp.path(), args);
-}
+using testing::Yolocache;
 
 void Synth(const fs::path& dir, int train, int corrupt) {
   SynthOptions o;

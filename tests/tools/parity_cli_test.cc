@@ -17,9 +17,7 @@ namespace fs = std::filesystem;
 using testing::CliRun;
 using testing::TempDir;
 
-CliRun Yolocache(const TempDir& tmp, const std::vector<std::string>& args) {
-  return testing::RunTool("yolocache", tmp.path(), args);
-}
+using testing::Yolocache;
 
 
 nlohmann::json Json(const CliRun& r) {

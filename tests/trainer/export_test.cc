@@ -399,9 +399,7 @@ TEST(ExportTorchScript, LibTorchAndPythonRunItAsTheForward) {
 
 // ---- the CLI ----
 
-testing::CliRun Train(const TempDir& tmp, const std::vector<std::string>& args) {
-  return testing::RunTool("yolocache-train", tmp.path(), args);
-}
+using testing::YolocacheTrain;
 
 TEST(ExportCli, NamesFilesBesideTheWeightsOrAtOut) {
   REQUIRE_FIXTURE();
@@ -410,7 +408,7 @@ TEST(ExportCli, NamesFilesBesideTheWeightsOrAtOut) {
   const fs::path w = tmp / "best.pt";
   fs::copy_file(fx.dir / "yolov8n_c3.pt", w);
   // imgsz 100 is rounded up to 128 with a warning, as Ultralytics' check_imgsz does.
-  testing::CliRun r = Train(tmp, {"export", "--weights", w.string(), "--format", "onnx", "--imgsz", "100", "--json"});
+  testing::CliRun r = YolocacheTrain(tmp, {"export", "--weights", w.string(), "--format", "onnx", "--imgsz", "100", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("updating to 128"), std::string::npos) << r.err;
   const auto j = nlohmann::json::parse(r.out);
@@ -420,13 +418,13 @@ TEST(ExportCli, NamesFilesBesideTheWeightsOrAtOut) {
   EXPECT_EQ(j["output"]["shape"], nlohmann::json({1, 7, 16 * 16 + 8 * 8 + 4 * 4}));
   EXPECT_EQ(j["opset"], OnnxMaxOpset());
 
-  r = Train(tmp, {"export", "--weights", w.string(), "--format", "torchscript", "--imgsz", "64"});
+  r = YolocacheTrain(tmp, {"export", "--weights", w.string(), "--format", "torchscript", "--imgsz", "64"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(fs::exists(tmp / "best.torchscript"));
   EXPECT_NE(r.out.find("best.torchscript"), std::string::npos) << r.out;
 
   fs::create_directories(tmp / "elsewhere");
-  r = Train(tmp, {"export", "--weights", w.string(), "--format", "onnx", "--imgsz", "64", "--opset", "13", "--out",
+  r = YolocacheTrain(tmp, {"export", "--weights", w.string(), "--format", "onnx", "--imgsz", "64", "--opset", "13", "--out",
                   (tmp / "elsewhere" / "m.onnx").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(fs::exists(tmp / "elsewhere" / "m.onnx"));
@@ -438,11 +436,11 @@ TEST(ExportCli, NamesFilesBesideTheWeightsOrAtOut) {
 TEST(ExportCli, BadWeightsExit3AndBadOptionsExit2) {
   TempDir tmp;
   testing::WriteFile(tmp / "garbage.pt", "this is not a checkpoint");
-  testing::CliRun r = Train(tmp, {"export", "--weights", (tmp / "garbage.pt").string(), "--format", "onnx"});
+  testing::CliRun r = YolocacheTrain(tmp, {"export", "--weights", (tmp / "garbage.pt").string(), "--format", "onnx"});
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("garbage.pt"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(tmp / "garbage.onnx"));
-  r = Train(tmp, {"export", "--weights", (tmp / "missing.pt").string(), "--format", "torchscript"});
+  r = YolocacheTrain(tmp, {"export", "--weights", (tmp / "missing.pt").string(), "--format", "torchscript"});
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("missing.pt"), std::string::npos) << r.err;
 
@@ -454,13 +452,13 @@ TEST(ExportCli, BadWeightsExit3AndBadOptionsExit2) {
         {"--format", "onnx", "--imgsz", "64", "64", "64"}}) {
     std::vector<std::string> args{"export", "--weights", w};
     args.insert(args.end(), bad.begin(), bad.end());
-    r = Train(tmp, args);
+    r = YolocacheTrain(tmp, args);
     std::string joined;
     for (const auto& a : bad) joined += a + " ";
     if (!OnnxExportAvailable() && joined.find("onnx") != std::string::npos) continue;
     EXPECT_EQ(r.exit_code, 2) << joined << ": " << r.err;
   }
-  r = Train(tmp, {"export", "--help"});
+  r = YolocacheTrain(tmp, {"export", "--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--dynamic"), std::string::npos);
 }

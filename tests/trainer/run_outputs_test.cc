@@ -30,9 +30,7 @@ namespace fs = std::filesystem;
 using testing::CliRun;
 using testing::TempDir;
 
-CliRun Tool(const TempDir& tmp, const std::vector<std::string>& args) {
-  return testing::RunTool("yolocache-train", tmp.path(), args);
-}
+using testing::YolocacheTrain;
 
 // (width, height) of a picture file, decoded as the trainer decodes images; (0, 0) when it does not decode.
 cv::Size PictureSize(const fs::path& file) {
@@ -49,7 +47,7 @@ class RunOutputs : public ::testing::Test {
   static void SetUpTestSuite() {
     tmp_ = new TempDir();
     cache_ = testutil::MakeSynthCache(tmp_->path(), testutil::Images(12, 6));
-    train_ = Tool(*tmp_, {"train", "--data", cache_.string(), "--model", "yolov8n", "--imgsz", "64", "--epochs", "1",
+    train_ = YolocacheTrain(*tmp_, {"train", "--data", cache_.string(), "--model", "yolov8n", "--imgsz", "64", "--epochs", "1",
                           "--batch", "4", "--device", "cpu", "--threads", "1", "--torch-threads", "1"});
   }
   static void TearDownTestSuite() {
@@ -104,16 +102,16 @@ TEST_F(RunOutputs, TrainGoesToRunsDetectTrainThenTrain2AndSaysSo) {
   const std::vector<std::string> quick = {"train", "--data", cache_.string(), "--imgsz", "64", "--epochs", "1",
                                           "--batch", "4", "--device", "cpu", "--threads", "1", "--torch-threads",
                                           "1", "--no-val", "--no-plots", "--project", "other", "--name", "exp"};
-  CliRun a = Tool(*tmp_, quick);
+  CliRun a = YolocacheTrain(*tmp_, quick);
   ASSERT_EQ(a.exit_code, 0) << a.err;
-  CliRun b = Tool(*tmp_, quick);
+  CliRun b = YolocacheTrain(*tmp_, quick);
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_NE(b.out.find("run directory: other/exp2"), std::string::npos) << b.out;
   EXPECT_TRUE(fs::exists(tmp_->path() / "other" / "exp2" / "weights" / "last.pt"));
   EXPECT_FALSE(fs::exists(tmp_->path() / "other" / "exp2" / "results.png"));  // --no-plots
   std::vector<std::string> reuse = quick;
   reuse.push_back("--exist-ok");
-  CliRun c = Tool(*tmp_, reuse);
+  CliRun c = YolocacheTrain(*tmp_, reuse);
   ASSERT_EQ(c.exit_code, 0) << c.err;
   EXPECT_NE(c.out.find("run directory: other/exp\n"), std::string::npos) << c.out;
   EXPECT_FALSE(fs::exists(tmp_->path() / "other" / "exp3"));
@@ -139,7 +137,7 @@ TEST_F(RunOutputs, TrainingPicturesAreWrittenAndDecode) {
 TEST_F(RunOutputs, ValWritesItsPlotsToRunsDetectVal) {
   ASSERT_EQ(train_.exit_code, 0) << train_.err;
   for (const char* expected : {"runs/detect/val", "runs/detect/val2"}) {
-    CliRun v = Tool(*tmp_, {"val", "--weights", Weights().string(), "--data", cache_.string(), "--device", "cpu",
+    CliRun v = YolocacheTrain(*tmp_, {"val", "--weights", Weights().string(), "--data", cache_.string(), "--device", "cpu",
                             "--threads", "1", "--json"});
     ASSERT_EQ(v.exit_code, 0) << v.err;
     const nlohmann::json j = nlohmann::json::parse(v.out);
@@ -170,7 +168,7 @@ TEST_F(RunOutputs, PredictNamesNeverCollideAndTxtRowsMatchTheDetections) {
     fs::create_directories(to.parent_path());
     fs::copy_file(from, to, fs::copy_options::overwrite_existing);  // JPEG bytes; the decoder goes by content
   }
-  CliRun p = Tool(*tmp_, {"predict", "--weights", Weights().string(), in.string(), (tmp_->path() / "x" / "img.jpg").string(),
+  CliRun p = YolocacheTrain(*tmp_, {"predict", "--weights", Weights().string(), in.string(), (tmp_->path() / "x" / "img.jpg").string(),
                           (tmp_->path() / "y" / "img.jpg").string(), "--device", "cpu", "--conf", "0.001", "--max-det",
                           "20", "--save-txt", "--save-conf", "--json", "--name", "names"});
   ASSERT_EQ(p.exit_code, 0) << p.err;
@@ -207,7 +205,7 @@ TEST_F(RunOutputs, PredictNamesNeverCollideAndTxtRowsMatchTheDetections) {
   EXPECT_GT(rows_checked, 0);
   EXPECT_TRUE(fs::exists(dir / "labels" / "b" / "img_png.txt") || items[2]["detections"].empty());
   // Without --save-conf the rows have five fields.
-  CliRun q = Tool(*tmp_, {"predict", "--weights", Weights().string(), (tmp_->path() / "x" / "img.jpg").string(),
+  CliRun q = YolocacheTrain(*tmp_, {"predict", "--weights", Weights().string(), (tmp_->path() / "x" / "img.jpg").string(),
                           "--device", "cpu", "--conf", "0.001", "--save-txt", "--out", (tmp_->path() / "noconf").string()});
   ASSERT_EQ(q.exit_code, 0) << q.err;
   const std::string txt = testing::ReadFile(tmp_->path() / "noconf" / "labels" / "img.txt");
@@ -242,7 +240,7 @@ TEST_F(RunOutputs, PredictReadsAndWritesVideoFiles) {
       w.write(frame);
     }
   }
-  CliRun p = Tool(*tmp_, {"predict", "--weights", Weights().string(), video.string(), "--device", "cpu", "--conf",
+  CliRun p = YolocacheTrain(*tmp_, {"predict", "--weights", Weights().string(), video.string(), "--device", "cpu", "--conf",
                           "0.001", "--save-txt", "--json", "--name", "video"});
   ASSERT_EQ(p.exit_code, 0) << p.err;
   const nlohmann::json items = nlohmann::json::parse(p.out);
@@ -260,14 +258,14 @@ TEST_F(RunOutputs, PredictReadsAndWritesVideoFiles) {
   }
   // A file that is not a video: exit 1 naming it, no output left behind.
   testing::WriteFile(tmp_->path() / "bad.mp4", "not a video");
-  CliRun bad = Tool(*tmp_, {"predict", "--weights", Weights().string(), (tmp_->path() / "bad.mp4").string(), "--device",
+  CliRun bad = YolocacheTrain(*tmp_, {"predict", "--weights", Weights().string(), (tmp_->path() / "bad.mp4").string(), "--device",
                             "cpu", "--out", (tmp_->path() / "badout").string()});
   EXPECT_EQ(bad.exit_code, 1) << bad.err;
   EXPECT_NE(bad.err.find("bad.mp4"), std::string::npos) << bad.err;
   EXPECT_FALSE(fs::exists(tmp_->path() / "badout" / "bad.avi"));
 #else
   testing::WriteFile(video, "any bytes");
-  CliRun p = Tool(*tmp_, {"predict", "--weights", Weights().string(), video.string(), "--device", "cpu"});
+  CliRun p = YolocacheTrain(*tmp_, {"predict", "--weights", Weights().string(), video.string(), "--device", "cpu"});
   EXPECT_EQ(p.exit_code, 1) << p.err;
   EXPECT_NE(p.err.find("libopencv-videoio-dev"), std::string::npos) << p.err;
 #endif

@@ -27,9 +27,7 @@ namespace fs = std::filesystem;
 using testing::CliRun;
 using testing::TempDir;
 
-CliRun YolocacheTrain(const TempDir& tmp, const std::vector<std::string>& args) {
-  return testing::RunTool("yolocache-train", tmp.path(), args);
-}
+using testing::YolocacheTrain;
 
 // An untrained yolov8n checkpoint for the cache's classes (inference at imgsz 64); `poison`: one weight
 // NaN, as a diverged run would have left it.

@@ -17,9 +17,7 @@ namespace fs = std::filesystem;
 using testing::CliRun;
 using testing::TempDir;
 
-CliRun YolocacheTrain(const TempDir& tmp, const std::vector<std::string>& args) {
-  return testing::RunTool("yolocache-train", tmp.path(), args);
-}
+using testing::YolocacheTrain;
 
 
 // One epoch at 64 px on one CPU thread: a few seconds.
