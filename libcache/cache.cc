@@ -48,11 +48,23 @@ class ShardSetSource : public RecordSource {
     out->file = static_cast<uint32_t>(shard);
     return true;
   }
-  void WillNeedRange(const RecordExtent& range, bool wait) const override {
-    if (range.file < shards_.size()) shards_[range.file]->WillNeedRange(range, wait);
+  void WillNeedRange(const RecordExtent& range) const override {
+    if (range.file < shards_.size()) shards_[range.file]->WillNeedRange(range);
   }
   Status DropCachedPages() const override {
     for (const auto& s : shards_) YC_RETURN_IF_ERROR(s->DropCachedPages());
+    return Status::OK();
+  }
+  std::string DataFilePath(uint32_t file) const override {
+    return file < shards_.size() ? shards_[file]->DataFilePath(0) : std::string();
+  }
+  Status ReadStored(size_t index, const uint8_t* stored, RecordView* out, ScratchBuffer* scratch) const override {
+    if (index >= size())
+      return Status::InvalidArgument("record " + std::to_string(index) + " out of range (" + std::to_string(size()) +
+                                     " records)");
+    const size_t shard = ShardOf(index);
+    YC_RETURN_IF_ERROR(shards_[shard]->ReadStored(index - starts_[shard], stored, out, scratch));
+    out->index = index;
     return Status::OK();
   }
   uint64_t data_bytes() const override {

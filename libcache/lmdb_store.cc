@@ -258,8 +258,8 @@ bool LmdbReader::Extent(size_t i, RecordExtent* out) const {
   return true;
 }
 
-void LmdbReader::WillNeedRange(const RecordExtent& range, bool wait) const {
-  WillNeedPages(reinterpret_cast<const uint8_t*>(map_), file_size_, fd_, range.offset, range.length, wait);
+void LmdbReader::WillNeedRange(const RecordExtent& range) const {
+  WillNeedPages(reinterpret_cast<const uint8_t*>(map_), file_size_, range.offset, range.length);
 }
 
 Status LmdbReader::DropCachedPages() const {
@@ -273,9 +273,19 @@ Status LmdbReader::Read(size_t i, RecordView* out, ScratchBuffer* scratch) const
   if (i >= values_.size())
     return Status::InvalidArgument(Status::At(path_, "record " + std::to_string(i) + " out of range (" +
                                                          std::to_string(values_.size()) + " records)"));
-  const std::string_view v = values_[i];
+  return ReadStored(i, reinterpret_cast<const uint8_t*>(values_[i].data()), out, scratch);
+}
+
+std::string LmdbReader::DataFilePath(uint32_t file) const {
+  return file == 0 && map_ != nullptr ? path_ : std::string();  // MDB_NOSUBDIR: the path is the data file
+}
+
+Status LmdbReader::ReadStored(size_t i, const uint8_t* stored, RecordView* out, ScratchBuffer* scratch) const {
+  if (i >= values_.size())
+    return Status::InvalidArgument(Status::At(path_, "record " + std::to_string(i) + " out of range (" +
+                                                         std::to_string(values_.size()) + " records)"));
   const bool hash = options_.verify_checksums || (verified_ != nullptr && !verified_->Test(i));
-  Status s = DecodeRecord(reinterpret_cast<const uint8_t*>(v.data()), v.size(), hash, out, scratch, options_.limits);
+  Status s = DecodeRecord(stored, values_[i].size(), hash, out, scratch, options_.limits);
   if (!s.ok()) return s.WithContext(path_ + ": record " + std::to_string(i));
   if (hash && verified_ != nullptr) verified_->Set(i);
   out->index = i;

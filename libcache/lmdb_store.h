@@ -97,8 +97,10 @@ class LmdbReader : public RecordSource {
   bool Extent(size_t index, RecordExtent* out) const override;
   uint64_t data_bytes() const override { return file_size_; }
   // Over LMDB's own read-only map and file descriptor (mapped_file.h's WillNeedPages, DropPages).
-  void WillNeedRange(const RecordExtent& range, bool wait) const override;
+  void WillNeedRange(const RecordExtent& range) const override;
   Status DropCachedPages() const override;
+  std::string DataFilePath(uint32_t file) const override;  // the store file itself
+  Status ReadStored(size_t index, const uint8_t* stored, RecordView* out, ScratchBuffer* scratch) const override;
   // The stored bytes of record i (no decoding), for verify. Empty if out of range.
   std::string_view value(size_t index) const;
   const std::string& path() const { return path_; }

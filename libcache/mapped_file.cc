@@ -44,30 +44,17 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
-void MappedFile::WillNeed(uint64_t offset, uint64_t length, bool wait) const {
-  WillNeedPages(data_, size_, fd_.get(), offset, length, wait);
-}
+void MappedFile::WillNeed(uint64_t offset, uint64_t length) const { WillNeedPages(data_, size_, offset, length); }
 
 Status MappedFile::DropCachedPages() const { return DropPages(data_, size_, fd_.get(), path_); }
 
-void WillNeedPages(const uint8_t* map, size_t size, int fd, uint64_t offset, uint64_t length, bool wait) {
+void WillNeedPages(const uint8_t* map, size_t size, uint64_t offset, uint64_t length) {
   if (map == nullptr || offset >= size) return;
   if (length > size - offset) length = size - offset;
   // madvise wants a page-aligned start.
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   const uint64_t start = offset & ~(page - 1);
-  if (!wait) {
-    ::madvise(const_cast<uint8_t*>(map) + start, length + (offset - start), MADV_WILLNEED);
-    return;
-  }
-  thread_local std::vector<uint8_t> sink(1 << 20);  // the bytes land in the page cache; these are dropped
-  for (uint64_t done = 0; done < length;) {
-    const ssize_t n =
-        ::pread(fd, sink.data(), std::min<uint64_t>(sink.size(), length - done), static_cast<off_t>(offset + done));
-    if (n <= 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // a hint: the worker's own read reports any error
-    done += static_cast<uint64_t>(n);
-  }
+  ::madvise(const_cast<uint8_t*>(map) + start, length + (offset - start), MADV_WILLNEED);
 }
 
 Status DropPages(const uint8_t* map, size_t size, int fd, const std::string& path) {

@@ -35,7 +35,7 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
   // Hints that [offset, offset + length) will be read soon; out-of-range is ignored (WillNeedPages).
-  void WillNeed(uint64_t offset, uint64_t length, bool wait = false) const;
+  void WillNeed(uint64_t offset, uint64_t length) const;
   // Evicts the file's pages from the page cache (DropPages).
   Status DropCachedPages() const;
 
@@ -51,9 +51,9 @@ class MappedFile {
 // Page-cache control over a read-only MAP_SHARED mapping `map` of a file's first `size` bytes, `fd`
 // open on the same file; shared by the shard and LMDB readers (LMDB owns its own map and fd).
 // WillNeedPages: asks the kernel to start reading [offset, offset + length) and returns at once
-// (MADV_WILLNEED), or with `wait` reads it with pread into a per-thread throwaway buffer (blocks until
-// read). Clamped to the file; nothing happens out of range. A hint: what the mapping reads is unchanged.
-void WillNeedPages(const uint8_t* map, size_t size, int fd, uint64_t offset, uint64_t length, bool wait);
+// (MADV_WILLNEED). Clamped to the file; nothing happens out of range. A hint: what the mapping reads
+// is unchanged.
+void WillNeedPages(const uint8_t* map, size_t size, uint64_t offset, uint64_t length);
 // DropPages: unmaps our own page-table entries (MADV_DONTNEED: the file's pages stay in the cache,
 // the mapping stays valid and faults them back in on the next touch), then evicts the clean pages of
 // the file (POSIX_FADV_DONTNEED), which skips any page still mapped somewhere, so without the first

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -53,19 +54,28 @@ class RecordSource {
   // that never changes what Read returns. The stored bytes (compressed ones for zstd shards).
   void WillNeed(size_t index) const {
     RecordExtent e;
-    if (Extent(index, &e)) WillNeedRange(e, /*wait=*/false);
+    if (Extent(index, &e)) WillNeedRange(e);
   }
   // The same for any byte range of one data file (the loader's read-ahead merges adjacent records'
-  // extents into one range); clamped to the file, ignored when out of range. Thread-safe. `wait`:
-  // read the range now (pread into a throwaway buffer) and return once it is in the page cache; the
-  // loader's read-ahead does that from a few threads of its own, which keeps several requests in flight
-  // and measured faster than the kernel's asynchronous hint (docs/LOADER.md, "Read-ahead").
-  virtual void WillNeedRange(const RecordExtent& range, bool wait) const {}
+  // extents into one range); clamped to the file, ignored when out of range. Thread-safe. The loader's
+  // read-ahead calls it from many threads of its own, which keeps enough requests in flight to keep
+  // the disk busy (docs/LOADER.md, "Read-ahead").
+  virtual void WillNeedRange(const RecordExtent& range) const {}
   // Evicts this source's data files from the page cache (posix_fadvise DONTNEED), so a benchmark can
   // start cold without root. Pages another process maps or dirty pages may stay.
   virtual Status DropCachedPages() const { return Status::OK(); }
   // Total bytes of the source's data files (0 when not file-backed).
   virtual uint64_t data_bytes() const { return 0; }
+  // The path of data file `file` (Extent's numbering), for a reader that bypasses the source's
+  // mapping (the windowed order's O_DIRECT stage, loader/window_stage.h); empty when not file-backed.
+  virtual std::string DataFilePath(uint32_t file) const { return {}; }
+  // Read, but from a copy of the record's stored bytes (exactly the `length` bytes Extent names, read
+  // by the caller) instead of the source's own mapping: the same checks (checksums as configured, the
+  // index's copy of the checksum) and the same view, its pixels pointing into `stored` (raw records)
+  // or `scratch` (compressed). Valid while `stored` is. Sources without extents just Read.
+  virtual Status ReadStored(size_t index, const uint8_t* stored, RecordView* out, ScratchBuffer* scratch) const {
+    return Read(index, out, scratch);
+  }
 };
 
 }  // namespace yc

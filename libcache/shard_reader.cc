@@ -41,8 +41,18 @@ Status ShardReader::Read(size_t i, RecordView* out, ScratchBuffer* scratch) cons
   if (i >= index_.size())
     return Status::InvalidArgument(Status::At(name_, "record " + std::to_string(i) + " out of range (" +
                                                          std::to_string(index_.size()) + " records)"));
+  return Decode(i, data_ + index_[i].offset, out, scratch);
+}
+
+Status ShardReader::ReadStored(size_t i, const uint8_t* stored, RecordView* out, ScratchBuffer* scratch) const {
+  if (i >= index_.size())
+    return Status::InvalidArgument(Status::At(name_, "record " + std::to_string(i) + " out of range (" +
+                                                         std::to_string(index_.size()) + " records)"));
+  return Decode(i, stored, out, scratch);
+}
+
+Status ShardReader::Decode(size_t i, const uint8_t* rec, RecordView* out, ScratchBuffer* scratch) const {
   const ShardIndexEntry& e = index_[i];
-  const uint8_t* rec = data_ + e.offset;
   // The index's copy of the checksum must agree with the record's: a cheap check that catches a
   // record swapped or shifted under an intact index, even with hashing off.
   if (e.size >= kRecordHeaderSize && DecodeFixed64(rec + kRecordChecksumOffset) != e.checksum)
@@ -61,8 +71,8 @@ bool ShardReader::Extent(size_t i, RecordExtent* out) const {
   return true;
 }
 
-void ShardReader::WillNeedRange(const RecordExtent& range, bool wait) const {
-  if (file_ != nullptr) file_->WillNeed(range.offset, range.length, wait);
+void ShardReader::WillNeedRange(const RecordExtent& range) const {
+  if (file_ != nullptr) file_->WillNeed(range.offset, range.length);
 }
 
 Status ShardReader::DropCachedPages() const { return file_ != nullptr ? file_->DropCachedPages() : Status::OK(); }

@@ -42,8 +42,10 @@ class ShardReader : public RecordSource {
   bool Extent(size_t index, RecordExtent* out) const override;
   uint64_t data_bytes() const override { return size_; }
   // range.file is ignored (one file). No-ops over a caller's buffer (OpenBuffer).
-  void WillNeedRange(const RecordExtent& range, bool wait) const override;
+  void WillNeedRange(const RecordExtent& range) const override;
   Status DropCachedPages() const override;
+  std::string DataFilePath(uint32_t file) const override { return file_ != nullptr ? name_ : std::string(); }
+  Status ReadStored(size_t index, const uint8_t* stored, RecordView* out, ScratchBuffer* scratch) const override;
 
   const ShardFooter& footer() const { return footer_; }
   const std::vector<ShardIndexEntry>& index() const { return index_; }
@@ -54,6 +56,8 @@ class ShardReader : public RecordSource {
  private:
   ShardReader() = default;
   Status Init();
+  // Read and ReadStored: record i decoded from `rec` (its bytes, wherever they are).
+  Status Decode(size_t i, const uint8_t* rec, RecordView* out, ScratchBuffer* scratch) const;
 
   std::unique_ptr<MappedFile> file_;  // null for OpenBuffer
   const uint8_t* data_ = nullptr;

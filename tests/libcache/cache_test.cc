@@ -127,9 +127,46 @@ TEST(CacheTest, ExtentsNameEachRecordsBytesInItsDataFile) {
       const Status s = DecodeRecord(bytes.data(), bytes.size(), /*verify_checksum=*/true, &v, &scratch);
       ASSERT_TRUE(s.ok()) << BackendName(backend) << " record " << i << ": " << s.ToString();
       testing::ExpectViewMatches(v, built.records.at("train")[i]);
+      // The window stage reads the same bytes itself (O_DIRECT) and decodes them with ReadStored.
+      EXPECT_EQ(train->DataFilePath(extent.file), files[extent.file].string());
+      RecordView stored;
+      ASSERT_TRUE(train->ReadStored(i, bytes.data(), &stored, &scratch).ok()) << BackendName(backend) << " " << i;
+      EXPECT_EQ(stored.index, i);
+      testing::ExpectViewMatches(stored, built.records.at("train")[i]);
     }
     RecordExtent past;
     EXPECT_FALSE(train->Extent(train->size(), &past));
+    RecordView v;
+    std::vector<uint8_t> none(16);
+    EXPECT_FALSE(train->ReadStored(train->size(), none.data(), &v, &scratch).ok());
+    EXPECT_TRUE(train->DataFilePath(static_cast<uint32_t>(files.size())).empty());
+  }
+}
+
+// ReadStored checks the copy it is given as Read checks the mapping: a damaged byte in a staged
+// record is a Corruption naming the file and record, never a silently wrong image.
+TEST(CacheTest, ReadStoredRejectsADamagedCopy) {
+  for (Backend backend : {Backend::kShards, Backend::kLmdb}) {
+    TempDir dir;
+    BuildTestCache(dir.path(), SmallZstdShards(backend), {{"train", 8}}, 40, true);
+    auto cache = Cache::Open(dir.path());  // verify_first_read: the first decode of a record hashes it
+    ASSERT_TRUE(cache.ok());
+    const RecordSource* train = cache.value()->split("train");
+    RecordExtent extent;
+    ASSERT_TRUE(train->Extent(3, &extent));
+    std::vector<uint8_t> bytes(extent.length);
+    FILE* f = std::fopen(train->DataFilePath(extent.file).c_str(), "rb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fseek(f, static_cast<long>(extent.offset), SEEK_SET), 0);
+    ASSERT_EQ(std::fread(bytes.data(), 1, bytes.size(), f), bytes.size());
+    std::fclose(f);
+    bytes[bytes.size() - 1] ^= 0x40;
+    RecordView v;
+    ScratchBuffer scratch;
+    const Status s = train->ReadStored(3, bytes.data(), &v, &scratch);
+    ASSERT_FALSE(s.ok()) << BackendName(backend);
+    EXPECT_EQ(s.code(), Status::Code::kCorruption) << s.ToString();
+    EXPECT_NE(s.message().find("record 3"), std::string::npos) << s.ToString();
   }
 }
 
