@@ -22,6 +22,7 @@
 #include "loader/read_ahead.h"
 #include "loader/sample_processor.h"
 #include "loader/sampler.h"
+#include "loader/window_stage.h"
 #include "loader/worker_stats.h"
 
 namespace yc {
@@ -112,7 +113,10 @@ struct Loader::Impl {
   int running = 0;  // enqueued jobs not yet finished (guarded by mu)
   std::atomic<bool> cancel{false};
   std::unique_ptr<WorkerStats> worker_stats;  // Loader::stats()
-  std::unique_ptr<ReadAhead> read_ahead;      // null when off or the source is not file-backed
+  // At most one of these: read-ahead through the page cache, or (windowed order, window_io direct)
+  // the window stage; neither when read_ahead_bytes is 0 or the source is not file-backed.
+  std::unique_ptr<ReadAhead> read_ahead;
+  std::unique_ptr<WindowStage> stage;
 
   // Consumer-side state (touched only by the thread calling StartEpoch/Next).
   std::deque<std::shared_ptr<Job>> inflight;  // in (epoch, index) order
@@ -163,6 +167,7 @@ struct Loader::Impl {
       BatchSlot& slot = *job->slot;
       Batch& b = slot.batch;
       Status st;
+      const RecordSource* staged = nullptr;
       try {  // enqueued tasks must not throw (std::terminate)
         std::vector<float>& labels = slot.sample_labels[i];
         labels.clear();
@@ -170,14 +175,22 @@ struct Loader::Impl {
         CoreClockSample clock;
         if (options.probe_core_clock) clock = SampleCoreClock(1024);
         worker_stats->BeginSample(options.probe_core_clock ? &clock : nullptr);
+        // The stage's wait for the sample's window counts as the sample's time, like a page fault.
+        staged = stage ? stage->Acquire(job->epoch, slot.samples[i]) : nullptr;
+        SampleContext staged_context;
+        if (staged != nullptr) {
+          staged_context = job->context;
+          staged_context.source = staged;
+        }
         // ProcessSample turns exceptions into a Status, so EndSample always follows.
-        st = ProcessSample(job->context, slot.samples[i], i, job->shape, b.images + b.image_bytes() * i, &local,
-                           &labels, &b.samples[i]);
+        st = ProcessSample(staged != nullptr ? staged_context : job->context, slot.samples[i], i, job->shape,
+                           b.images + b.image_bytes() * i, &local, &labels, &b.samples[i]);
         worker_stats->EndSample(local.render_seconds, local.finish_seconds);
       } catch (const std::exception& e) {
         st = Status::IOError("loader: batch " + std::to_string(job->index) + ", sample " + std::to_string(i) + ": " +
                              e.what());
       }
+      if (staged != nullptr) stage->Release(staged);
       if (!st.ok()) {
         std::lock_guard<std::mutex> lock(job->status_mu);
         if (job->status.ok()) job->status = st;
@@ -234,6 +247,7 @@ struct Loader::Impl {
 
   void CancelAndWait() {
     cancel.store(true);
+    if (stage) stage->Cancel();  // wakes workers waiting for a window
     {
       std::unique_lock<std::mutex> lock(mu);
       cv.wait(lock, [&] { return running == 0; });
@@ -241,6 +255,17 @@ struct Loader::Impl {
     for (auto& job : inflight) pool->Release(job->slot);
     inflight.clear();
     cancel.store(false);
+  }
+
+  // Launches from batch `first_batch` of `epoch` on the next Schedule, with nothing in flight.
+  void Relaunch(int epoch_to_run, size_t first_batch) {
+    CancelAndWait();
+    sampler->SetEpoch(epoch_to_run);
+    scheduled_epoch = epoch_to_run;
+    next_scheduled = first_batch;
+    // No sample of the old walk is queued now: read ahead from where the new one starts.
+    if (read_ahead) read_ahead->Restart(epoch_to_run, first_batch);
+    if (stage) stage->Restart(epoch_to_run, first_batch);
   }
 };
 
@@ -311,8 +336,13 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const RecordSourc
   impl->sampler = std::make_unique<EpochSampler>(n, options, sizes, std::move(blocks));
   const cv::Size max_shape = impl->sampler->max_shape();
   RecordExtent first;
-  if (options.read_ahead_bytes > 0 && source->Extent(0, &first))
-    impl->read_ahead = std::make_unique<ReadAhead>(source.get(), &impl->options, *impl->sampler);
+  if (options.read_ahead_bytes > 0 && source->Extent(0, &first)) {
+    if (options.mode == LoaderMode::kTrain && options.order == SampleOrder::kWindowed &&
+        options.window_io == WindowIo::kDirect && WindowStage::Supports(*source))
+      impl->stage = std::make_unique<WindowStage>(source.get(), &impl->options, *impl->sampler);
+    else
+      impl->read_ahead = std::make_unique<ReadAhead>(source.get(), &impl->options, *impl->sampler);
+  }
   impl->pool = std::make_shared<BatchPool>(
       options.allocator, ImageBytes(max_shape.height, max_shape.width) * static_cast<size_t>(options.batch));
   return std::unique_ptr<Loader>(new Loader(std::move(impl)));
@@ -330,17 +360,13 @@ Status Loader::StartEpoch(int epoch, size_t first_batch) {
   d.error = Status::OK();
   if (!d.inflight.empty() && d.inflight.front()->epoch == epoch && d.inflight.front()->index == first_batch)
     return d.Schedule();  // the batches launched ahead are exactly where this epoch starts: keep them
-  d.CancelAndWait();
-  d.sampler->SetEpoch(epoch);
-  d.scheduled_epoch = epoch;
-  d.next_scheduled = first_batch;
-  // No sample of the old walk is queued now: read ahead from where the new one starts.
-  if (d.read_ahead) d.read_ahead->Restart(epoch, first_batch);
+  d.Relaunch(epoch, first_batch);
   return d.Schedule();
 }
 
-void Loader::RequestReadAheadAgain() {
-  if (impl_->read_ahead) impl_->read_ahead->RequestAgain();
+void Loader::RestartPipeline() {
+  Impl& d = *impl_;
+  if (d.started) d.Relaunch(d.epoch, d.next);
 }
 
 Status Loader::Next(std::shared_ptr<Batch>* out) {

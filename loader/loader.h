@@ -61,9 +61,10 @@ class Loader {
   // naming the record and its source path, and again on every call until the next StartEpoch.
   Status Next(std::shared_ptr<Batch>* out);
 
-  // Read-ahead (options.read_ahead_bytes) requests again everything ahead of the workers, for when
-  // the page cache was dropped under a running loader (bench --cold). A no-op with read-ahead off.
-  void RequestReadAheadAgain();
+  // Drops every batch in flight and everything read ahead (read-ahead requests, the windowed order's
+  // staged windows); the next Next launches them again from the same batch, as on a fresh loader.
+  // For bench --cold: after the page cache is dropped, the timed run must start with nothing read.
+  void RestartPipeline();
 
   struct Impl;
 

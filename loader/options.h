@@ -34,6 +34,11 @@ enum class LoaderMode { kTrain, kVal };
 // QUASI_RANDOM, loader/window_order.h): shuffled blocks of contiguous records, grouped into windows
 // of at most window_bytes, shuffled within each window; partners come from the sample's window.
 enum class SampleOrder { kShuffle, kWindowed };
+// How the windowed order reads its windows. kDirect: with O_DIRECT into the loader's own buffers
+// (loader/window_stage.h), around the page cache: the rate of the disk on a cache larger than RAM.
+// kPageCache: MADV_WILLNEED read-ahead into the page cache, as the default order: better when the
+// cache fits in RAM after all (O_DIRECT always reads the disk).
+enum class WindowIo { kDirect, kPageCache };
 enum class ImageLayout { kNCHW, kNHWC };  // NCHW = Ultralytics' tensor layout
 
 // Ultralytics hyperparameters that act on the data (default.yaml names and defaults).
@@ -67,6 +72,7 @@ struct LoaderOptions {
   int world_size = 1;
   SampleOrder order = SampleOrder::kShuffle;  // train only
   uint64_t window_bytes = 256ull << 20;       // kWindowed: the most record bytes one window spans
+  WindowIo window_io = WindowIo::kDirect;     // kWindowed: how windows are read (needs read_ahead_bytes > 0)
 
   // Val batching: rectangular batches ordered by aspect ratio (Ultralytics' val default), each batch
   // letterboxed to ceil(shape * imgsz / stride + pad) * stride. With rect = false every val image is
@@ -81,7 +87,9 @@ struct LoaderOptions {
   // worker has started yet are requested from the disk ahead of the workers; 0 = off. 512 MiB covers
   // ~140 mosaic samples at 640 (~3.6 MB each), over 0.3 s of a 1.6 GB/s disk, so the disk always has
   // work queued, and costs ~2% of a 24 GiB machine's RAM (per loader: one per rank). A no-op for
-  // sources that are not file-backed; on a cache in RAM the hints find the pages present.
+  // sources that are not file-backed; on a cache in RAM the hints find the pages present. In the
+  // windowed order with window_io kDirect, the window stage holds the window in use plus this many
+  // bytes of the windows after it (at least one window).
   uint64_t read_ahead_bytes = uint64_t{512} << 20;
   // Benchmarks: before each sample a worker times a ~1 us multiply chain (loader/core_clock.h), so
   // Loader::stats() reports the clock the workers ran at (~0.1% of a sample).

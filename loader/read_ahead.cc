@@ -8,7 +8,7 @@
 namespace yc {
 
 ReadAhead::ReadAhead(const RecordSource* source, const LoaderOptions* options, const EpochSampler& sampler)
-    : source_(source), options_(options), sampler_(sampler), budget_(options->read_ahead_bytes) {
+    : source_(source), options_(options), budget_(options->read_ahead_bytes), walk_(options, sampler) {
   for (int i = 0; i < kReaders; ++i)
     issuers_.emplace_back([this] {
       std::unique_lock<std::mutex> lock(qmu_);
@@ -18,7 +18,7 @@ ReadAhead::ReadAhead(const RecordSource* source, const LoaderOptions* options, c
         const RecordExtent r = queue_.front();
         queue_.pop_front();
         lock.unlock();
-        source_->WillNeedRange(r, /*wait=*/false);
+        source_->WillNeedRange(r);
         lock.lock();
       }
     });
@@ -47,44 +47,12 @@ void ReadAhead::Restart(int epoch, size_t first_batch) {
     restart_epoch_ = epoch;
     restart_batch_ = first_batch;
     started_.store(0);
-    again_ = false;
   }
   {
     std::lock_guard<std::mutex> lock(qmu_);
     queue_.clear();
   }
   cv_.notify_all();
-}
-
-void ReadAhead::RequestAgain() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++generation_;
-    again_ = true;
-  }
-  cv_.notify_all();
-}
-
-bool ReadAhead::NextSample(SampleSlot* sample, int* epoch) {
-  while (!walk_over_ && in_batch_ >= samples_.size()) {
-    // The batch is walked: on to the next, into the next epoch as Loader's Schedule does.
-    if (batch_ + 1 < sampler_.batches_per_epoch()) {
-      ++batch_;
-    } else if (options_->mode == LoaderMode::kTrain && epoch_ + 1 < options_->epochs) {
-      sampler_.SetEpoch(++epoch_);
-      batch_ = 0;
-    } else {
-      walk_over_ = true;
-      break;
-    }
-    cv::Size shape;
-    sampler_.Batch(batch_, &samples_, &shape);
-    in_batch_ = 0;
-  }
-  if (walk_over_) return false;
-  *sample = samples_[in_batch_++];
-  *epoch = epoch_;
-  return true;
 }
 
 bool ReadAhead::PlanStep(uint64_t room, Step* step) {
@@ -96,9 +64,9 @@ bool ReadAhead::PlanStep(uint64_t room, Step* step) {
   SampleSlot sample;
   int epoch = 0;
   bool any = false;
-  while (bytes < target && NextSample(&sample, &epoch)) {
+  while (bytes < target && walk_.Next(&sample, &epoch)) {
     any = true;
-    const SampleContext ctx = MakeSampleContext(source_, options_, epoch, sampler_);
+    const SampleContext ctx = MakeSampleContext(source_, options_, epoch, walk_.sampler());
     records_.clear();
     RecordsOfSample(ctx, sample, &records_);
     uint64_t sample_bytes = 0;
@@ -117,7 +85,7 @@ bool ReadAhead::PlanStep(uint64_t room, Step* step) {
     if (bytes + sample_bytes > room) {  // no room left: this sample waits for the next step
       ranges_.resize(before);
       --position_;
-      --in_batch_;
+      walk_.Back();
       break;
     }
     bytes += sample_bytes;
@@ -151,25 +119,10 @@ void ReadAhead::Run() {
   while (!stop_) {
     if (seen != generation_) {
       seen = generation_;
-      epoch_ = restart_epoch_;
-      batch_ = restart_batch_;
+      walk_.Restart(restart_epoch_, restart_batch_);
       position_ = 0;
       outstanding_.clear();
       outstanding_bytes_ = 0;
-      walk_over_ = sampler_.batches_per_epoch() == 0;
-      sampler_.SetEpoch(epoch_);
-      samples_.clear();
-      in_batch_ = 0;
-      if (batch_ < sampler_.batches_per_epoch()) {
-        cv::Size shape;
-        sampler_.Batch(batch_, &samples_, &shape);
-      }
-      // The same walk from its start, less what the workers have started (the walk is cheap).
-      SampleSlot skipped;
-      int skipped_epoch = 0;
-      for (const uint64_t started = again_ ? started_.load() : 0; position_ < started; ++position_)
-        if (!NextSample(&skipped, &skipped_epoch)) break;
-      again_ = false;
     }
     // What the workers have started no longer counts against the budget.
     const uint64_t started = started_.load(std::memory_order_relaxed);
@@ -178,7 +131,7 @@ void ReadAhead::Run() {
       outstanding_.pop_front();
     }
     const uint64_t room = budget_ - std::min(budget_, outstanding_bytes_);
-    if (walk_over_ || room == 0 || room < budget_ / 4 || stalled) {
+    if (walk_.over() || room == 0 || room < budget_ / 4 || stalled) {
       stalled = false;
       // Workers start a sample every few hundred microseconds or more: polling every millisecond
       // keeps the hot path free of locks and notifications at a negligible cost.

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "libcache/record_source.h"
+#include "loader/launch_walk.h"
 #include "loader/options.h"
 #include "loader/sampler.h"
 
@@ -42,9 +43,6 @@ class ReadAhead {
   // A new walk from batch `first_batch` of `epoch`. Call only when no worker will start a sample of
   // the previous walk (the loader calls it after cancelling), since it resets the started count.
   void Restart(int epoch, size_t first_batch);
-  // Requests again everything ahead of the workers: pages requested earlier may have been evicted
-  // (bench --cold drops them between warm-up and timed run).
-  void RequestAgain();
   // Workers: one more sample left the launch queue (lock-free; the thread polls it).
   void SampleStarted() { started_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -61,28 +59,22 @@ class ReadAhead {
   // Takes the walk's next samples (up to `room` bytes, at most a quarter of the budget) into ranges_;
   // false when the walk is over.
   bool PlanStep(uint64_t room, Step* step);
-  bool NextSample(SampleSlot* sample, int* epoch);
 
   const RecordSource* source_;
   const LoaderOptions* options_;
-  EpochSampler sampler_;  // the thread's own copy: SetEpoch is not thread-safe
   const uint64_t budget_;
 
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
-  uint64_t generation_ = 0;  // bumped by Restart and RequestAgain
-  bool again_ = false;       // RequestAgain: the new walk skips the samples already started
+  uint64_t generation_ = 0;  // bumped by Restart
   int restart_epoch_ = 0;
   size_t restart_batch_ = 0;
   std::atomic<uint64_t> started_{0};
 
   // The thread's walk (touched only by it).
-  int epoch_ = 0;
-  size_t batch_ = 0, in_batch_ = 0;
-  bool walk_over_ = true;
+  LaunchWalk walk_;
   uint64_t position_ = 0;  // samples walked since Restart
-  std::vector<SampleSlot> samples_;
   std::vector<uint64_t> records_;
   std::vector<RecordExtent> ranges_;
   std::deque<Step> outstanding_;

@@ -43,7 +43,7 @@ Result<Throughput> MeasureThroughput(std::shared_ptr<const RecordSource> source,
     if (i == warmup) {
       if (run.cold) {
         YC_RETURN_IF_ERROR(source->DropCachedPages());
-        loader.RequestReadAheadAgain();
+        loader.RestartPipeline();
       }
       disk_before = ProcessDiskReadBytes();
       start = Clock::now();

@@ -26,7 +26,8 @@ struct ThroughputRun {
   const std::atomic<bool>* cancel = nullptr;  // set to stop (Ctrl-C): checked per batch, gives Cancelled
   // Drops the source's pages from the page cache before the warm-up and again before the timed run
   // (RecordSource::DropCachedPages), so the timed run reads from disk, as on a cache larger than RAM;
-  // the read-ahead is then asked to request its window again.
+  // the loader then drops what it had read ahead (Loader::RestartPipeline), so the timed run also
+  // pays for filling its pipeline, as at the start of an epoch.
   bool cold = false;
 };
 

@@ -1,11 +1,15 @@
-// Read-ahead (loader/read_ahead.h) on real caches: it names exactly the records the workers read,
-// stays within its byte budget, and never changes a batch.
+// Reading ahead on real caches. Read-ahead (loader/read_ahead.h) names exactly the records the workers
+// read, stays within its byte budget, and never changes a batch; the windowed order's window stage
+// (loader/window_stage.h) serves every record from its own buffers, bounded, and never changes a batch.
 #include "loader/read_ahead.h"
 #include "loader/window_order.h"
+#include "loader/window_stage.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -104,7 +108,9 @@ TEST(ReadAheadTest, RecordsOfSampleAreTheRecordsTheWorkersRead) {
       while ((*loader)->Next(&batch).ok() && batch) {}
       sampler.SetEpoch(epoch);
       const SampleContext ctx = MakeSampleContext(recording.get(), &o, epoch, sampler);
-      if (order == SampleOrder::kWindowed) ASSERT_GT(ctx.windows->windows(), 1u);
+      if (order == SampleOrder::kWindowed) {
+        ASSERT_GT(ctx.windows->windows(), 1u);
+      }
       for (size_t k = 0; k < sampler.batches_per_epoch(); ++k) {
         std::vector<SampleSlot> samples;
         cv::Size shape;
@@ -184,6 +190,158 @@ TEST(ReadAheadTest, BatchesAreTheSameAtAnyBudgetAndThreadCount) {
         o.read_ahead_bytes = budget;
         EXPECT_EQ(Hashes(b.train, o), reference) << threads << " threads, budget " << budget;
       }
+  }
+}
+
+// The windowed order with windows of about `records` records and the least read-ahead: the window
+// stage then holds two slots, the window in use and the next.
+LoaderOptions TwoSlotWindows(const RecordSource& train, uint64_t records) {
+  RecordExtent e;
+  EXPECT_TRUE(train.Extent(0, &e));
+  LoaderOptions o = Options();
+  o.order = SampleOrder::kWindowed;
+  o.window_bytes = records * e.length;
+  o.read_ahead_bytes = 1;
+  return o;
+}
+
+// The window stage against the page-cache path: the same batches in the windowed order, at one and
+// two threads, with one window ahead or many, over small windows (many per epoch, across shards),
+// for ranks whose padding wraps into the first window again, across epochs and a mid-epoch restart.
+TEST(WindowStageTest, BatchesAreTheSameAsThroughThePageCache) {
+  for (const testing::StorageCase& c : testing::FileBackedCases()) {
+    SCOPED_TRACE(c.name());
+    Built b = BuildCache(c.backend, c.codec);
+    ASSERT_TRUE(WindowStage::Supports(*b.train));
+    RecordExtent e;
+    ASSERT_TRUE(b.train->Extent(0, &e));
+    for (int world : {1, 3}) {  // 40 records over 3 ranks: padded to 42 from the start of the order
+      LoaderOptions o = Options();
+      o.order = SampleOrder::kWindowed;
+      o.window_bytes = 5 * e.length;
+      o.world_size = world;
+      o.rank = world - 1;
+      o.threads = 1;
+      o.window_io = WindowIo::kPageCache;
+      o.read_ahead_bytes = 0;
+      const std::vector<uint64_t> reference = Hashes(b.train, o);
+      ASSERT_GE(reference.size(), 3u);
+      o.window_io = WindowIo::kDirect;
+      for (int threads : {1, 2})
+        for (uint64_t ahead : {uint64_t{1}, uint64_t{1} << 30}) {
+          o.threads = threads;
+          o.read_ahead_bytes = ahead;
+          EXPECT_EQ(Hashes(b.train, o), reference) << world << " ranks, " << threads << " threads, " << ahead;
+        }
+    }
+  }
+}
+
+// Walking one epoch through the stage by hand: every record a sample reads comes from the stage's
+// own buffer (not the source's mapping) with the source's bytes; each window is read once; the
+// buffers never hold more than the slots' windows.
+TEST(WindowStageTest, ServesEachWindowFromItsOwnBufferOnce) {
+  Built b = BuildCache(Backend::kShards, Codec{});
+  LoaderOptions o = TwoSlotWindows(*b.train, 6);
+  o.epochs = 1;
+  std::vector<RecordBlock> blocks = SplitIntoBlocks(*b.train, o);
+  EpochSampler sampler(b.train->size(), o, {}, blocks);
+  WindowStage stage(b.train.get(), &o, sampler);
+  SampleSlot first;
+  first.position = 0;
+  EXPECT_EQ(stage.Acquire(0, first), nullptr);  // nothing before Restart (and no wait)
+  stage.Restart(0, 0);
+  const auto windows = sampler.windows();
+  ASSERT_GT(windows->windows(), 2u);
+  ScratchBuffer scratch, scratch2;
+  uint64_t record_bytes = 0;
+  for (size_t batch = 0; batch < sampler.batches_per_epoch(); ++batch) {
+    std::vector<SampleSlot> samples;
+    cv::Size shape;
+    sampler.Batch(batch, &samples, &shape);
+    for (const SampleSlot& s : samples) {
+      const RecordSource* records = stage.Acquire(0, s);
+      ASSERT_NE(records, nullptr);
+      const PartnerDomain window = windows->Partners(s.window);
+      for (uint64_t k = 0; k < window.size; ++k) {
+        const uint64_t r = window.records[k];
+        RecordView staged, mapped;
+        ASSERT_TRUE(records->Read(r, &staged, &scratch).ok());
+        ASSERT_TRUE(b.train->Read(r, &mapped, &scratch2).ok());
+        ASSERT_EQ(staged.height, mapped.height);
+        ASSERT_EQ(staged.width, mapped.width);
+        EXPECT_NE(staged.pixels, mapped.pixels);  // raw shards: the mapping's bytes vs the stage's copy
+        EXPECT_EQ(std::memcmp(staged.pixels, mapped.pixels, size_t(mapped.height) * mapped.width * 3), 0);
+        EXPECT_EQ(staged.box_count, mapped.box_count);
+      }
+      stage.Release(records);
+    }
+  }
+  for (size_t w = 0; w < windows->windows(); ++w) {
+    const PartnerDomain window = windows->Partners(static_cast<uint32_t>(w));
+    for (uint64_t k = 0; k < window.size; ++k) {
+      RecordExtent x;
+      ASSERT_TRUE(b.train->Extent(window.records[k], &x));
+      record_bytes += x.length;
+    }
+  }
+  EXPECT_EQ(stage.windows_staged(), windows->windows());  // each window read once
+  EXPECT_GE(stage.staged_bytes(), record_bytes);
+  EXPECT_LE(stage.staged_bytes(), record_bytes + windows->windows() * 2 * (DirectFile::kAlignment + (64u << 10)));
+  // Two slots, each allocated once with 1/8 headroom over the larger of the window and its read.
+  const uint64_t slot = (o.window_bytes + 4 * (DirectFile::kAlignment + (64u << 10))) / 8 * 9 + DirectFile::kAlignment;
+  EXPECT_LE(stage.peak_buffer_bytes(), 2 * slot);
+  std::printf("stage: %llu windows, %llu bytes, O_DIRECT: %s\n", (unsigned long long)stage.windows_staged(),
+              (unsigned long long)stage.staged_bytes(), stage.all_direct() ? "yes" : "no (page cache)");
+}
+
+// A worker waiting for a window that cannot come yet (both slots hold windows no one releases) is
+// woken by Cancel with nullptr: the loader's cancel never hangs on the stage.
+TEST(WindowStageTest, CancelWakesAWorkerWaitingForAWindow) {
+  Built b = BuildCache(Backend::kShards, Codec{});
+  const LoaderOptions o = TwoSlotWindows(*b.train, 4);
+  std::vector<RecordBlock> blocks = SplitIntoBlocks(*b.train, o);
+  EpochSampler sampler(b.train->size(), o, {}, blocks);
+  ASSERT_GT(sampler.windows()->windows(), 3u);
+  WindowStage stage(b.train.get(), &o, sampler);
+  stage.Restart(0, 0);
+  SampleSlot far;  // a sample of the fourth window: two slots, neither ever released
+  far.position = sampler.windows()->window_start[3];
+  far.window = 3;
+  auto waiting = std::async(std::launch::async, [&] { return stage.Acquire(0, far); });
+  EXPECT_EQ(waiting.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout);
+  stage.Cancel();
+  ASSERT_EQ(waiting.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_EQ(waiting.get(), nullptr);
+}
+
+// bench --cold: RestartPipeline drops what was read ahead and launched, and the batches go on as if
+// nothing happened, with the stage and with page-cache read-ahead.
+TEST(WindowStageTest, RestartPipelineKeepsTheBatches) {
+  Built b = BuildCache(Backend::kShards, Codec{});
+  RecordExtent e;
+  ASSERT_TRUE(b.train->Extent(0, &e));
+  for (WindowIo io : {WindowIo::kDirect, WindowIo::kPageCache}) {
+    LoaderOptions o = Options();
+    o.order = SampleOrder::kWindowed;
+    o.window_bytes = 5 * e.length;
+    o.window_io = io;
+    o.threads = 2;
+    auto run = [&](bool restart) {
+      auto loader = Loader::Create(b.train, o);
+      EXPECT_TRUE(loader.ok());
+      std::vector<uint64_t> out;
+      for (int epoch = 0; epoch < 2; ++epoch) {
+        EXPECT_TRUE((*loader)->StartEpoch(epoch).ok());
+        std::shared_ptr<Batch> batch;
+        while ((*loader)->Next(&batch).ok() && batch) {
+          out.push_back(HashBatch(*batch));
+          if (restart && out.size() % 3 == 0) (*loader)->RestartPipeline();
+        }
+      }
+      return out;
+    };
+    EXPECT_EQ(run(true), run(false)) << (io == WindowIo::kDirect ? "direct" : "page cache");
   }
 }
 
