@@ -152,13 +152,19 @@ void AddTrainOptions(CLI::App& app, TrainArgs& a) {
                  "(Ultralytics') | windowed (shuffled windows of contiguous records, read once per epoch)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "shuffle", "windowed"}));
-  app.add_option("--window", o.window_mb, "Windowed order: window size in MiB (0: a quarter of the budget, >= 256)")
+  app.add_option("--window", o.window_mb, "Windowed order: window size in MiB (0: a quarter of the budget, an eighth for zstd; >= 256)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--ram-budget", o.ram_budget_gb,
                  "Page-cache budget in GiB for --order auto (0: MemAvailable - 4 GiB)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--window-io", o.window_io,
+                 "Windowed order: how windows are read. auto (direct for one process, page-cache with several "
+                 "ranks, which share it) | direct (O_DIRECT into the loader's buffers, around the page cache) | "
+                 "page-cache (MADV_WILLNEED read-ahead)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "direct", "page-cache"}));
   app.add_option("--read-ahead", o.read_ahead_mb,
                  "MiB of records the train loader reads from disk ahead of its workers (0: off)")
       ->capture_default_str();
@@ -260,6 +266,7 @@ int RunTrain(CLI::App& app, TrainArgs& a) {
     if (app.count("--torch-threads") > 0) r.torch_threads = o.torch_threads;
     if (app.count("--prefetch") > 0) r.prefetch = o.prefetch;
     if (app.count("--read-ahead") > 0) r.read_ahead_mb = o.read_ahead_mb;
+    if (app.count("--window-io") > 0) r.window_io = o.window_io;
     if (app.count("--log-every") > 0) r.log_every = o.log_every;
     o = r;
     hooks.resume = a.resume;

@@ -80,7 +80,7 @@ const std::map<std::string, double AugmentHyp::*>& HypFields() {
 LoaderOptions ParseOptions(const pb::dict& d) {
   static const char* const kKeys[] = {"mode", "batch", "imgsz", "epochs", "seed", "shuffle", "drop_last", "rank",
                                       "world_size", "rect", "pad", "stride", "threads", "prefetch", "pin_memory",
-                                      "path", "close_mosaic", "order", "window_mb", "read_ahead_mb"};
+                                      "path", "close_mosaic", "order", "window_mb", "window_io", "read_ahead_mb"};
   for (const auto& item : d) {
     const std::string key = pb::str(item.first);
     const bool known = std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys) || HypFields().count(key);
@@ -114,6 +114,13 @@ LoaderOptions ParseOptions(const pb::dict& d) {
     throw pb::value_error("window_mb must be >= 1 and read_ahead_mb >= 0");
   o.window_bytes = static_cast<uint64_t>(window_mb * (1 << 20));
   o.read_ahead_bytes = static_cast<uint64_t>(read_ahead_mb * (1 << 20));
+  // As yolocache-train's --window-io: auto reads around the page cache alone, and through it when
+  // several ranks (processes) can share each window's pages.
+  const std::string window_io = Get<std::string>(d, "window_io", "auto");
+  if (window_io != "auto" && window_io != "direct" && window_io != "page-cache")
+    throw pb::value_error("window_io must be 'auto', 'direct' or 'page-cache', got '" + window_io + "'");
+  o.window_io = window_io == "direct" || (window_io == "auto" && o.world_size <= 1) ? WindowIo::kDirect
+                                                                                     : WindowIo::kPageCache;
   for (const auto& [name, field] : HypFields()) o.hyp.*field = Get(d, name.c_str(), o.hyp.*field);
   const std::string path = Get<std::string>(d, "path", "fast");
   if (path != "fast" && path != "reference") throw pb::value_error("path must be 'fast' or 'reference', got '" + path + "'");

@@ -105,6 +105,18 @@ def test_windowed_order_visits_every_record_once_and_resumes(cache):
         yolocache.Loader(cache, order="sequential", **kwargs)
 
 
+def test_windowed_order_reads_the_same_batches_around_and_through_the_page_cache(cache):
+    """window_io='direct' (O_DIRECT into the loader's own buffers) and 'page-cache' hand out identical
+    batches, mosaic and mixup included; an unknown window_io is refused."""
+    kwargs = dict(batch=BATCH, imgsz=IMGSZ, seed=4, threads=2, order="windowed", window_mb=1, hyp={"mixup": 0.5})
+    runs = [list(yolocache.Loader(cache, window_io=io, **kwargs)) for io in ("direct", "page-cache", "auto")]
+    assert len(runs[0]) > 1
+    assert_same_batches(runs[0], runs[1])
+    assert_same_batches(runs[0], runs[2])
+    with pytest.raises(ValueError, match="window_io"):
+        yolocache.Loader(cache, window_io="mmap", **kwargs)
+
+
 def test_state_dict_resumes_mid_epoch_exactly(cache):
     kwargs = dict(batch=BATCH, imgsz=IMGSZ, threads=2, seed=5, epochs=4, hyp={"close_mosaic": 2})
     a = yolocache.Loader(cache, **kwargs)

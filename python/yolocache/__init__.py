@@ -82,14 +82,15 @@ class Loader:
 
     def __init__(self, cache, split=None, mode="train", batch=16, imgsz=640, threads=0, seed=0, rank=0,
                  world_size=1, epochs=100, hyp=None, shuffle=True, drop_last=False, rect=True, pad=0.5, stride=32,
-                 prefetch=4, pin_memory=False, path="fast", order="shuffle", window_mb=256, read_ahead_mb=512):
+                 prefetch=4, pin_memory=False, path="fast", order="shuffle", window_mb=256, window_io="auto",
+                 read_ahead_mb=512):
         self.cache = cache if isinstance(cache, Cache) else Cache(cache)
         self.split = split or ("train" if mode == "train" else "val")
         self.mode, self.batch_size, self.imgsz, self.num_workers = mode, batch, imgsz, threads
         options = dict(mode=mode, batch=batch, imgsz=imgsz, threads=threads, seed=seed, rank=rank,
                        world_size=world_size, epochs=epochs, shuffle=shuffle, drop_last=drop_last, rect=rect,
                        pad=pad, stride=stride, prefetch=prefetch, pin_memory=pin_memory, path=path, order=order,
-                       window_mb=window_mb, read_ahead_mb=read_ahead_mb)
+                       window_mb=window_mb, window_io=window_io, read_ahead_mb=read_ahead_mb)
         for key, value in (hyp or {}).items():
             if key in _UNSUPPORTED_HYP:
                 if value != _UNSUPPORTED_HYP[key]:

@@ -265,6 +265,19 @@ TEST(Cli, BenchColdWithAndWithoutReadAheadGivesTheSameBatches) {
     checksums.insert(j["checksum"].get<std::string>());
   }
   EXPECT_EQ(checksums.size(), 1u) << "read-ahead must not change a batch";
+  // The windowed order through the window stage (O_DIRECT) and through the page cache: one checksum,
+  // and the JSON says which ran.
+  std::set<std::string> windowed;
+  for (const char* io : {"direct", "page-cache"}) {
+    CliRun r = Yolocache(tmp, {"bench", cache, "--batch", "8", "--batches", "3", "--threads", "2", "--json", "--cold",
+                               "--order", "windowed", "--window", "1", "--window-io", io, "--profile-samples", "0"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["window_io"], io);
+    windowed.insert(j["checksum"].get<std::string>());
+  }
+  EXPECT_EQ(windowed.size(), 1u) << "the window stage must not change a batch";
+  EXPECT_EQ(Yolocache(tmp, {"bench", cache, "--order", "windowed", "--window-io", "mmap"}).exit_code, 2);
   CliRun text = Yolocache(tmp, {"bench", cache, "--batch", "8", "--batches", "2", "--cold", "--no-checksum"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("cold: the split's pages were dropped"), std::string::npos) << text.out;

@@ -35,6 +35,9 @@ TEST(SampleOrderTest, AutoPicksWindowedOnlyWhenTheDataExceedsTheBudget) {
   EXPECT_EQ(c.order, "windowed");
   EXPECT_DOUBLE_EQ(c.window_mb, 2048);  // a quarter of 8 GiB
   EXPECT_NE(c.reason.find("does not fit"), std::string::npos) << c.reason;
+  c = ChooseSampleOrder(o, budget + 1, budget, /*compressed=*/true);  // zstd: room for decoded records too
+  EXPECT_DOUBLE_EQ(c.window_mb, 1024);
+  EXPECT_NE(c.reason.find("budget / 8"), std::string::npos) << c.reason;
   c = ChooseSampleOrder(o, 10ull << 30, 512ull << 20);  // small budget: the window's floor
   EXPECT_DOUBLE_EQ(c.window_mb, 256);
   o.order = "shuffle";  // explicit orders win whatever the sizes
@@ -70,6 +73,26 @@ TEST(SampleOrderTest, ResolvedOrderRoundTripsThroughTheTrainArgsAndReachesTheLoa
   const Status bad = ValidateTrainOptions(v);
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.ToString().find("--order"), std::string::npos) << bad.ToString();
+}
+
+// --window-io: auto reads around the page cache in a single process and through it (shared) with
+// several ranks; an explicit choice wins; anything else is refused naming the option.
+TEST(SampleOrderTest, WindowIoAutoIsDirectAloneAndThePageCacheAcrossRanks) {
+  TrainOptions o;
+  o.data = "cache";
+  o.order = "windowed";
+  EXPECT_EQ(o.window_io, "auto");
+  EXPECT_EQ(TrainLoaderOptions(o, 0, 1).window_io, WindowIo::kDirect);
+  EXPECT_EQ(TrainLoaderOptions(o, 1, 2).window_io, WindowIo::kPageCache);
+  o.window_io = "direct";
+  EXPECT_EQ(TrainLoaderOptions(o, 1, 2).window_io, WindowIo::kDirect);
+  o.window_io = "page-cache";
+  EXPECT_EQ(TrainLoaderOptions(o, 0, 1).window_io, WindowIo::kPageCache);
+  EXPECT_TRUE(ValidateTrainOptions(o).ok());
+  o.window_io = "mmap";
+  const Status bad = ValidateTrainOptions(o);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.ToString().find("--window-io"), std::string::npos) << bad.ToString();
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <sstream>
 #include <thread>
 
 #include <c10/core/GradMode.h>
@@ -210,6 +211,38 @@ TEST(TrainCli, TrainThenValJsonThenPredict) {
 
 // --lr0 1e6 (issue 18): the losses turn NaN within the first epoch. The run stops with exit 1 naming the
 // epoch, batch and loss term, and neither best.pt nor last.pt is written from the diverged weights.
+// The windowed order through the CLI, its windows read with O_DIRECT by the window stage and through
+// the page cache: the run says which, and both train on the same batches (the same losses to the
+// last printed digit). A bad --window-io is a usage error.
+TEST(TrainCli, WindowedOrderTrainsTheSameAroundAndThroughThePageCache) {
+  TempDir tmp;
+  const fs::path cache = testutil::MakeSynthCache(tmp.path(), testutil::Images(16, 4));
+  std::vector<std::string> losses;
+  for (const char* io : {"direct", "page-cache"}) {
+    const fs::path run = tmp / (std::string("run-") + io);
+    CliRun t = YolocacheTrain(tmp, {"train", "--data", cache.string(), "--model", "yolov8n", "--imgsz", "64", "--epochs",
+                                    "2", "--batch", "4", "--device", "cpu", "--threads", "2", "--torch-threads", "1",
+                                    "--no-val", "--no-plots", "--order", "windowed", "--window", "1", "--window-io", io,
+                                    "--out", run.string()});
+    ASSERT_EQ(t.exit_code, 0) << t.out << t.err;
+    EXPECT_NE(t.out.find("order: windowed, window 1 MiB"), std::string::npos) << t.out;
+    EXPECT_NE(t.out.find(std::string(io) == "direct" ? "windows: read with O_DIRECT" : "windows: read through the page cache"),
+              std::string::npos)
+        << t.out;
+    std::string csv = testing::ReadFile(run / "results.csv");
+    std::string rows;  // every row's losses, without the time column
+    std::istringstream lines(csv);
+    for (std::string line; std::getline(lines, line);) {
+      const size_t a = line.find(','), b = line.find(',', a + 1);
+      ASSERT_NE(b, std::string::npos) << csv;
+      rows += line.substr(0, a) + line.substr(b) + "\n";
+    }
+    losses.push_back(rows);
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+  EXPECT_EQ(YolocacheTrain(tmp, {"train", "--data", cache.string(), "--window-io", "mmap"}).exit_code, 2);
+}
+
 TEST(TrainCli, DivergingRunStopsWithExitOneAndSavesNoNonFiniteWeights) {
   TempDir tmp;
   testutil::SynthCacheSpec spec = testutil::Images(16, 8);

@@ -36,6 +36,7 @@ struct BenchArgs {
   bool compare = false, json = false, no_checksum = false;
   std::string order = "shuffle";  // --order: the train sampling order
   double window_mb = 256;         // --window: windowed order's window, MiB
+  std::string window_io = "direct";  // --window-io: how the windowed order reads its windows
   int order_stats = 0;            // --order-stats N: compare both orders' statistics over N epochs
   bool cold = false;      // drop the split's pages before the warm-up and before the timed run
   int read_ahead_mb = -1;  // -1: the loader's default
@@ -51,9 +52,21 @@ nlohmann::ordered_json JsonHeader(const BenchArgs& a, const LoaderOptions& o, co
   j["batch"] = o.batch;
   j["imgsz"] = o.imgsz;
   j["order"] = a.order;
-  if (o.order == SampleOrder::kWindowed) j["window_mb"] = a.window_mb;
+  if (o.order == SampleOrder::kWindowed) {
+    j["window_mb"] = a.window_mb;
+    j["window_io"] = a.window_io;
+  }
   j["simd"] = SimdLevelName(ActiveSimdLevel());
   return j;
+}
+
+// How the timed run read ahead: "read-ahead off", "read-ahead 512 MiB", "window stage (O_DIRECT), 512 MiB ahead".
+std::string ReadAheadLabel(const LoaderOptions& o) {
+  const std::string mib = std::to_string(o.read_ahead_bytes >> 20) + " MiB";
+  if (o.read_ahead_bytes == 0) return "read-ahead off";
+  if (o.mode == LoaderMode::kTrain && o.order == SampleOrder::kWindowed && o.window_io == WindowIo::kDirect)
+    return "window stage (O_DIRECT), " + mib + " ahead";
+  return "read-ahead " + mib;
 }
 
 // "2.50 GHz, eff 0.82, per cycle 0.88)" of one --scaling figure; the clock parts only where probed.
@@ -173,6 +186,7 @@ int RunBench(const BenchArgs& a) {
   o.layout = a.layout == "nhwc" ? ImageLayout::kNHWC : ImageLayout::kNCHW;
   o.order = a.order == "windowed" ? SampleOrder::kWindowed : SampleOrder::kShuffle;
   o.window_bytes = static_cast<uint64_t>(a.window_mb * (1 << 20));
+  o.window_io = a.window_io == "page-cache" ? WindowIo::kPageCache : WindowIo::kDirect;
   if (a.read_ahead_mb >= 0) o.read_ahead_bytes = static_cast<uint64_t>(a.read_ahead_mb) << 20;
   // A small cache is crossed many times: every timed batch should be a mosaic batch of an epoch the
   // loader can run ahead into, so no close_mosaic switch and no last epoch.
@@ -269,10 +283,12 @@ int RunBench(const BenchArgs& a) {
   std::printf("workers: busy %.1f%% of the time, %.2f ms per sample (%s %.2f, %s %.2f)\n", 100 * cached->worker_busy,
               cached->ms_per_sample, o.mode == LoaderMode::kTrain ? "geometry+warp" : "letterbox", cached->render_ms,
               o.mode == LoaderMode::kTrain ? "HSV+layout" : "layout", cached->finish_ms);
-  if (a.cold) std::printf("cold: the split's pages were dropped from the page cache before the warm-up and the timed run\n");
+  if (a.cold)
+    std::printf("cold: the split's pages were dropped from the page cache before the warm-up and the timed run, "
+                "which starts with nothing read ahead\n");
   if (cached->disk_bytes >= 0)
-    std::printf("disk: %.2f MB read per sample, %.0f MB/s in the timed run (read-ahead %s)\n", disk_per_sample / 1e6,
-                disk_mbps, o.read_ahead_bytes > 0 ? (std::to_string(o.read_ahead_bytes >> 20) + " MiB").c_str() : "off");
+    std::printf("disk: %.2f MB read per sample, %.0f MB/s in the timed run (%s)\n", disk_per_sample / 1e6, disk_mbps,
+                ReadAheadLabel(o).c_str());
   if (profile.samples > 0)
     std::printf("per sample, one thread: geometry+warp %.2f ms, HSV+layout %.2f ms (layout alone %.2f ms)\n",
                 profile.geometry_warp_ms, profile.hsv_layout_ms, profile.layout_only_ms);
@@ -339,6 +355,11 @@ Registration reg("bench", "Measure loader throughput on a cache (img/s, per thre
                    app.add_option("--window", a->window_mb, "Windowed order: window size in MiB")
                        ->capture_default_str()
                        ->check(CLI::Range(1.0, 1e9));
+                   app.add_option("--window-io", a->window_io,
+                                  "Windowed order: direct (each window read with O_DIRECT into the loader's buffers, "
+                                  "around the page cache) | page-cache (MADV_WILLNEED read-ahead, as the shuffle order)")
+                       ->capture_default_str()
+                       ->check(CLI::IsMember({"direct", "page-cache"}));
                    app.add_option("--order-stats", a->order_stats,
                                   "Compare the augmentation statistics of both orders over N epochs (text bars, "
                                   "total-variation distance) instead of timing")

@@ -35,7 +35,7 @@ Result<uint64_t> PageCacheBudget(double ram_budget_gb, const std::string& meminf
   return *available > kProcessMargin ? *available - kProcessMargin : 0;
 }
 
-OrderChoice ChooseSampleOrder(const TrainOptions& o, uint64_t data_bytes, uint64_t budget) {
+OrderChoice ChooseSampleOrder(const TrainOptions& o, uint64_t data_bytes, uint64_t budget, bool compressed) {
   OrderChoice c;
   const std::string sizes = "train data " + Gib(data_bytes) + ", page-cache budget " + Gib(budget);
   if (o.order == "auto") {
@@ -48,10 +48,14 @@ OrderChoice ChooseSampleOrder(const TrainOptions& o, uint64_t data_bytes, uint64
     c.reason = "order: " + c.order + " (--order; " + sizes + ")";
   }
   if (c.order == "windowed") {
+    const uint64_t share = compressed ? 8 : 4;
     c.window_mb = o.window_mb > 0 ? o.window_mb
-                                  : static_cast<double>(std::max(kMinWindow, budget / 4)) / (1ull << 20);
-    char w[64];
-    std::snprintf(w, sizeof w, ", window %.0f MiB%s", c.window_mb, o.window_mb > 0 ? "" : " (budget / 4)");
+                                  : static_cast<double>(std::max(kMinWindow, budget / share)) / (1ull << 20);
+    char w[96];
+    std::snprintf(w, sizeof w, ", window %.0f MiB%s", c.window_mb,
+                  o.window_mb > 0 ? ""
+                  : compressed    ? " (budget / 8: zstd records are also kept decompressed)"
+                                  : " (budget / 4)");
     c.reason += w;
   } else {
     c.window_mb = o.window_mb;

@@ -227,6 +227,8 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (!(o.window_mb >= 0) || !finite(o.window_mb)) return bad("--window must be >= 0");
   if (!(o.ram_budget_gb >= 0) || !finite(o.ram_budget_gb)) return bad("--ram-budget must be >= 0");
   if (o.read_ahead_mb < 0) return bad("--read-ahead must be >= 0");
+  if (o.window_io != "auto" && o.window_io != "direct" && o.window_io != "page-cache")
+    return bad("--window-io must be auto, direct or page-cache");
   if (!(o.lr0 > 0) || !finite(o.lr0)) return bad("--lr0 must be > 0");
   if (!(o.lrf > 0) || !finite(o.lrf)) return bad("--lrf must be > 0");
   if (!(o.momentum >= 0 && o.momentum < 1)) return bad("--momentum must be in [0, 1)");
@@ -254,6 +256,12 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   return ValidateOptions(TrainLoaderOptions(o));
 }
 
+WindowIo WindowIoFor(const TrainOptions& o, int world_size) {
+  if (o.window_io == "direct") return WindowIo::kDirect;
+  if (o.window_io == "page-cache") return WindowIo::kPageCache;
+  return world_size > 1 ? WindowIo::kPageCache : WindowIo::kDirect;
+}
+
 LoaderOptions TrainLoaderOptions(const TrainOptions& o, int rank, int world_size) {
   LoaderOptions lo;
   lo.mode = LoaderMode::kTrain;
@@ -271,6 +279,7 @@ LoaderOptions TrainLoaderOptions(const TrainOptions& o, int rank, int world_size
   lo.order = o.order == "windowed" ? SampleOrder::kWindowed : SampleOrder::kShuffle;
   if (o.window_mb > 0) lo.window_bytes = static_cast<uint64_t>(o.window_mb * (1 << 20));
   lo.read_ahead_bytes = static_cast<uint64_t>(o.read_ahead_mb) << 20;
+  lo.window_io = WindowIoFor(o, world_size);
   return lo;
 }
 

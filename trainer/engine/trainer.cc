@@ -285,7 +285,8 @@ Status Run::Setup() {
   if (o_.order == "auto" || (o_.order == "windowed" && o_.window_mb <= 0)) {
     Result<uint64_t> budget = PageCacheBudget(o_.ram_budget_gb);
     if (!budget.ok()) return Status(budget.status()).WithContext("--order auto (give --ram-budget GB)");
-    const OrderChoice choice = ChooseSampleOrder(o_, train->data_bytes(), *budget);
+    const OrderChoice choice = ChooseSampleOrder(o_, train->data_bytes(), *budget,
+                                                 cache_->manifest().codec.kind != Codec::Kind::kNone);
     o_.order = choice.order;
     o_.window_mb = choice.window_mb;
     if (Distributed()) {  // rank 0's choice: each rank reads its own MemAvailable, and all must agree
@@ -300,6 +301,15 @@ Status Run::Setup() {
     const std::string window = std::to_string(static_cast<int64_t>(o_.window_mb));
     Say("order: " + o_.order + (o_.order == "windowed" ? ", window " + window + " MiB" : std::string()) +
         " (given, or kept from the resumed run)");
+  }
+  if (o_.order == "windowed") {
+    const int ranks = dist_->world_size();
+    Say(WindowIoFor(o_, ranks) == WindowIo::kDirect
+            ? "windows: read with O_DIRECT into the loader's buffers, around the page cache (--window-io " +
+                  o_.window_io + ")"
+            : "windows: read through the page cache" +
+                  (ranks > 1 ? ", which the " + std::to_string(ranks) + " ranks share" : std::string()) +
+                  " (--window-io " + o_.window_io + ")");
   }
 
   // Resume state.
