@@ -8,20 +8,14 @@
 namespace yc {
 
 ReadAhead::ReadAhead(const RecordSource* source, const LoaderOptions* options, const EpochSampler& sampler)
-    : source_(source), options_(options), budget_(options->read_ahead_bytes), walk_(options, sampler) {
-  for (int i = 0; i < kReaders; ++i)
-    issuers_.emplace_back([this] {
-      std::unique_lock<std::mutex> lock(qmu_);
-      for (;;) {
-        qcv_.wait(lock, [&] { return stop_issuers_ || !queue_.empty(); });
-        if (stop_issuers_) return;
-        const RecordExtent r = queue_.front();
-        queue_.pop_front();
-        lock.unlock();
+    : source_(source),
+      options_(options),
+      budget_(options->read_ahead_bytes),
+      walk_(options, sampler),
+      hints_(kReaders, [this](const RecordExtent& r) {
         source_->WillNeedRange(r);
-        lock.lock();
-      }
-    });
+        return true;  // a hint: the workers' own reads report any error
+      }) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -32,12 +26,6 @@ ReadAhead::~ReadAhead() {
   }
   cv_.notify_all();
   thread_.join();
-  {
-    std::lock_guard<std::mutex> lock(qmu_);
-    stop_issuers_ = true;
-  }
-  qcv_.notify_all();
-  for (auto& t : issuers_) t.join();
 }
 
 void ReadAhead::Restart(int epoch, size_t first_batch) {
@@ -48,10 +36,7 @@ void ReadAhead::Restart(int epoch, size_t first_batch) {
     restart_batch_ = first_batch;
     started_.store(0);
   }
-  {
-    std::lock_guard<std::mutex> lock(qmu_);
-    queue_.clear();
-  }
+  hints_.Clear();
   cv_.notify_all();
 }
 
@@ -143,11 +128,7 @@ void ReadAhead::Run() {
     lock.unlock();
     const bool any = PlanStep(room, &step);
     stalled = position_ == position;
-    {
-      std::lock_guard<std::mutex> q(qmu_);
-      queue_.insert(queue_.end(), ranges_.begin(), ranges_.end());
-    }
-    qcv_.notify_all();
+    hints_.Push(ranges_.begin(), ranges_.end());
     lock.lock();
     if (seen != generation_ || !any) continue;  // a Restart came in: the step belongs to the old walk
     outstanding_.push_back(step);

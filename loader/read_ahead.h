@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "libcache/record_source.h"
+#include "loader/io_queue.h"
 #include "loader/launch_walk.h"
 #include "loader/options.h"
 #include "loader/sampler.h"
@@ -85,11 +86,7 @@ class ReadAhead {
 
   // kReaders threads request the queued ranges (in order), so that many requests are in flight.
   static constexpr int kReaders = 32;
-  std::vector<std::thread> issuers_;
-  std::mutex qmu_;
-  std::condition_variable qcv_;
-  std::deque<RecordExtent> queue_;
-  bool stop_issuers_ = false;
+  IoQueue<RecordExtent> hints_;
 };
 
 }  // namespace yc

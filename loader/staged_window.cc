@@ -58,8 +58,7 @@ void StagedWindow::Seal(uint64_t arena_bytes) {
   std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) { return a.record < b.record; });
   // Lay out the arena: compressed records, in record order, while they fit.
   uint64_t arena = 0;
-  for (Entry& e : entries_) {
-    e.arena = kNoArena;
+  for (Entry& e : entries_) {  // fresh from Add: no arena yet
     RecordHeader h;
     if (!ParseRecordHeader(buffer_.get() + e.offset, e.length, &h).ok() || h.codec == Codec::Kind::kNone) continue;
     const uint64_t bytes = (BoxesAt(h.raw_pixel_bytes) + uint64_t{h.box_count} * sizeof(Box) + 63) / 64 * 64;

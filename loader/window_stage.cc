@@ -37,9 +37,9 @@ WindowStage::WindowStage(const RecordSource* source, const LoaderOptions* option
       // The window in use plus read_ahead_bytes of windows after it, at least one.
       slots_(1 + std::max<uint64_t>(1, (options->read_ahead_bytes + options->window_bytes - 1) /
                                            std::max<uint64_t>(options->window_bytes, 1))),
-      walk_(options, sampler) {
+      walk_(options, sampler),
+      reads_(kReaders, [this](const Chunk& c) { return files_[c.file]->ReadAligned(c.offset, c.length, c.dst).ok(); }) {
   for (size_t i = 0; i < slots_; ++i) windows_.push_back(std::make_unique<Window>(source));
-  for (int i = 0; i < kReaders; ++i) readers_.emplace_back([this] { ReadChunks(); });
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -51,12 +51,6 @@ WindowStage::~WindowStage() {
   }
   cv_.notify_all();
   thread_.join();
-  {
-    std::lock_guard<std::mutex> lock(rmu_);
-    stop_readers_ = true;
-  }
-  rcv_.notify_all();
-  for (auto& t : readers_) t.join();
 }
 
 void WindowStage::Restart(int epoch, size_t first_batch) {
@@ -203,18 +197,12 @@ bool WindowStage::Load(Window* w) {
       files_[r.file] = std::move(f.value());
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(rmu_);
-    read_failed_ = false;
-    for (const Range& r : ranges)
-      for (uint64_t off = r.begin; off < r.end; off += kChunkBytes)
-        chunks_.push_back(Chunk{r.file, off, std::min(kChunkBytes, r.end - off), buffer + r.at + (off - r.begin)});
-    chunks_left_ = chunks_.size();
-  }
-  rcv_.notify_all();
-  std::unique_lock<std::mutex> lock(rmu_);
-  done_cv_.wait(lock, [&] { return chunks_left_ == 0; });
-  if (read_failed_) return false;
+  chunks_.clear();
+  for (const Range& r : ranges)
+    for (uint64_t off = r.begin; off < r.end; off += kChunkBytes)
+      chunks_.push_back(Chunk{r.file, off, std::min(kChunkBytes, r.end - off), buffer + r.at + (off - r.begin)});
+  reads_.Push(chunks_.begin(), chunks_.end());
+  if (!reads_.Drain()) return false;
   // The arena for decompressed records as large as the window: with the stored bytes, a slot of a
   // compressed cache holds at most about twice window_bytes.
   w->records.Seal(options_->window_bytes);
@@ -224,21 +212,6 @@ bool WindowStage::Load(Window* w) {
   staged_bytes_.fetch_add(total);
   windows_staged_.fetch_add(1);
   return true;
-}
-
-void WindowStage::ReadChunks() {
-  std::unique_lock<std::mutex> lock(rmu_);
-  for (;;) {
-    rcv_.wait(lock, [&] { return stop_readers_ || !chunks_.empty(); });
-    if (stop_readers_) return;
-    const Chunk c = chunks_.front();
-    chunks_.pop_front();
-    lock.unlock();
-    const Status st = files_[c.file]->ReadAligned(c.offset, c.length, c.dst);
-    lock.lock();
-    if (!st.ok()) read_failed_ = true;
-    if (--chunks_left_ == 0) done_cv_.notify_all();
-  }
 }
 
 void WindowStage::Run() {

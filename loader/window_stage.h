@@ -25,7 +25,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -33,6 +32,7 @@
 
 #include "libcache/direct_file.h"
 #include "libcache/record_source.h"
+#include "loader/io_queue.h"
 #include "loader/launch_walk.h"
 #include "loader/options.h"
 #include "loader/sampler.h"
@@ -82,7 +82,6 @@ class WindowStage {
   bool PlanWindow(Window* w);
   // Reads w's records into its buffer; false (w falls back to the source) when a file cannot be read.
   bool Load(Window* w);
-  void ReadChunks();  // reader threads
   Window* FindReady(const Key& key);
 
   const RecordSource* source_;
@@ -116,13 +115,8 @@ class WindowStage {
   };
   static constexpr int kReaders = 8;
   static constexpr uint64_t kChunkBytes = uint64_t{8} << 20;
-  std::vector<std::thread> readers_;
-  std::mutex rmu_;
-  std::condition_variable rcv_, done_cv_;
-  std::deque<Chunk> chunks_;
-  size_t chunks_left_ = 0;
-  bool read_failed_ = false;
-  bool stop_readers_ = false;
+  std::vector<Chunk> chunks_;
+  IoQueue<Chunk> reads_;  // after files_ and windows_, which its threads use
 
   std::atomic<uint64_t> staged_bytes_{0}, windows_staged_{0}, peak_buffer_bytes_{0};
   std::atomic<bool> all_direct_{true};
