@@ -2,8 +2,9 @@
 
 #include <turbojpeg.h>
 
-#include <fstream>
 #include <memory>
+
+#include "libcache/output_file.h"
 
 namespace yc {
 
@@ -27,11 +28,8 @@ Status WriteJpeg(const std::filesystem::path& path, const uint8_t* rgb, int widt
                  int stride) {
   Result<std::string> jpeg = EncodeJpeg(rgb, width, height, quality, stride);
   if (!jpeg.ok()) return jpeg.status().WithContext(path.string());
-  std::ofstream out(path, std::ios::binary);
-  out.write(jpeg->data(), static_cast<std::streamsize>(jpeg->size()));
-  out.close();
-  if (!out) return Status::IOError(Status::At(path.string(), "cannot write"));
-  return Status::OK();
+  // Through a temp file + rename (output_file.h): a link or FIFO of that name is never opened.
+  return WriteFileAtomically(path, *jpeg);
 }
 
 }  // namespace yc

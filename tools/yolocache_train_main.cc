@@ -454,6 +454,10 @@ int RunPredict(const PredictArgs& a) {
   if (!device.ok()) return Fail("predict", device.status());
   ConfigureDevice(*device);
   InstallSignals();
+  // The output-path rule before anything is read or written: the run folder must not hold the inputs.
+  Result<std::filesystem::path> planned = ResolveRunDir(a.out, a.project, a.name, a.exist_ok, /*create=*/false);
+  if (!planned.ok()) return Fail("predict", planned.status());
+  if (Status st = CheckPredictOutputs(*inputs, *planned); !st.ok()) return Fail("predict", st);
   Result<std::unique_ptr<Predictor>> p = Predictor::Load(a.weights, *device, a.o);
   if (!p.ok()) return Fail("predict", p.status());
   Result<std::filesystem::path> save_dir = ResolveRunDir(a.out, a.project, a.name, a.exist_ok);

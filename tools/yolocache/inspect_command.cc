@@ -10,6 +10,7 @@
 
 #include "libcache/cache.h"
 #include "libcache/jpeg_encode.h"
+#include "libcache/output_guard.h"
 #include "libcache/path_text.h"
 #include "loader/draw.h"
 #include "loader/loader.h"
@@ -242,10 +243,20 @@ int ExportAugmented(const std::shared_ptr<Cache>& cache, const InspectArgs& a) {
   return kExitOk;
 }
 
+// The output-path rule (libcache/output_guard.h): source files are only ever read, and a cache is
+// written only by build. --out, --preview or --export-augmented inside the cache (its manifest.json!),
+// any cache, the dataset it was built from or one of its image or label folders is refused (exit 2).
+Status CheckInspectOutput(const Cache& cache, const std::string& out) {
+  return out.empty() ? Status::OK() : CheckOutsideCacheData(out, cache.dir(), cache.manifest());
+}
+
 int RunInspect(const InspectArgs& a) {
   Result<std::unique_ptr<Cache>> opened = Cache::Open(a.cache);
   if (!opened.ok()) return Fail("inspect", opened.status());
   std::shared_ptr<Cache> cache(std::move(opened.value()));
+  for (const std::string* out : {&a.out, &a.preview, &a.export_dir}) {
+    if (Status st = CheckInspectOutput(*cache, *out); !st.ok()) return Fail("inspect", st);
+  }
   if (a.record >= 0 || !a.out.empty()) return WriteRecord(*cache, a);
   if (!a.preview.empty()) return WritePreview(cache, a);
   if (!a.export_dir.empty()) return ExportAugmented(cache, a);

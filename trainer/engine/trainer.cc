@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
-#include <regex>
 
 #include <ATen/Parallel.h>
 #include <c10/core/GradMode.h>
@@ -14,6 +13,7 @@
 #include "libcache/cache.h"
 #include "libcache/manifest.h"
 #include "libcache/mapped_file.h"
+#include "libcache/output_guard.h"
 #include "loader/loader.h"
 #include "trainer/runtime/autocast.h"
 #include "trainer/runtime/background_writer.h"
@@ -69,19 +69,16 @@ void WarnIfNotPlotted(const Status& st) {
 
 double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Keeps the newest `keep` epochN.pt files in `dir` (keep 0: all).
-void RotateEpochCheckpoints(const fs::path& dir, int keep) {
+// Keeps the newest `keep` of the epochN.pt files this run wrote (`own`, oldest first; keep 0: all).
+// Only those are ever deleted: another run's epochN.pt in the folder (--exist-ok), or a stale higher
+// number, is neither deleted nor counted.
+void RotateEpochCheckpoints(std::vector<fs::path>* own, int keep) {
   if (keep <= 0) return;
-  static const std::regex kName(R"(epoch(\d+)\.pt)");
-  std::vector<std::pair<long, fs::path>> files;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::smatch m;
-    const std::string name = e.path().filename().string();
-    if (std::regex_match(name, m, kName)) files.emplace_back(std::stol(m[1].str()), e.path());
+  while (own->size() > static_cast<size_t>(keep)) {
+    fs::remove(own->front(), ec);
+    own->erase(own->begin());
   }
-  std::sort(files.begin(), files.end());
-  for (size_t i = 0; i + static_cast<size_t>(keep) < files.size(); ++i) fs::remove(files[i].second, ec);
 }
 
 nlohmann::json SummaryJson(const MetricsSummary& m) {
@@ -204,6 +201,7 @@ class Run {
   at::Tensor loss_history_;  // (nb_, 3): this epoch's loss items per batch, scanned for NaN/inf at log points
   size_t losses_checked_ = 0;  // batches of this epoch before this one were scanned
   int saved_epoch_ = 0;        // epochs completed in the last.pt this run wrote (0: none yet)
+  std::vector<fs::path> epoch_files_;  // weights/epochN.pt this run wrote, oldest first (writer thread only)
   int64_t epoch_batches_ = 0;
   int64_t last_ni_ = -1;
   Clock::time_point epoch_t0_;
@@ -341,6 +339,10 @@ Status Run::Setup() {
   // Output directory: an explicit --out as given, else <project>/<name> incremented as Ultralytics does.
   // Only rank 0 picks (and creates) it; other ranks write nothing there. The choice goes into o_.out, so
   // args.json and the checkpoints name it and --resume continues in it.
+  // Not inside the dataset or the cache (libcache/output_guard.h): checked on <project>/<name> before
+  // it is created (the incremented siblings are in the same folder).
+  YC_RETURN_IF_ERROR(CheckOutsideCacheData(o_.out.empty() ? fs::path(o_.project) / o_.name : fs::path(o_.out),
+                                           cache_->dir(), cache_->manifest()));
   if (o_.out.empty()) {
     Result<fs::path> dir = ResolveRunDir("", o_.project, o_.name, o_.exist_ok, /*create=*/IsMain());
     if (!dir.ok()) return dir.status();
@@ -814,7 +816,9 @@ Status Run::EndEpochMain(int epoch, bool* stop) {
     if (best) YC_RETURN_IF_ERROR(best->WriteTo(best_));
     if (!epoch_file.empty()) {
       YC_RETURN_IF_ERROR(snapshot->WriteTo(epoch_file));
-      RotateEpochCheckpoints(weights_, o_.keep);
+      epoch_files_.erase(std::remove(epoch_files_.begin(), epoch_files_.end(), epoch_file), epoch_files_.end());
+      epoch_files_.push_back(epoch_file);
+      RotateEpochCheckpoints(&epoch_files_, o_.keep);
     }
     return Status::OK();
   });

@@ -1,5 +1,7 @@
 #include "trainer/eval/predictor.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -13,6 +15,8 @@
 #include "libcache/decode.h"
 #include "libcache/file_read.h"
 #include "libcache/jpeg_encode.h"
+#include "libcache/output_file.h"
+#include "libcache/output_guard.h"
 #include "loader/draw.h"
 #include "loader/letterbox.h"
 #include "trainer/io/checkpoint.h"
@@ -120,10 +124,17 @@ Status MakeParent(const fs::path& file) {
   return Status::OK();
 }
 
-// Writes a txt file whole (io/checkpoint.h's temp file + rename): never half-written.
-Status WriteText(const fs::path& path, const std::string& text) {
-  YC_RETURN_IF_ERROR(MakeParent(path));
-  return WriteFileAtomic(path, text);
+// Creates the folders of an output below `save_dir`, refusing one that a link among them would lead
+// outside the run folder.
+Status MakeParentWithin(const fs::path& file, const fs::path& save_dir) {
+  YC_RETURN_IF_ERROR(MakeParent(file));
+  return CheckWithinFolder(file.parent_path(), save_dir);
+}
+
+// Writes a txt file whole (libcache/output_file.h's temp file + rename): never half-written.
+Status WriteText(const fs::path& path, const fs::path& save_dir, const std::string& text) {
+  YC_RETURN_IF_ERROR(MakeParentWithin(path, save_dir));
+  return WriteFileAtomically(path, text);
 }
 
 fs::path LabelsPath(const fs::path& save_dir, const PredictInput& input, const std::string& suffix) {
@@ -185,13 +196,14 @@ Result<PredictResult> Predictor::PredictFile(const PredictInput& input, const fs
   cv::Mat canvas = decoded.rgb;
   Annotate(result.detections, names_, &canvas);
   result.output = save_dir / input.output;
-  YC_RETURN_IF_ERROR(MakeParent(result.output));
+  YC_RETURN_IF_ERROR(MakeParentWithin(result.output, save_dir));
+  // WriteJpeg: temp file + rename; a link or FIFO of that name is refused, never written through.
   YC_RETURN_IF_ERROR(WriteJpeg(result.output, canvas.data, canvas.cols, canvas.rows, options_.jpeg_quality,
                                static_cast<int>(canvas.step)));
   // As Ultralytics: a txt file only for an image with detections.
   if (options_.save_txt && !result.detections.empty()) {
     result.labels = LabelsPath(save_dir, input, "");
-    YC_RETURN_IF_ERROR(WriteText(result.labels, FormatLabelRows(result.detections, result.width, result.height,
+    YC_RETURN_IF_ERROR(WriteText(result.labels, save_dir, FormatLabelRows(result.detections, result.width, result.height,
                                                                 options_.save_conf)));
   }
   return result;
@@ -204,7 +216,7 @@ Result<PredictResult> Predictor::PredictVideo(const PredictInput& input, const f
   PredictResult result;
   result.source = input.source;
   result.output = save_dir / input.output;
-  YC_RETURN_IF_ERROR(MakeParent(result.output));
+  YC_RETURN_IF_ERROR(MakeParentWithin(result.output, save_dir));
   std::unique_ptr<VideoWriter> writer;
   cv::Mat frame;
   double ms = 0;
@@ -230,18 +242,64 @@ Result<PredictResult> Predictor::PredictVideo(const PredictInput& input, const f
     YC_RETURN_IF_ERROR(writer->Write(frame));
     // Ultralytics names a video's label files <stem>_<frame>.txt, frames counted from 1.
     if (options_.save_txt && !dets->empty()) {
-      YC_RETURN_IF_ERROR(WriteText(LabelsPath(save_dir, input, "_" + std::to_string(result.frames)),
+      YC_RETURN_IF_ERROR(WriteText(LabelsPath(save_dir, input, "_" + std::to_string(result.frames)), save_dir,
                                    FormatLabelRows(*dets, frame.cols, frame.rows, options_.save_conf)));
     }
     result.detections.insert(result.detections.end(), dets->begin(), dets->end());
+  }
+  // An interrupted video is discarded (the writer's destructor removes its temp file): a truncated file
+  // never takes the output's name, nor replaces a complete earlier result (--exist-ok).
+  if (cancel != nullptr && cancel->load()) {
+    return Status::Cancelled("interrupted in " + input.source.string() + " after " + std::to_string(result.frames) +
+                             " frames; its partial video was discarded");
   }
   if (!writer) return Status::DataError(Status::At(input.source.string(), "no frame could be read"));
   YC_RETURN_IF_ERROR(writer->Close());
   if (options_.save_txt) result.labels = LabelsPath(save_dir, input, "_*");
   result.milliseconds = ms;
-  if (cancel != nullptr && cancel->load()) return Status::Cancelled("interrupted in " + input.source.string());
   return result;
 }
+
+namespace {
+
+// The names given out so far, so that neither the annotated outputs nor their label files can collide:
+// an image's labels/<dir>/<stem>.txt must never be a video's labels/<dir>/<stem>_<frame>.txt
+// (Ultralytics' engine/predictor.py names both that way: clip_1.jpg and clip.mp4 frame 1 would share
+// labels/clip_1.txt), so a video stem V and an image stem V_<digits> exclude each other.
+class OutputNames {
+ public:
+  bool Taken(const fs::path& dir, const std::string& stem, const std::string& ext, bool video) const {
+    const std::string key = (dir / stem).string();
+    if (outputs_.count((dir / (stem + ext)).string()) > 0) return true;
+    if (video) return video_keys_.count(key) > 0 || numbered_prefixes_.count(key) > 0;
+    const std::string prefix = NumberedPrefix(key);
+    return image_keys_.count(key) > 0 || (!prefix.empty() && video_keys_.count(prefix) > 0);
+  }
+  void Take(const fs::path& dir, const std::string& stem, const std::string& ext, bool video) {
+    const std::string key = (dir / stem).string();
+    outputs_.insert((dir / (stem + ext)).string());
+    if (video) {
+      video_keys_.insert(key);
+    } else {
+      image_keys_.insert(key);
+      if (const std::string prefix = NumberedPrefix(key); !prefix.empty()) numbered_prefixes_.insert(prefix);
+    }
+  }
+
+ private:
+  // "clip" for "clip_12", "" when the name does not end in _<digits>.
+  static std::string NumberedPrefix(const std::string& key) {
+    const size_t us = key.rfind('_');
+    if (us == std::string::npos || us + 1 == key.size()) return "";
+    for (size_t i = us + 1; i < key.size(); ++i) {
+      if (key[i] < '0' || key[i] > '9') return "";
+    }
+    return key.substr(0, us);
+  }
+  std::set<std::string> outputs_, image_keys_, video_keys_, numbered_prefixes_;
+};
+
+}  // namespace
 
 Result<std::vector<PredictInput>> ExpandPredictInputs(const std::vector<std::string>& inputs) {
   static const char* kExt[] = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"};
@@ -272,7 +330,7 @@ Result<std::vector<PredictInput>> ExpandPredictInputs(const std::vector<std::str
     }
   }
   std::vector<PredictInput> out;
-  std::set<std::string> used;
+  OutputNames names;
   for (const auto& [source, rel] : found) {
     PredictInput item;
     item.source = source;
@@ -282,17 +340,40 @@ Result<std::vector<PredictInput>> ExpandPredictInputs(const std::vector<std::str
     const std::string stem = rel.stem().string();
     std::string src_ext = rel.extension().string();
     std::transform(src_ext.begin(), src_ext.end(), src_ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    fs::path candidate = dir / (stem + ext);
+    std::string candidate = stem;
     // img.png beside img.jpg -> img_png.jpg; the same name twice -> img_2.jpg.
-    if (used.count(candidate.string()) > 0 && src_ext.size() > 1 && src_ext != ext && src_ext != ".jpeg") {
-      candidate = dir / (stem + "_" + src_ext.substr(1) + ext);
+    if (names.Taken(dir, candidate, ext, item.video) && src_ext.size() > 1 && src_ext != ext && src_ext != ".jpeg") {
+      candidate = stem + "_" + src_ext.substr(1);
     }
-    for (int n = 2; used.count(candidate.string()) > 0; ++n) candidate = dir / (stem + "_" + std::to_string(n) + ext);
-    used.insert(candidate.string());
-    item.output = candidate;
+    for (int n = 2; names.Taken(dir, candidate, ext, item.video); ++n) candidate = stem + "_" + std::to_string(n);
+    names.Take(dir, candidate, ext, item.video);
+    item.output = dir / (candidate + ext);
     out.push_back(std::move(item));
   }
   return out;
+}
+
+Status CheckPredictOutputs(const std::vector<PredictInput>& inputs, const fs::path& save_dir) {
+  YC_RETURN_IF_ERROR(CheckOutsideCaches(save_dir));
+  std::set<std::pair<dev_t, ino_t>> input_files;
+  for (const PredictInput& in : inputs) {
+    if (IsWithin(in.source, save_dir)) {
+      return Status::InvalidArgument(Status::At(save_dir.string(), "holds the input " + in.source.string() +
+                                                                       "; results would replace inputs (choose another "
+                                                                       "--out, or --project/--name outside the inputs)"));
+    }
+    struct stat st {};
+    if (::stat(in.source.c_str(), &st) == 0) input_files.emplace(st.st_dev, st.st_ino);
+  }
+  // A hard link (or a link below the run folder) can still make an output one of the inputs.
+  for (const PredictInput& in : inputs) {
+    const fs::path out = save_dir / in.output;
+    struct stat st {};
+    if (::stat(out.c_str(), &st) == 0 && input_files.count({st.st_dev, st.st_ino}) > 0) {
+      return Status::InvalidArgument(Status::At(out.string(), "is one of the inputs (a link); results never replace inputs"));
+    }
+  }
+  return Status::OK();
 }
 
 nlohmann::json PredictResultToJson(const PredictResult& r, const std::vector<std::string>& names) {

@@ -4,6 +4,8 @@
 // drawn with their class names and confidences ("person 0.87"), written as JPEG (videos: frame by frame
 // into a Motion-JPEG AVI, video_io.h). --save-txt writes Ultralytics' label rows
 // `cls xc yc w h [conf]` (normalised to the image, %g) to labels/<name>.txt (videos: <name>_<frame>.txt).
+// Every file is written through a temp file + rename (libcache/output_file.h); results never replace an
+// input (CheckPredictOutputs).
 #pragma once
 
 #include <atomic>
@@ -68,7 +70,8 @@ class Predictor {
   // the txt rows). Anything but a regular file (a FIFO, a device) is an IOError naming it, returned at once
   // (libcache/file_read.h).
   Result<PredictResult> PredictFile(const PredictInput& input, const std::filesystem::path& save_dir);
-  // Every frame of a video; `cancel` stops between frames (the video so far is kept, Cancelled returned).
+  // Every frame of a video; `cancel` stops between frames (Cancelled returned, the partial video discarded:
+  // an earlier complete result of that name stays).
   // Unsupported naming the file when the build has no videoio.
   Result<PredictResult> PredictVideo(const PredictInput& input, const std::filesystem::path& save_dir,
                                      const std::atomic<bool>* cancel = nullptr);
@@ -87,10 +90,17 @@ class Predictor {
 // Files as given, and the images (jpg, jpeg, png, bmp, tif, tiff, webp) and videos (video_io.h) below
 // directories, recursively, sorted. Output names never collide: below a directory the relative path is
 // kept (a/img.jpg -> a/img.jpg); a file given directly keeps its name; a picture is written as
-// <stem>.jpg, a video as <stem>.avi. When two inputs would still share an output, the later one (in input
-// order) gets <stem>_<ext> (img.png -> img_png.jpg), then <stem>_2, _3 ...: deterministic for the same
-// command line. NotFound naming a path that does not exist.
+// <stem>.jpg, a video as <stem>.avi. When two inputs would still share an output, or their label files
+// would (an image clip_1.jpg's labels/clip_1.txt is frame 1 of a video clip.mp4 in Ultralytics' naming),
+// the later one (in input order) gets <stem>_<ext> (img.png -> img_png.jpg), then <stem>_2, _3 ...:
+// deterministic for the same command line. NotFound naming a path that does not exist.
 Result<std::vector<PredictInput>> ExpandPredictInputs(const std::vector<std::string>& inputs);
+
+// The output-path rule (libcache/output_guard.h) for a run folder: InvalidArgument naming both paths when
+// `save_dir` holds one of the inputs (--out DIR of the photos themselves: their results would replace
+// them, or an unrelated photo.jpg beside photo.png), when an output is an input through a link, or when
+// `save_dir` is inside a yolocache cache. Reads only.
+Status CheckPredictOutputs(const std::vector<PredictInput>& inputs, const std::filesystem::path& save_dir);
 
 // The label drawn on a box: "<name> <conf with 2 decimals>" ("person 0.87"), as Ultralytics draws it.
 std::string DetectionLabel(const Detection& detection, const std::vector<std::string>& names);

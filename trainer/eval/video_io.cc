@@ -73,20 +73,20 @@ bool VideoReader::Next(cv::Mat* rgb) {
 }
 
 VideoWriter::~VideoWriter() {
-  if (!closed_ && impl_) {
-    impl_->out.release();
-    std::error_code ec;
-    fs::remove(tmp_, ec);
-  }
+  if (impl_) impl_->out.release();  // then file_ removes the temp file unless committed
 }
 
 Result<std::unique_ptr<VideoWriter>> VideoWriter::Open(const fs::path& path, double fps, cv::Size size) {
   std::unique_ptr<VideoWriter> w(new VideoWriter());
   w->impl_ = std::make_unique<Impl>();
   w->path_ = path;
-  w->tmp_ = path.parent_path() / (".tmp." + path.filename().string());  // keeps .avi: the container is chosen by it
+  // The temp name keeps .avi: OpenCV chooses the container by it, and opens the file by name (it is
+  // ours: just created exclusively).
+  Result<OutputFile> file = OutputFile::Create(path, VideoOutputExtension());
+  if (!file.ok()) return file.status();
+  w->file_.emplace(std::move(*file));
   try {
-    if (!w->impl_->out.open(w->tmp_.string(), cv::VideoWriter::fourcc('M', 'J', 'P', 'G'), fps, size, true)) {
+    if (!w->impl_->out.open(w->file_->temp_path().string(), cv::VideoWriter::fourcc('M', 'J', 'P', 'G'), fps, size, true)) {
       return Status::IOError(Status::At(path.string(), "cannot open the video for writing (MJPG/AVI)"));
     }
   } catch (const cv::Exception& e) {
@@ -108,14 +108,10 @@ Status VideoWriter::Write(const cv::Mat& rgb) {
 
 Status VideoWriter::Close() {
   impl_->out.release();
-  closed_ = true;
-  std::error_code ec;
-  fs::rename(tmp_, path_, ec);
-  if (ec) {
-    fs::remove(tmp_, ec);
-    return Status::IOError(Status::At(path_.string(), "rename failed: " + ec.message()));
-  }
-  return Status::OK();
+  if (!file_) return Status::IOError(Status::At(path_.string(), "already closed"));
+  Status st = file_->Commit();
+  file_.reset();
+  return st;
 }
 
 #else  // no videoio in this build

@@ -1,8 +1,9 @@
 // Video files for `yolocache-train predict` through OpenCV videoio (Debian: libopencv-videoio-dev),
 // optional at configure time (YOLOCACHE_WITH_VIDEOIO): without it Open fails with Unsupported, naming the
 // file and what to install. Frames are RGB (CV_8UC3) on both sides. The writer produces Motion-JPEG AVI,
-// as Ultralytics does on Linux, into a temp file renamed over the output on Close: a run that stops
-// early never leaves a half-written video under the final name.
+// as Ultralytics does on Linux, into a temp file of our own (libcache/output_file.h: created with
+// O_EXCL|O_NOFOLLOW beside the output) renamed over the output on Close: a run that stops early never
+// leaves a half-written video under the final name, and a link or FIFO of that name is refused.
 //
 //   Result<std::unique_ptr<VideoReader>> in = VideoReader::Open("clip.mp4");
 //   Result<std::unique_ptr<VideoWriter>> out = VideoWriter::Open("runs/detect/predict/clip.avi", (*in)->fps(), size);
@@ -13,9 +14,11 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include <opencv2/core.hpp>
 
+#include "libcache/output_file.h"
 #include "libcache/status.h"
 
 namespace yc::trainer {
@@ -59,8 +62,8 @@ class VideoWriter {
   VideoWriter() = default;
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  std::filesystem::path path_, tmp_;
-  bool closed_ = false;
+  std::filesystem::path path_;
+  std::optional<OutputFile> file_;  // the temp file; removed unless Close commits it
 };
 
 }  // namespace yc::trainer

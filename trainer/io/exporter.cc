@@ -1,9 +1,12 @@
 #include "trainer/io/exporter.h"
 
 #include <chrono>
+#include <system_error>
 
 #include <c10/core/GradMode.h>
 
+#include "libcache/output_file.h"
+#include "libcache/output_guard.h"
 #include "trainer/io/checkpoint.h"
 #include "trainer/io/export_metadata.h"
 #include "trainer/io/onnx/onnx_export.h"
@@ -14,12 +17,41 @@
 
 namespace yc::trainer {
 
+namespace {
+
+// The output-path rule (libcache/output_guard.h), before the weights are even read: the export never
+// replaces its own input (--out w.pt of w.pt, or model.torchscript exported to TorchScript beside itself),
+// never lands in a cache, and names a file.
+Status CheckExportPath(const std::filesystem::path& out, const std::filesystem::path& weights) {
+  std::error_code ec;
+  if (out.filename().empty() || std::filesystem::is_directory(out, ec)) {
+    return Status::InvalidArgument(Status::At(out.string(), "is a directory; --out names the exported file (e.g. " +
+                                                                (out / std::filesystem::path(weights).filename())
+                                                                    .replace_extension(".onnx")
+                                                                    .string() +
+                                                                ")"));
+  }
+  YC_RETURN_IF_ERROR(CheckNotAnInput(out, {weights}));
+  return CheckOutsideCaches(out);
+}
+
+Status WriteExport(const std::filesystem::path& out, const std::string& bytes) {
+  std::error_code ec;
+  if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path(), ec);
+  if (ec) return Status::IOError(Status::At(out.parent_path().string(), "cannot create the folder: " + ec.message()));
+  return WriteFileAtomically(out, bytes);
+}
+
+}  // namespace
+
 Result<ExportReport> Export(ExportOptions o) {
   const auto t0 = std::chrono::steady_clock::now();
   ExportReport report;
   Result<std::vector<std::string>> warnings = CheckExportOptions(&o);
   if (!warnings.ok()) return warnings.status();
   report.warnings = std::move(*warnings);
+  report.file = ExportPath(o);
+  YC_RETURN_IF_ERROR(CheckExportPath(report.file, o.weights));
   Result<at::Device> device = ParseDevice(o.device.empty() ? "cpu" : o.device);  // Ultralytics exports on CPU by default
   if (!device.ok()) return device.status();
   // Ultralytics traces fp16 only on a GPU (CPU kernels lack half convolutions); ONNX fp16 is a weight
@@ -68,8 +100,7 @@ Result<ExportReport> Export(ExportOptions o) {
     report.input_shape = example.sizes().vec();
     report.output_shape = {o.batch, 4 + model->nc(), anchors};
   }
-  report.file = ExportPath(o);
-  if (Status st = WriteFileAtomic(report.file, bytes); !st.ok()) return st;
+  YC_RETURN_IF_ERROR(WriteExport(report.file, bytes));
   report.format = o.format;
   report.bytes = static_cast<int64_t>(bytes.size());
   report.model = meta_in.model_name;
