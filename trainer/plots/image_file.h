@@ -1,4 +1,5 @@
-// Writes an RGB picture (CV_8UC3) atomically (a temp file beside it, then rename): .png through OpenCV
+// Writes an RGB picture (CV_8UC3) atomically (libcache/output_file.h: a temp file beside it, then rename;
+// a link or FIFO of that name is refused): .png through OpenCV
 // imgcodecs when the build has it (YOLOCACHE_WITH_IMGCODECS), else libpng (YOLOCACHE_WITH_LIBPNG);
 // .jpg/.jpeg through libcache's TurboJPEG encoder (always present).
 //
