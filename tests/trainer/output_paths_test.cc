@@ -206,7 +206,7 @@ TEST(PredictOutputNames, AnImageNeverSharesItsLabelFileWithAVideoFrame) {
     return names;
   };
   const std::string image = (tmp / "clip_1.jpg").string(), video = (tmp / "clip.mp4").string();
-  EXPECT_EQ(outputs({image, video}), (std::vector<std::string>{"clip_1.jpg", "clip_2.avi"}));
+  EXPECT_EQ(outputs({image, video}), (std::vector<std::string>{"clip_1.jpg", "clip_mp4.avi"}));
   EXPECT_EQ(outputs({video, image}), (std::vector<std::string>{"clip.avi", "clip_1_2.jpg"}));
   EXPECT_EQ(outputs({tmp.path().string()}), (std::vector<std::string>{"clip.avi", "clip_1_2.jpg"}));  // sorted
 }
