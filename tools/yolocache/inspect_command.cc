@@ -2,14 +2,15 @@
 // `--record N --out x.jpg` one stored image with its boxes; `--preview grid.jpg` a grid of augmented
 // train samples; `--export-augmented N DIR` augmented samples as a YOLO dataset (images + labels).
 #include <cstdio>
-#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include "libcache/cache.h"
 #include "libcache/jpeg_encode.h"
+#include "libcache/output_file.h"
 #include "libcache/output_guard.h"
 #include "libcache/path_text.h"
 #include "loader/draw.h"
@@ -202,23 +203,18 @@ Status ExportInto(const std::shared_ptr<Cache>& cache, const InspectArgs& a, con
       const fs::path img = dir / "images" / "train" / (std::string(stem) + ".jpg");
       YC_RETURN_IF_ERROR(WriteJpeg(img, batch->image(i), batch->width, batch->height, 95));
       const fs::path label = dir / "labels" / "train" / (std::string(stem) + ".txt");
-      std::ofstream out(label);
-      out << label_text[static_cast<size_t>(i)];
-      out.close();
-      if (!out) return Status::IOError(Status::At(label.string(), "cannot write"));
+      YC_RETURN_IF_ERROR(WriteFileAtomically(label, label_text[static_cast<size_t>(i)]));
       bar.Update(static_cast<size_t>(written + 1));
     }
   }
   bar.Finish();
   const fs::path yaml_path = dir / "data.yaml";
-  std::ofstream yaml(yaml_path);
+  std::ostringstream yaml;
   yaml << "# " << a.export_count << " augmented samples of " << cache->dir().string() << " (yolocache inspect)\n"
        << "path: .\ntrain: images/train\nval: images/train\nnames:\n";
   const std::vector<std::string>& names = cache->manifest().names;
   for (size_t c = 0; c < names.size(); ++c) yaml << "  " << c << ": " << names[c] << "\n";
-  yaml.close();
-  if (!yaml) return Status::IOError(Status::At(yaml_path.string(), "cannot write"));
-  return Status::OK();
+  return WriteFileAtomically(yaml_path, yaml.str());
 }
 
 int ExportAugmented(const std::shared_ptr<Cache>& cache, const InspectArgs& a) {
