@@ -76,6 +76,17 @@ TEST(OutputFile, ADirectoryOfTheOutputsNameIsRefusedPrecisely) {
   EXPECT_EQ(st.message().find("Success"), std::string::npos) << st.message();
 }
 
+// The temp name is predictable (.<name>.tmp-<pid>): a link planted there is not followed either.
+TEST(OutputFile, ALinkPlantedAtTheTempNameIsNeverWrittenThrough) {
+  TempDir tmp;
+  WriteFile(tmp / "victim.txt", "precious");
+  fs::create_symlink(tmp / "victim.txt", tmp / (".last.pt.tmp-" + std::to_string(::getpid())));
+  const Status st = WriteFileAtomically(tmp / "last.pt", "checkpoint bytes");
+  EXPECT_EQ(st.code(), Status::Code::kIOError) << st.ToString();
+  EXPECT_EQ(ReadFile(tmp / "victim.txt"), "precious");
+  EXPECT_FALSE(fs::exists(tmp / "last.pt"));
+}
+
 TEST(OutputFile, AnUncommittedFileLeavesThePreviousOne) {
   TempDir tmp;
   WriteFile(tmp / "clip.avi", "complete");

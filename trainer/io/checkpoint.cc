@@ -19,6 +19,7 @@
 
 #include "libcache/manifest.h"
 #include "libcache/mapped_file.h"
+#include "libcache/output_file.h"
 
 namespace yc::trainer {
 
@@ -105,20 +106,6 @@ void WriteSection(torch::serialize::OutputArchive& archive, const std::string& k
   }
   (*names)[key] = list;
   archive.write(key, c10::IValue(tensors));
-}
-
-Status WriteAll(int fd, const void* data, size_t size) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd, p, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::IOError(std::strerror(errno));
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return Status::OK();
 }
 
 }  // namespace
@@ -299,22 +286,9 @@ Status WriteFileAtomic(const fs::path& path, const std::string& bytes) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Status::IOError(Status::At(dir.string(), ec.message()));
-  const fs::path tmp = dir / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::IOError(Status::At(tmp.string(), std::strerror(errno)));
-  Status st = WriteAll(fd, bytes.data(), bytes.size());
-  if (st.ok() && ::fsync(fd) != 0) st = Status::IOError(std::strerror(errno));
-  if (::close(fd) != 0 && st.ok()) st = Status::IOError(std::strerror(errno));
-  if (!st.ok()) {
-    fs::remove(tmp, ec);
-    return Status::IOError(Status::At(path.string(), st.message()));
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return Status::IOError(Status::At(path.string(), "rename failed: " + ec.message()));
-  }
-  return SyncPath(dir);
+  // The temp file .<name>.tmp-<pid> is created with O_EXCL|O_NOFOLLOW and renamed only over a regular
+  // file (libcache/output_file.h): a link of either name is never written through.
+  return WriteFileAtomically(path, bytes);
 }
 
 Status CheckpointSnapshot::WriteTo(const fs::path& path) {
