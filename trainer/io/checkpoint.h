@@ -118,8 +118,7 @@ class CheckpointSnapshot {
 // loading one. One reduction per tensor and one host read; names are looked up only on failure.
 std::string FirstNonFiniteTensor(const torch::nn::Module& module);
 
-// `bytes` written to `path` through a temporary file, fsync and rename (never half-written), creating its
-// folder: libcache/output_file.h (a link or FIFO of either name is refused, never written through).
+// `bytes` written to `path` through a temporary file, fsync and rename (never half-written).
 Status WriteFileAtomic(const std::filesystem::path& path, const std::string& bytes);
 
 class CheckpointReader {
