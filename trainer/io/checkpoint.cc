@@ -19,6 +19,7 @@
 
 #include "libcache/manifest.h"
 #include "libcache/mapped_file.h"
+#include "libcache/pid_files.h"
 
 namespace yc::trainer {
 
@@ -299,7 +300,7 @@ Status WriteFileAtomic(const fs::path& path, const std::string& bytes) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Status::IOError(Status::At(dir.string(), ec.message()));
-  const fs::path tmp = dir / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  const fs::path tmp = dir / TempFileName(path.filename().string());  // RemoveStaleTempFiles knows the name
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::IOError(Status::At(tmp.string(), std::strerror(errno)));
   Status st = WriteAll(fd, bytes.data(), bytes.size());

@@ -4,17 +4,21 @@
 
 #include <c10/core/GradMode.h>
 
+#include "libcache/pid_files.h"
+
 #include "trainer/io/checkpoint.h"
 #include "trainer/io/export_metadata.h"
 #include "trainer/io/onnx/onnx_export.h"
 #include "trainer/io/pretrained.h"
 #include "trainer/io/torchscript_export.h"
 #include "trainer/model/fuse.h"
+#include "trainer/runtime/exception_text.h"
 #include "trainer/runtime/device_feed.h"
 
 namespace yc::trainer {
+namespace {
 
-Result<ExportReport> Export(ExportOptions o) {
+Result<ExportReport> ExportModel(ExportOptions o) {
   const auto t0 = std::chrono::steady_clock::now();
   ExportReport report;
   Result<std::vector<std::string>> warnings = CheckExportOptions(&o);
@@ -69,6 +73,8 @@ Result<ExportReport> Export(ExportOptions o) {
     report.output_shape = {o.batch, 4 + model->nc(), anchors};
   }
   report.file = ExportPath(o);
+  // What an export killed while writing left in that folder (libcache/pid_files.h).
+  RemoveStaleTempFiles(report.file.has_parent_path() ? report.file.parent_path() : std::filesystem::path("."));
   if (Status st = WriteFileAtomic(report.file, bytes); !st.ok()) return st;
   report.format = o.format;
   report.bytes = static_cast<int64_t>(bytes.size());
@@ -78,6 +84,16 @@ Result<ExportReport> Export(ExportOptions o) {
   report.device = device->str();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return report;
+}
+
+}  // namespace
+
+Result<ExportReport> Export(ExportOptions o) {
+  try {  // LibTorch throws (an input too large for memory, say): one line, not its C++ backtrace
+    return ExportModel(std::move(o));
+  } catch (const std::exception& e) {
+    return ExceptionStatus(e, "export");
+  }
 }
 
 }  // namespace yc::trainer
