@@ -42,7 +42,7 @@ TEST(PidFiles, RemoveStaleTempFilesTakesOnlyDeadProcessesFiles) {
   const std::string dead = std::to_string(DeadPid());
   const std::string ours = TempFileName("last.pt");  // a live process (this one) writing right now
   for (const std::string& name : {".last.pt.tmp-" + dead, ".a.b.tmp-" + dead, ours, ".last.pt.tmp-" + dead + ".bak",
-                                  "last.pt.tmp-" + dead, "..tmp-" + dead, ".tmp-" + dead, "notes.txt"}) {
+                                  "last.pt.tmp-" + dead, "..tmp-" + dead, ".tmp-" + dead, std::string("notes.txt")}) {
     testing::WriteFile(tmp / name, "x");
   }
   fs::create_directory(tmp / (".dir.tmp-" + dead));
