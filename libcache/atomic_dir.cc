@@ -1,7 +1,6 @@
 #include "libcache/atomic_dir.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -16,6 +15,7 @@
 #include "libcache/file_read.h"
 #include "libcache/manifest.h"
 #include "libcache/mapped_file.h"
+#include "libcache/pid_files.h"
 
 namespace yc {
 namespace fs = std::filesystem;
@@ -80,16 +80,11 @@ void RemoveCacheFiles(const fs::path& dir) {
   fs::remove(dir, ec);  // fails, harmlessly, when something else is still inside
 }
 
-bool ProcessAlive(long pid) { return pid > 0 && (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
-
 // The pid in "<prefix><pid>" or "<prefix><pid>.old", or -1 when `name` is not exactly that: a user's
 // ".cache.building-notes" is not ours.
 long StagingPid(const std::string& name, const std::string& prefix) {
-  if (name.rfind(prefix, 0) != 0) return -1;
-  size_t end = name.size();
-  if (EndsWith(name, kParkedSuffix)) end -= std::strlen(kParkedSuffix);
-  if (!AllDigits(name, prefix.size(), end) || end - prefix.size() > 9) return -1;
-  return std::strtol(name.substr(prefix.size(), end - prefix.size()).c_str(), nullptr, 10);
+  const size_t parked = std::strlen(kParkedSuffix);
+  return TaggedPid(EndsWith(name, kParkedSuffix) ? name.substr(0, name.size() - parked) : name, prefix);
 }
 
 // Staging dirs of `target` left by builds that died (kill -9, power loss): safe to delete.

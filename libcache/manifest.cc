@@ -15,7 +15,7 @@
 #include "libcache/coding.h"
 #include "libcache/file_read.h"
 #include "libcache/mapped_file.h"
-#include "libcache/path_text.h"
+#include "libcache/path_json.h"
 
 namespace yc {
 namespace {
@@ -352,8 +352,7 @@ namespace {
 
 json SourceJson(const SourceFingerprint& f) {
   json e = json::object();
-  e["path"] = PrintableText(f.path);  // readable and valid UTF-8 ...
-  if (!IsUtf8(f.path)) e["path_hex"] = HexBytes(f.path);  // ... and exact when the name is not UTF-8
+  SetPathField(e, "path", f.path);  // readable and valid UTF-8, and exact when the name is not UTF-8
   e["size"] = f.size;
   e["mtime_ns"] = f.mtime_ns;
   e["hash"] = ChecksumToHex(f.hash);

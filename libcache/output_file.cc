@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "libcache/pid_files.h"
+
 namespace yc {
 
 namespace fs = std::filesystem;
@@ -45,7 +47,7 @@ Status CheckReplaceable(const fs::path& path) {
 
 Result<OutputFile> OutputFile::Create(const fs::path& path, const std::string& suffix) {
   if (path.filename().empty()) return Status::InvalidArgument(Status::At(path.string(), "names a folder, not a file"));
-  const fs::path temp = FolderOf(path) / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()) + suffix);
+  const fs::path temp = FolderOf(path) / (TempFileName(path.filename().string()) + suffix);
   int fd = OpenExclusive(temp);
   if (fd < 0 && errno == EEXIST) {
     // Our own naming and our pid: left by a killed process whose pid this one reuses. Only a regular

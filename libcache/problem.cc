@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "libcache/path_text.h"
+#include "libcache/path_json.h"
 
 namespace yc {
 namespace {
@@ -52,20 +52,17 @@ Severity DefaultSeverity(ProblemCode code) {
 void to_json(nlohmann::json& j, const Problem& p) {
   // File names are bytes, JSON is UTF-8: "file" is always printable, "file_hex" keeps the exact bytes
   // of a name that is not UTF-8 (path_text.h). Messages may quote such a name too.
-  j = nlohmann::json{{"split", PrintableText(p.split)},
-                     {"file", PrintableText(p.file)},
-                     {"severity", SeverityName(p.severity)},
-                     {"code", ProblemCodeName(p.code)},
-                     {"message", PrintableText(p.message)}};
-  if (!IsUtf8(p.file)) j["file_hex"] = HexBytes(p.file);
+  j = nlohmann::json{{"split", PrintableText(p.split)}};
+  SetPathField(j, "file", p.file);
+  j["severity"] = SeverityName(p.severity);
+  j["code"] = ProblemCodeName(p.code);
+  j["message"] = PrintableText(p.message);
 }
 
 void from_json(const nlohmann::json& j, Problem& p) {
   p.split = j.value("split", "");
   p.file = j.value("file", "");
-  const auto hex = j.find("file_hex");
-  std::string exact;
-  if (hex != j.end() && hex->is_string() && HexToBytes(hex->get<std::string>(), &exact)) p.file = std::move(exact);
+  GetPathField(j, "file", &p.file);  // the exact bytes, when "file_hex" holds them
   p.message = j.value("message", "");
   p.severity = j.value("severity", "error") == "warning" ? Severity::kWarning : Severity::kError;
   p.code = ProblemCodeFromName(j.value("code", "")).value_or(ProblemCode::kCorruptData);

@@ -1,6 +1,6 @@
 #include "libcache/report_json.h"
 
-#include "libcache/path_text.h"
+#include "libcache/path_json.h"
 
 namespace yc {
 
@@ -60,9 +60,8 @@ nlohmann::ordered_json CacheVerifyJson(const std::string& cache, const VerifyRep
   if (changes != nullptr) {
     nlohmann::json cj = nlohmann::json::array();
     for (const SourceChange& c : *changes) {
-      nlohmann::json e = {{"change", SourceChangeKindName(c.kind)}, {"split", c.split}, {"file", PrintableText(c.path)},
-                          {"what", c.label ? "label" : "image"}};
-      if (!IsUtf8(c.path)) e["file_hex"] = HexBytes(c.path);  // the exact name, as in audit.json
+      nlohmann::json e = {{"change", SourceChangeKindName(c.kind)}, {"split", c.split}, {"what", c.label ? "label" : "image"}};
+      SetPathField(e, "file", c.path);  // the exact name too, as in audit.json
       cj.push_back(std::move(e));
     }
     j["source_changes"] = std::move(cj);

@@ -8,24 +8,29 @@
 // Distributed training: start one `train` per rank with RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT
 // set (torchrun --no-python does it; docs/DISTRIBUTED.md); --batch is the global batch.
 // Argument parsing and printing only; the work is in trainer/ (Train, ValidateCheckpoint, Predictor, Export).
-#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "libcache/path_json.h"
+#include "libcache/pid_files.h"
 #include "libcache/status.h"
 #include "tools/common/cli_args.h"
 #include "tools/common/data_arg.h"
+#include "tools/common/interrupt.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache/cli_validators.h"
 #include "trainer/config/run_dir.h"
+#include "trainer/distributed/distributed.h"
 #include "trainer/engine/ceiling_probe.h"
 #include "trainer/io/exporter.h"
 #include "trainer/runtime/device_feed.h"
+#include "trainer/runtime/exception_text.h"
 #include "trainer/eval/predictor.h"
 #include "trainer/engine/trainer.h"
 #include "trainer/eval/validator.h"
@@ -34,20 +39,6 @@ namespace {
 
 using namespace yc;
 using namespace yc::trainer;
-
-std::atomic<bool> g_interrupt{false};
-
-extern "C" void OnSignal(int) {
-  if (g_interrupt.exchange(true)) std::_Exit(kExitInterrupted);  // second Ctrl-C: leave now
-}
-
-// Ctrl-C, kill and a closed terminal (SIGHUP: an ssh session that dropped) all stop at the next batch or
-// image: train saves last.pt with the position, predict keeps the images done; exit 130.
-void InstallSignals() {
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGHUP, OnSignal);
-}
 
 std::string F(const char* fmt, double v) {
   char buf[64];
@@ -60,6 +51,10 @@ int Fail(const char* cmd, const Status& st) {
   return ExitCodeFor(st);
 }
 
+// A --json document. Paths in it went through SetPathField; anything else that is not UTF-8 (a class
+// name from a weights file) shows as U+FFFD rather than failing once the work is done.
+std::string JsonText(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
+
 // Console output of a run: log lines on stdout, a progress bar per epoch on stderr (TTY only), and one
 // summary line per epoch on stdout (always, so logs of non-interactive runs show progress).
 class ConsoleObserver final : public TrainObserver {
@@ -69,6 +64,7 @@ class ConsoleObserver final : public TrainObserver {
     std::cout << line << std::endl;
   }
   void OnEpochStart(int epoch, int epochs, size_t batches) override {
+    if (!polling_) polling_.emplace();  // from the first batch on, Train polls the flag (RunTrain)
     EndBar();
     bar_ = std::make_unique<cli::ProgressBar>("epoch " + std::to_string(epoch) + "/" + std::to_string(epochs), batches,
                                               "batch");
@@ -110,6 +106,7 @@ class ConsoleObserver final : public TrainObserver {
   }
   std::unique_ptr<cli::ProgressBar> bar_;
   BatchProgress last_;
+  std::optional<cli::InterruptPolling> polling_;
 };
 
 struct TrainArgs {
@@ -279,9 +276,16 @@ int RunTrain(CLI::App& app, TrainArgs& a) {
   if (const int rc = cli::PrepareDataArg("train", a.data_args, &o.data, o.imgsz, std::cout); rc >= 0) return rc;
   ConsoleObserver console;
   hooks.observer = &console;
-  hooks.cancel = &g_interrupt;
+  // Ctrl-C, kill and a closed terminal (SIGHUP: an ssh session that dropped) stop training at the next
+  // batch, saving last.pt with the position: exit 130. Train polls the flag from its first epoch on (the
+  // console observer opens the polling scope then); its setup (reading --weights or --resume, building
+  // the model) does not, so a signal there exits at once. Data-parallel ranks poll throughout: they
+  // agree on stopping at a batch, and a rank leaving alone would block the others' collectives.
+  std::optional<cli::InterruptPolling> ranks_polling;
+  Result<DistEnv> dist = DistEnvFromEnvironment();
+  if (dist.ok() && dist->world_size > 1) ranks_polling.emplace();
+  hooks.cancel = cli::InterruptFlag();
   hooks.rank_weights = a.rank_weights;
-  InstallSignals();
   Result<TrainSummary> r = Train(o, hooks);
   if (!r.ok()) return Fail("train", r.status());
   const TrainSummary& s = *r;
@@ -359,7 +363,7 @@ int RunCeiling(CLI::App& app, CeilingArgs& a) {
                         {"label_tables", labels.size()},
                         {"warmup_seconds", r->warmup_seconds},
                         {"images_per_second", r->images_per_second}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << JsonText(j) << "\n";
   } else {
     std::cout << "ceiling: " << F("%.1f", r->images_per_second) << " img/s (" << o.model << ", batch " << o.batch
               << ", imgsz " << o.imgsz << ", nc " << nc << ", " << o.synthetic_iters << " iterations, "
@@ -402,16 +406,16 @@ int RunVal(const ValArgs& a) {
   const ValResult& v = r->result;
   if (a.json) {
     nlohmann::json j = MetricsToJson(v.metrics, r->names);
-    j["save_dir"] = r->save_dir.string();
-    j["weights"] = o.weights;
-    j["data"] = o.data;
+    SetPathField(j, "save_dir", r->save_dir.string());
+    SetPathField(j, "weights", o.weights);
+    SetPathField(j, "data", o.data);
     j["split"] = o.split;
     j["imgsz"] = r->imgsz;
     j["seconds"] = v.seconds;
     j["stage_seconds"] = {{"data", v.data_seconds}, {"model", v.model_seconds}, {"nms", v.nms_seconds},
                           {"metrics", v.metrics_seconds}};
     if (v.has_loss) j["loss"] = {{"box", v.loss[0]}, {"cls", v.loss[1]}, {"dfl", v.loss[2]}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << JsonText(j) << "\n";
     return kExitOk;
   }
   std::printf("%-16s %8s %10s %8s %8s %8s %9s\n", "class", "images", "instances", "P", "R", "mAP50", "mAP50-95");
@@ -453,7 +457,6 @@ int RunPredict(const PredictArgs& a) {
   Result<at::Device> device = ParseDevice(a.device);
   if (!device.ok()) return Fail("predict", device.status());
   ConfigureDevice(*device);
-  InstallSignals();
   // The output-path rule before anything is read or written: the run folder must not hold the inputs.
   Result<std::filesystem::path> planned = ResolveRunDir(a.out, a.project, a.name, a.exist_ok, /*create=*/false);
   if (!planned.ok()) return Fail("predict", planned.status());
@@ -462,13 +465,16 @@ int RunPredict(const PredictArgs& a) {
   if (!p.ok()) return Fail("predict", p.status());
   Result<std::filesystem::path> save_dir = ResolveRunDir(a.out, a.project, a.name, a.exist_ok);
   if (!save_dir.ok()) return Fail("predict", save_dir.status());
+  for (const auto& dir : {*save_dir, *save_dir / "labels"}) RemoveStaleTempFiles(dir);  // a killed run's (pid_files.h)
+  // Ctrl-C, kill and SIGHUP stop between images (a video between frames): the results so far are kept.
+  cli::InterruptPolling polling;
   int failures = 0;
   size_t done = 0;
   nlohmann::json all = nlohmann::json::array();
   for (const PredictInput& in : *inputs) {
-    if (g_interrupt.load()) break;
+    if (polling.interrupted()) break;
     ++done;
-    Result<PredictResult> r = in.video ? (*p)->PredictVideo(in, *save_dir, &g_interrupt) : (*p)->PredictFile(in, *save_dir);
+    Result<PredictResult> r = in.video ? (*p)->PredictVideo(in, *save_dir, polling.flag()) : (*p)->PredictFile(in, *save_dir);
     if (!r.ok()) {
       if (r.status().code() == Status::Code::kCancelled) break;
       std::cerr << "yolocache-train predict: " << r.status().ToString() << "\n";
@@ -484,11 +490,11 @@ int RunPredict(const PredictArgs& a) {
     }
   }
   if (a.json) {
-    std::cout << all.dump(2) << "\n";
+    std::cout << JsonText(all) << "\n";
   } else {
     std::cout << "Results saved to " << save_dir->string() << (a.o.save_txt ? " (labels in labels/)" : "") << "\n";
   }
-  if (g_interrupt.load()) {
+  if (polling.interrupted()) {
     std::cerr << "yolocache-train predict: interrupted after " << done << " of " << inputs->size() << " inputs\n";
     return kExitInterrupted;
   }
@@ -517,7 +523,7 @@ int RunExport(ExportArgs& a) {
   const char* dtype = r->half ? "float16" : "float32";
   if (a.json) {
     nlohmann::json j;
-    j["file"] = r->file.string();
+    SetPathField(j, "file", r->file.string());
     j["format"] = ExportFormatName(r->format);
     j["bytes"] = r->bytes;
     j["model"] = r->model;
@@ -528,7 +534,7 @@ int RunExport(ExportArgs& a) {
     j["device"] = r->device;
     j["warnings"] = r->warnings;
     j["seconds"] = r->seconds;
-    std::cout << j.dump(2) << "\n";
+    std::cout << JsonText(j) << "\n";
     return kExitOk;
   }
   std::cout << "exported " << r->model << " (" << r->nc << " classes) to " << r->file.string() << " ("
@@ -543,6 +549,7 @@ int RunExport(ExportArgs& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  cli::InstallInterruptHandling("yolocache-train");  // first: a signal from here on exits 130 (interrupt.h)
   CLI::App app{"yolocache-train: train, validate and run YOLOv8 / YOLO11 on a yolocache cache (LibTorch)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "yolocache-train 0.1.0");
@@ -642,9 +649,9 @@ int main(int argc, char** argv) {
     if (val_cmd->parsed()) return RunVal(val);
     if (predict_cmd->parsed()) return RunPredict(predict);
     if (export_cmd->parsed()) return RunExport(exp);
-  } catch (const std::exception& e) {
-    std::cerr << "yolocache-train: fatal: " << e.what() << "\n";
-    return kExitFatal;
+  } catch (const std::exception& e) {  // one line with the reason (LibTorch's what() holds a backtrace)
+    const std::vector<CLI::App*> chosen = app.get_subcommands();
+    return Fail(chosen.empty() ? "" : chosen.front()->get_name().c_str(), ExceptionStatus(e, ""));
   }
   return kExitUsage;
 }

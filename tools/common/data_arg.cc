@@ -8,6 +8,7 @@
 #include "libcache/manifest.h"
 #include "libcache/path_text.h"
 #include "libcache/prepare_cache.h"
+#include "tools/common/interrupt.h"
 #include "tools/common/progress_bar.h"
 
 namespace yc::cli {
@@ -28,7 +29,9 @@ int Refuse(const std::string& command, const Status& st) {
 int CheckGivenCache(const std::string& command, const DataArgs& args, const std::string& data, std::ostream& log) {
   Result<Manifest> m = ReadManifest(data);
   if (!m.ok()) return -1;  // opening the cache reports it, with its own exit code
-  Result<SourceCheck> check = CheckCacheSource(*m);
+  InterruptPolling polling;  // hashing a big source takes a while
+  Result<SourceCheck> check = CheckCacheSource(*m, polling.flag());
+  if (polling.interrupted()) return Refuse(command, Status::Cancelled("interrupted"));
   if (!check.ok()) {
     std::cerr << "yolocache-train " << command << ": note: the source of " << PrintableText(data)
               << " was not checked: " << check.status().ToString() << "\n";
@@ -66,9 +69,12 @@ int PrepareDataArg(const std::string& command, const DataArgs& args, std::string
   }
   SplitProgress bar("cache");
   o.progress = std::ref(bar);
+  InterruptPolling polling;  // a signal stops the build, which removes its staging dir: exit 130
+  o.cancel = polling.flag();
   Result<PreparedCache> prepared = PrepareCache(o);
   bar.Finish();
   if (!prepared.ok()) return Refuse(command, prepared.status());
+  if (polling.interrupted()) return Refuse(command, Status::Cancelled("interrupted"));  // after the build's last check
   const PreparedCache& p = *prepared;
   const std::string dir = PrintableText(p.dir.string());
   switch (p.action) {

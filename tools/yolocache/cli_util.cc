@@ -1,30 +1,11 @@
 #include "tools/yolocache/cli_util.h"
 
-#include <signal.h>
-
-#include <csignal>
 #include <filesystem>
 #include <iostream>
 
 #include "libcache/manifest.h"
 
 namespace yc::cli {
-namespace {
-std::atomic<bool> g_interrupted{false};
-extern "C" void OnSignal(int) { g_interrupted.store(true); }
-}  // namespace
-
-const std::atomic<bool>* InstallInterruptFlag() {
-  // SA_RESTART keeps a signal from failing an ordinary write with EINTR (which would read as an I/O
-  // error, exit 3); no read we do can block for long, so the loops see the flag soon. SIGHUP (the
-  // terminal went away) stops the work the same way as SIGTERM, with the same clean-up.
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
-  return &g_interrupted;
-}
 
 Status ParseCompressOption(const std::string& text, Codec* out) {
   const size_t colon = text.find(':');

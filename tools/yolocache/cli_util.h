@@ -1,4 +1,4 @@
-// Small helpers shared by the `yolocache` subcommands: Ctrl-C handling, option parsing, printing.
+// Small helpers shared by the `yolocache` subcommands: option parsing, printing (Ctrl-C: interrupt.h).
 #pragma once
 
 #include <atomic>
@@ -7,12 +7,9 @@
 #include "libcache/record_format.h"
 #include "libcache/report_json.h"  // JsonText, for every --json document
 #include "libcache/status.h"
+#include "tools/common/interrupt.h"  // InstallInterruptFlag: every long loop polls it, stops, cleans up, exit 130
 
 namespace yc::cli {
-
-// Installs SIGINT/SIGTERM/SIGHUP handlers that set the returned flag: every long loop polls it, stops,
-// removes what it had started (staging folders, partial outputs) and the command exits 130.
-const std::atomic<bool>* InstallInterruptFlag();
 
 // "none" | "zstd" | "zstd:LEVEL".
 Status ParseCompressOption(const std::string& text, Codec* out);

@@ -7,6 +7,7 @@
 
 #include "libcache/status.h"
 #include "tools/common/cli_args.h"
+#include "tools/common/interrupt.h"
 #include "tools/yolocache/command.h"
 
 namespace yc::cli {
@@ -17,6 +18,7 @@ std::vector<CommandInfo>& Registry() {
 }  // namespace yc::cli
 
 int main(int argc, char** argv) {
+  yc::cli::InstallInterruptHandling("yolocache");  // first: a signal from here on exits 130 (interrupt.h)
   // Damaged images are reported through the audit with file and reason; OpenCV's own stderr
   // chatter about them would only interleave with the progress bar.
   cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);

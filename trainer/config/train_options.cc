@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "libcache/decode.h"  // kMaxImgsz: the bound every command shares
+#include "libcache/path_json.h"
 
 namespace yc::trainer {
 
@@ -17,6 +18,9 @@ struct Field {
   const char* key;
   std::function<Json(const TrainOptions&)> get;
   std::function<bool(const Json&, TrainOptions*)> set;  // false: wrong type
+  // A string (paths above all): written and read with path_json.h, so a name that is not UTF-8 (kept
+  // byte-exact by the data side) neither breaks args.json or the checkpoint meta nor changes on --resume.
+  std::string TrainOptions::*text = nullptr;
 };
 
 template <typename T>
@@ -46,12 +50,13 @@ Field HypNum(const char* key, T AugmentHyp::*member) {
 }
 
 Field Str(const char* key, std::string TrainOptions::*member) {
-  return {key, [member](const TrainOptions& o) { return Json(o.*member); },
+  return {key, [member](const TrainOptions& o) { return Json(PrintableText(o.*member)); },
           [member](const Json& j, TrainOptions* o) {
             if (!j.is_string()) return false;
             o->*member = j.get<std::string>();
             return true;
-          }};
+          },
+          member};
 }
 
 Field Bool(const char* key, bool TrainOptions::*member) {
@@ -185,7 +190,13 @@ Result<AmpDtype> ParseAmpDtype(const std::string& text) {
 
 nlohmann::ordered_json ToJson(const TrainOptions& options) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  for (const Field& f : Fields()) j[f.key] = f.get(options);
+  for (const Field& f : Fields()) {
+    if (f.text != nullptr) {
+      SetPathField(j, f.key, options.*f.text);
+    } else {
+      j[f.key] = f.get(options);
+    }
+  }
   return j;
 }
 
@@ -204,6 +215,7 @@ Result<TrainOptions> TrainOptionsFromJson(const nlohmann::json& json) {
     } catch (const nlohmann::json::exception&) {
       ok = false;  // e.g. a negative number for an unsigned field
     }
+    if (ok && f.text != nullptr) ok = GetPathField(json, f.key, &(o.*f.text));  // the exact bytes from "<key>_hex"
     if (!ok) return Status::InvalidArgument(std::string("train options: key '") + f.key + "' has a wrong type or value");
   }
   return o;

@@ -14,6 +14,7 @@
 #include "libcache/manifest.h"
 #include "libcache/mapped_file.h"
 #include "libcache/output_guard.h"
+#include "libcache/pid_files.h"
 #include "loader/loader.h"
 #include "trainer/runtime/autocast.h"
 #include "trainer/runtime/background_writer.h"
@@ -362,6 +363,7 @@ Status Run::Setup() {
   if (IsMain()) {
     fs::create_directories(weights_, ec);
     if (ec) return Status::IOError(Status::At(weights_.string(), ec.message()));
+    for (const fs::path& dir : {out_, weights_}) RemoveStaleTempFiles(dir);  // a killed run's half-written files
     std::ofstream args(out_ / "args.json", std::ios::trunc);
     args << ToJson(o_).dump(2) << "\n";
     if (!args) return Status::IOError(Status::At((out_ / "args.json").string(), "cannot write"));

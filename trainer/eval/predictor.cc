@@ -17,6 +17,7 @@
 #include "libcache/jpeg_encode.h"
 #include "libcache/output_file.h"
 #include "libcache/output_guard.h"
+#include "libcache/path_json.h"
 #include "loader/draw.h"
 #include "loader/letterbox.h"
 #include "trainer/io/checkpoint.h"
@@ -380,14 +381,16 @@ nlohmann::json PredictResultToJson(const PredictResult& r, const std::vector<std
   nlohmann::json dets = nlohmann::json::array();
   for (const Detection& d : r.detections) {
     dets.push_back({{"class", d.cls},
-                    {"name", d.cls >= 0 && static_cast<size_t>(d.cls) < names.size() ? names[static_cast<size_t>(d.cls)]
-                                                                                     : std::to_string(d.cls)},
+                    {"name", d.cls >= 0 && static_cast<size_t>(d.cls) < names.size()
+                                 ? PrintableText(names[static_cast<size_t>(d.cls)])  // a weights file's bytes
+                                 : std::to_string(d.cls)},
                     {"confidence", d.conf},
                     {"box", {d.x1, d.y1, d.x2, d.y2}}});
   }
-  nlohmann::json j = {{"source", r.source.string()}, {"output", r.output.string()}, {"width", r.width},
-                      {"height", r.height},          {"ms", r.milliseconds},        {"detections", dets}};
-  if (!r.labels.empty()) j["labels"] = r.labels.string();
+  nlohmann::json j = {{"width", r.width}, {"height", r.height}, {"ms", r.milliseconds}, {"detections", dets}};
+  SetPathField(j, "source", r.source.string());  // a name that is not UTF-8 stays exact, as in our other JSON
+  SetPathField(j, "output", r.output.string());
+  if (!r.labels.empty()) SetPathField(j, "labels", r.labels.string());
   if (r.frames > 0) j["frames"] = r.frames;
   return j;
 }

@@ -7,16 +7,18 @@
 
 #include "libcache/output_file.h"
 #include "libcache/output_guard.h"
+#include "libcache/pid_files.h"
+
 #include "trainer/io/checkpoint.h"
 #include "trainer/io/export_metadata.h"
 #include "trainer/io/onnx/onnx_export.h"
 #include "trainer/io/pretrained.h"
 #include "trainer/io/torchscript_export.h"
 #include "trainer/model/fuse.h"
+#include "trainer/runtime/exception_text.h"
 #include "trainer/runtime/device_feed.h"
 
 namespace yc::trainer {
-
 namespace {
 
 // The output-path rule (libcache/output_guard.h), before the weights are even read: the export never
@@ -42,9 +44,7 @@ Status WriteExport(const std::filesystem::path& out, const std::string& bytes) {
   return WriteFileAtomically(out, bytes);
 }
 
-}  // namespace
-
-Result<ExportReport> Export(ExportOptions o) {
+Result<ExportReport> ExportModel(ExportOptions o) {
   const auto t0 = std::chrono::steady_clock::now();
   ExportReport report;
   Result<std::vector<std::string>> warnings = CheckExportOptions(&o);
@@ -100,6 +100,8 @@ Result<ExportReport> Export(ExportOptions o) {
     report.input_shape = example.sizes().vec();
     report.output_shape = {o.batch, 4 + model->nc(), anchors};
   }
+  // What an export killed while writing left in that folder (libcache/pid_files.h).
+  RemoveStaleTempFiles(report.file.has_parent_path() ? report.file.parent_path() : std::filesystem::path("."));
   YC_RETURN_IF_ERROR(WriteExport(report.file, bytes));
   report.format = o.format;
   report.bytes = static_cast<int64_t>(bytes.size());
@@ -109,6 +111,16 @@ Result<ExportReport> Export(ExportOptions o) {
   report.device = device->str();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return report;
+}
+
+}  // namespace
+
+Result<ExportReport> Export(ExportOptions o) {
+  try {  // LibTorch throws (an input too large for memory, say): one line, not its C++ backtrace
+    return ExportModel(std::move(o));
+  } catch (const std::exception& e) {
+    return ExceptionStatus(e, "export");
+  }
 }
 
 }  // namespace yc::trainer

@@ -7,6 +7,8 @@
 #include <torch/csrc/jit/frontend/tracer.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
+#include "trainer/runtime/exception_text.h"
+
 namespace yc::trainer {
 
 Result<std::string> ExportTorchScript(DetectionModelImpl& model, const at::Tensor& example,
@@ -34,8 +36,9 @@ Result<std::string> ExportTorchScript(DetectionModelImpl& model, const at::Tenso
     std::ostringstream out;
     module.save(out, {{"config.txt", config_json}});
     return out.str();
-  } catch (const std::exception& e) {
-    return Status::Unsupported(std::string("TorchScript export: ") + e.what());
+  } catch (const std::exception& e) {  // one line: c10::Error's what() carries a 20-frame backtrace
+    if (IsOutOfMemory(e)) return ExceptionStatus(e, "TorchScript export");
+    return Status::Unsupported("TorchScript export: " + ExceptionLine(e));
   }
 }
 

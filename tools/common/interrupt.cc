@@ -1,0 +1,56 @@
+#include "tools/common/interrupt.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstdio>
+#include <cstring>
+
+#include "libcache/status.h"
+
+namespace yc::cli {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+std::atomic<int> g_polling{0};  // open InterruptPolling scopes
+char g_message[128] = "interrupted\n";
+size_t g_message_size = std::strlen(g_message);
+
+static_assert(std::atomic<bool>::is_always_lock_free && std::atomic<int>::is_always_lock_free,
+              "the handler reads them: lock-free atomics are async-signal-safe");
+
+extern "C" void OnInterrupt(int) {
+  const bool again = g_interrupted.exchange(true);
+  if (!again && g_polling.load() > 0) return;  // the work polls the flag
+  (void)!::write(STDERR_FILENO, g_message, g_message_size);
+  std::_Exit(kExitInterrupted);
+}
+
+}  // namespace
+
+void InstallInterruptHandling(const char* program) {
+  const char* base = std::strrchr(program, '/');
+  std::snprintf(g_message, sizeof g_message, "%.100s: interrupted\n", base != nullptr ? base + 1 : program);
+  g_message_size = std::strlen(g_message);
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+}
+
+InterruptPolling::InterruptPolling() { g_polling.fetch_add(1); }
+
+InterruptPolling::~InterruptPolling() { g_polling.fetch_sub(1); }
+
+const std::atomic<bool>* InterruptFlag() { return &g_interrupted; }
+
+const std::atomic<bool>* InterruptPolling::flag() const { return InterruptFlag(); }
+
+const std::atomic<bool>* InstallInterruptFlag() {
+  static InterruptPolling* const forever = new InterruptPolling();  // never left: the command polls to its end
+  return forever->flag();
+}
+
+}  // namespace yc::cli
