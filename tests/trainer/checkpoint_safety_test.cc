@@ -467,6 +467,49 @@ TEST(CheckpointSafety, ResumeRefusesAnotherCacheUnlessTold) {
   EXPECT_EQ(s->epochs_completed, ro->epochs);
 }
 
+// Collects the trainer's messages.
+class Messages final : public TrainObserver {
+ public:
+  void OnMessage(const std::string& line) override { text += line + "\n"; }
+  std::string text;
+};
+
+// A checkpoint written before checkpoints recorded their cache (no data_identity, no checksum): resumed on
+// another cache with a warning, as before.
+TEST(CheckpointSafety, ResumeOfACheckpointWithoutCacheIdentityWarnsAndContinues) {
+  TempDir tmp;
+  const fs::path a = testutil::MakeSynthCache(tmp / "a", testutil::Images(8, 2));
+  testutil::SynthCacheSpec other = testutil::Images(8, 2);
+  other.seed = 5;
+  const fs::path b = testutil::MakeSynthCache(tmp / "b", other);
+  const fs::path last = InterruptedRun(a, tmp / "run");
+  const fs::path old = tmp / "old.pt";
+  // Same-length renames in data.pkl: the meta's data_identity and the checksum record are no longer found.
+  RewriteArchive(last, old, [](const std::string& name, std::string* bytes) {
+    if (name != "data.pkl") return;
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{"\"data_identity\"", "\"data_identitx\""},
+                                   std::pair<std::string, std::string>{"checksum", "checksuX"}}) {
+      for (size_t at = bytes->find(from); at != std::string::npos; at = bytes->find(from, at + 1)) bytes->replace(at, from.size(), to);
+    }
+  });
+  fs::rename(old, last);
+  {
+    Result<std::unique_ptr<CheckpointReader>> r = CheckpointReader::Open(last, at::Device(at::kCPU));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE((*r)->meta().data_identity.empty());
+  }
+  Result<TrainOptions> ro = ResumeOptions(last);
+  ASSERT_TRUE(ro.ok());
+  ro->data = b.string();
+  Messages messages;
+  TrainHooks hooks;
+  hooks.observer = &messages;
+  hooks.resume = last;
+  Result<TrainSummary> s = Train(*ro, hooks);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_NE(messages.text.find("cannot check that --data " + b.string()), std::string::npos) << messages.text;
+}
+
 // A copied last.pt resumed into its stored run folder, which now holds another run: refused naming both
 // paths (that run's last.pt and results.csv would be replaced); --out continues it elsewhere.
 TEST(CheckpointSafety, ResumeRefusesARunFolderHoldingAnotherRun) {

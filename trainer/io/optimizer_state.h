@@ -3,7 +3,7 @@
 // torch::optim serialisation uses (SGD: momentum_buffer; Adam/AdamW: step, exp_avg, exp_avg_sq,
 // max_exp_avg_sq; RMSprop: step, square_avg, momentum_buffer, grad_avg; options lr, momentum, betas.0/1,
 // ...). The checkpoint writer captures it from the live optimizer (for the checksum), the reader parses
-// it from the file (trainer/io/checkpoint.cc) and restores it without LibTorch's InputArchive, which
+// it from the file (trainer/io/checkpoint_reader.cc) and restores it without LibTorch's InputArchive, which
 // would compile and run the file's TorchScript.
 //
 //   Result<SavedOptimizer> s = CaptureOptimizer(sgd);   // tensors shared, not copied
