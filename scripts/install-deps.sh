@@ -13,7 +13,7 @@ packages=(
   # yolocache-train's plots (results.png, PR/F1 curves, confusion matrices, labels.jpg); the cairo driver
   # renders them antialiased (without it PLplot's plain memory driver is used).
   libplplot-dev plplot-driver-cairo
-  libturbojpeg0-dev liblmdb-dev libzstd-dev libxxhash-dev
+  libturbojpeg0-dev liblmdb-dev libzstd-dev libxxhash-dev zlib1g-dev
   libtbb-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev
   libtorch-dev libgloo-dev

@@ -112,6 +112,7 @@ class ConsoleObserver final : public TrainObserver {
 struct TrainArgs {
   TrainOptions o;
   std::string resume;
+  bool resume_other_data = false;
   bool amp = false, no_amp = false;
   std::string amp_dtype = "auto";
   std::string rank_weights;  // hidden --save-rank-weights DIR (DDP tests)
@@ -217,7 +218,11 @@ void AddRunOptions(CLI::App& app, TrainArgs& a) {
   app.add_option("--save-every", o.save_every, "Also save weights/epochN.pt every N epochs (0: off)")->capture_default_str();
   app.add_option("--keep", o.keep, "epochN.pt files kept (0: all)")->capture_default_str();
   app.add_option("--patience", o.patience, "Stop after N epochs without improvement (0: never)")->capture_default_str();
-  app.add_option("--resume", a.resume, "Continue the run saved in this checkpoint (e.g. DIR/weights/last.pt)");
+  app.add_option("--resume", a.resume,
+                 "Continue the run saved in this checkpoint (e.g. DIR/weights/last.pt), in its run folder unless --out "
+                 "names another");
+  app.add_flag("--resume-other-data", a.resume_other_data,
+               "With --resume: continue on a --data cache other than the one the run trained on (refused without)");
   app.add_option("--project", o.project, "Runs folder: the run goes to PROJECT/NAME")->capture_default_str();
   app.add_option("--name", o.name, "Run name; NAME2, NAME3 ... when PROJECT/NAME exists (as Ultralytics)")
       ->capture_default_str();
@@ -252,12 +257,13 @@ int RunTrain(CLI::App& app, TrainArgs& a) {
     if (!saved.ok()) return Fail("train", saved.status());
     TrainOptions r = *saved;
     for (const char* fixed : {"--model", "--weights", "--freeze", "--epochs", "--batch", "--imgsz", "--optimizer", "--lr0",
-                              "--seed", "--order", "--window", "--out", "--project", "--name"}) {
+                              "--seed", "--order", "--window", "--project", "--name"}) {
       if (app.count(fixed) > 0) {
         std::cerr << "yolocache-train train: " << fixed << " is ignored with --resume (the checkpoint's value is used)\n";
       }
     }
     if (app.count("--data") > 0) r.data = o.data;  // the cache may have moved
+    if (app.count("--out") > 0) r.out = o.out;     // continue elsewhere than the run folder stored
     if (app.count("--device") > 0) r.device = o.device;
     if (app.count("--threads") > 0) r.threads = o.threads;
     if (app.count("--torch-threads") > 0) r.torch_threads = o.torch_threads;
@@ -267,6 +273,7 @@ int RunTrain(CLI::App& app, TrainArgs& a) {
     if (app.count("--log-every") > 0) r.log_every = o.log_every;
     o = r;
     hooks.resume = a.resume;
+    hooks.resume_other_data = a.resume_other_data;
   } else {
     Status amp = ApplyAmpFlags(a, &o);
     if (!amp.ok()) return Fail("train", amp);

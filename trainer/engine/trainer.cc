@@ -37,6 +37,7 @@
 #include "trainer/loss/loss.h"
 #include "trainer/engine/lr_schedule.h"
 #include "trainer/engine/optimizer.h"
+#include "trainer/engine/run_identity.h"
 #include "trainer/model/sync_batch_norm.h"
 #include "trainer/engine/train_step.h"
 #include "trainer/eval/validator.h"
@@ -158,6 +159,8 @@ class Run {
   // best.pt's contents now: the release form (EMA only, fp16; see trainer/io/checkpoint.h).
   Result<std::shared_ptr<CheckpointSnapshot>> SnapshotBest();
   CheckpointMeta Meta() const;  // the run as it stands, for either file
+  // The resumed checkpoint's cache is --data's, or hooks_.resume_other_data allows another.
+  Status CheckResumedData(const CheckpointMeta& meta);
   Status SaveLast(bool pending_grads);  // written before returning (interrupts)
 
   TrainOptions o_;
@@ -172,6 +175,8 @@ class Run {
   int64_t nc_ = 0;
   ModelName model_name_;
   std::unique_ptr<CheckpointReader> resume_;
+  std::string run_id_;             // kept across resumes (run_identity.h)
+  nlohmann::json data_identity_;   // the cache's
   std::unique_ptr<ModelWeights> pretrained_;  // --weights, until transferred into the model
   TrainState state_;
   fs::path out_, weights_, last_, best_;
@@ -266,6 +271,9 @@ Status Run::Setup() {
   names_ = cache_->manifest().names;
   nc_ = static_cast<int64_t>(names_.size());
   if (nc_ < 1) return Status::DataError(Status::At(o_.data, "the cache's manifest names no classes"));
+  Result<nlohmann::json> identity = CacheIdentity(*cache_);
+  if (!identity.ok()) return identity.status();
+  data_identity_ = *identity;
   const RecordSource* train = cache_->split(o_.train_split);
   if (train == nullptr) return Status::NotFound(Status::At(o_.data, "no '" + o_.train_split + "' split"));
   if (train->size() == 0) return Status::DataError(Status::At(o_.data, "the '" + o_.train_split + "' split is empty"));
@@ -333,9 +341,12 @@ Status Run::Setup() {
     if (!resume_->has_optimizer()) {
       return Status::InvalidArgument(Status::At(hooks_.resume.string(), "has no optimizer state; cannot resume"));
     }
+    YC_RETURN_IF_ERROR(CheckResumedData(meta));
     state_ = meta.state;
     last_metrics_ = meta.metrics;
+    run_id_ = meta.run_id;
   }
+  if (run_id_.empty()) run_id_ = NewRunId();
 
   // Output directory: an explicit --out as given, else <project>/<name> incremented as Ultralytics does.
   // Only rank 0 picks (and creates) it; other ranks write nothing there. The choice goes into o_.out, so
@@ -356,6 +367,7 @@ Status Run::Setup() {
   best_ = weights_ / "best.pt";
   std::error_code ec;
   // Every rank checks (the same answer on one host); only rank 0 writes into the run directory.
+  if (resume_) YC_RETURN_IF_ERROR(CheckRunFolder(out_, hooks_.resume, resume_->meta()));
   if (resume_ == nullptr && !o_.exist_ok && fs::exists(last_, ec)) {
     return Status::InvalidArgument(Status::At(out_.string(), "already holds a run (weights/last.pt); use --resume "
                                                              "to continue it, --exist-ok to overwrite, or another --out"));
@@ -365,7 +377,9 @@ Status Run::Setup() {
     if (ec) return Status::IOError(Status::At(weights_.string(), ec.message()));
     for (const fs::path& dir : {out_, weights_}) RemoveStaleTempFiles(dir);  // a killed run's half-written files
     std::ofstream args(out_ / "args.json", std::ios::trunc);
-    args << ToJson(o_).dump(2) << "\n";
+    nlohmann::json args_json = ToJson(o_);
+    args_json["run_id"] = run_id_;  // whose folder this is (run_identity.h)
+    args << args_json.dump(2) << "\n";
     if (!args) return Status::IOError(Status::At((out_ / "args.json").string(), "cannot write"));
   }
 
@@ -527,7 +541,26 @@ CheckpointMeta Run::Meta() const {
   m.state = state_;
   m.created = ManifestTimestampNow();
   m.metrics = last_metrics_;
+  m.run_id = run_id_;
+  m.data_identity = data_identity_;
   return m;
+}
+
+Status Run::CheckResumedData(const CheckpointMeta& meta) {
+  const std::string resumed = hooks_.resume.string();
+  if (meta.data_identity.empty()) {
+    Say("warning: " + resumed + " predates checkpoints recording their cache; cannot check that --data " + o_.data +
+        " is the dataset it trained on");
+    return Status::OK();
+  }
+  if (meta.data_identity == data_identity_) return Status::OK();
+  const std::string what = resumed + " trained on " + meta.options.data + " (" + DescribeCacheIdentity(meta.data_identity) +
+                           "); --data " + o_.data + " is another cache (" + DescribeCacheIdentity(data_identity_) + ")";
+  if (!hooks_.resume_other_data) {
+    return Status::InvalidArgument("--resume " + what + "; give --resume-other-data to continue on it anyway");
+  }
+  Say("warning: --resume-other-data: " + what + "; continuing on it");
+  return Status::OK();
 }
 
 Result<std::shared_ptr<CheckpointSnapshot>> Run::SnapshotBest() {

@@ -63,6 +63,9 @@ struct TrainHooks {
   // Tests/debugging: every rank writes its final parameters to <dir>/rank<R>.pt (a torch::save'd tensor
   // list, registration order), so DDP ranks can be compared with each other and with one process.
   std::filesystem::path rank_weights;
+  // --resume-other-data: continue the resumed run on a cache other than the one it trained on
+  // (trainer/engine/run_identity.h); without it that is refused.
+  bool resume_other_data = false;
 };
 
 struct TrainSummary {

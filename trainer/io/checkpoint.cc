@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include <c10/core/GradMode.h>
@@ -14,12 +15,13 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
-#include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
 #include "libcache/manifest.h"
 #include "libcache/mapped_file.h"
 #include "libcache/output_file.h"
+#include "trainer/io/checkpoint_checksum.h"
+#include "trainer/io/optimizer_state.h"
 
 namespace yc::trainer {
 
@@ -87,7 +89,7 @@ at::Tensor HostCopy(const at::Tensor& t) {
 }
 
 void WriteSection(torch::serialize::OutputArchive& archive, const std::string& key, const torch::nn::Module& m,
-                  Json* names, bool half = false) {
+                  Json* names, ChecksumInput* checksum, bool half = false) {
   std::vector<at::Tensor> tensors;
   Json list = Json::array();
   for (auto& [name, t] : NamedState(m)) {
@@ -102,6 +104,7 @@ void WriteSection(torch::serialize::OutputArchive& archive, const std::string& k
     } else {
       copy = HostCopy(t);
     }
+    checksum->AddTensor(key + "/" + std::to_string(tensors.size()), copy);
     tensors.push_back(std::move(copy));
   }
   (*names)[key] = list;
@@ -120,7 +123,9 @@ Json MetaToJson(const CheckpointMeta& meta) {
               {"options", ToJson(meta.options)},
               {"state", StateToJson(meta.state)},
               {"created", meta.created},
-              {"metrics", meta.metrics}};
+              {"metrics", meta.metrics},
+              {"run_id", meta.run_id},
+              {"data_identity", meta.data_identity}};
 }
 
 std::string MetaModelName(const CheckpointMeta& meta) {
@@ -166,6 +171,12 @@ Result<CheckpointMeta> MetaFromJson(const Json& j) {
     m.state = *s;
   }
   if (auto it = j.find("metrics"); it != j.end() && it->is_object()) m.metrics = *it;
+  // Absent in checkpoints written before runs and caches were identified: not checked on resume.
+  if (!Get(j, "run_id", &m.run_id)) return Status::Corruption("meta: run_id is not a string");
+  if (auto it = j.find("data_identity"); it != j.end()) {
+    if (!it->is_object()) return Status::Corruption("meta: data_identity is not an object");
+    m.data_identity = *it;
+  }
   return m;
 }
 
@@ -173,8 +184,10 @@ namespace {
 
 // Writes the optimizer into `archive` holding copies of its state tensors (the optimizer keeps stepping
 // its own): each state tensor is swapped for a copy during save() and put back after. False for an
-// optimizer kind whose state this does not know (then the archive holds the live tensors).
-bool SaveOptimizerCopy(torch::optim::Optimizer& optimizer, torch::serialize::OutputArchive& archive) {
+// optimizer kind whose state this does not know (then the archive holds the live tensors). `captured`
+// gets the saved state (the copies) for the checksum, unset for an unknown kind.
+bool SaveOptimizerCopy(torch::optim::Optimizer& optimizer, torch::serialize::OutputArchive& archive,
+                       std::optional<SavedOptimizer>* captured) {
   std::vector<std::pair<at::Tensor*, at::Tensor>> originals;
   bool known = true;
   auto swap_in_copy = [&originals](at::Tensor& t) {
@@ -201,6 +214,10 @@ bool SaveOptimizerCopy(torch::optim::Optimizer& optimizer, torch::serialize::Out
     } else {
       known = false;
     }
+  }
+  if (known) {
+    Result<SavedOptimizer> saved = CaptureOptimizer(optimizer);
+    if (saved.ok()) *captured = std::move(*saved);
   }
   try {
     optimizer.save(archive);
@@ -234,8 +251,9 @@ Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const Check
     c10::NoGradGuard no_grad;
     Json meta = MetaToJson(c.meta);
     Json names = Json::object();
-    WriteSection(archive, "model", *c.model, &names, c.half);
-    if (c.ema != nullptr) WriteSection(archive, "ema", *c.ema, &names);
+    ChecksumInput tensors;  // in the reader's order: meta, model, ema, grads, optimizer
+    WriteSection(archive, "model", *c.model, &names, &tensors, c.half);
+    if (c.ema != nullptr) WriteSection(archive, "ema", *c.ema, &names, &tensors);
     if (c.grads) {
       std::vector<at::Tensor> grads;
       Json list = Json::array();
@@ -243,17 +261,28 @@ Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const Check
         if (!p.value().grad().defined()) continue;
         list.push_back(p.key());
         grads.push_back(HostCopy(p.value().grad()));
+        tensors.AddTensor("grads/" + std::to_string(grads.size() - 1), grads.back());
       }
       names["grads"] = list;
       archive.write("grads", c10::IValue(grads));
     }
+    std::optional<SavedOptimizer> optimizer;
     if (c.optimizer != nullptr) {
       torch::serialize::OutputArchive opt;
-      frozen = SaveOptimizerCopy(*c.optimizer, opt);
+      frozen = SaveOptimizerCopy(*c.optimizer, opt, &optimizer);
       archive.write("optimizer", opt);
     }
     meta["tensors"] = names;
-    archive.write("meta", c10::IValue(meta.dump()));
+    const std::string meta_text = meta.dump();
+    archive.write("meta", c10::IValue(meta_text));
+    // An optimizer of a kind not captured: no checksum (the reader then checks the CRCs alone).
+    if (c.optimizer == nullptr || optimizer.has_value()) {
+      auto checksum = std::make_shared<ChecksumInput>();
+      checksum->AddText("meta", meta_text);
+      checksum->Append(std::move(tensors));
+      if (optimizer) AddToChecksum(*optimizer, checksum.get());
+      snap->checksum_ = std::move(checksum);
+    }
   } catch (const std::exception& e) {
     return Status::IOError(std::string("cannot snapshot checkpoint: ") + e.what());
   }
@@ -269,6 +298,9 @@ Result<std::shared_ptr<const std::string>> CheckpointSnapshot::Serialize() {
   if (bytes_) return bytes_;
   auto bytes = std::make_shared<std::string>();
   try {
+    // Hashed here, off the training thread (the snapshot's copies are no longer changed).
+    if (checksum_) archive_->write(kChecksumRecord, c10::IValue(checksum_->Digest()));
+    checksum_.reset();
     archive_->save_to([&](const void* data, size_t size) -> size_t {
       bytes->append(static_cast<const char*>(data), size);
       return size;
@@ -303,149 +335,6 @@ Status WriteCheckpoint(const fs::path& path, const CheckpointContents& c) {
   return (*snap)->WriteTo(path);
 }
 
-struct CheckpointReader::Impl {
-  torch::serialize::InputArchive archive;
-  Json tensor_names = Json::object();
-  at::Device device{at::kCPU};
-};
-
-CheckpointReader::~CheckpointReader() = default;
-
-Result<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const fs::path& path, const at::Device& device) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return Status::NotFound(Status::At(path.string(), "no such checkpoint file"));
-  std::unique_ptr<CheckpointReader> r(new CheckpointReader());
-  r->path_ = path;
-  r->impl_ = std::make_unique<Impl>();
-  r->impl_->device = device;
-  try {
-    r->impl_->archive.load_from(path.string(), device);
-    c10::IValue meta;
-    if (!r->impl_->archive.try_read("meta", meta) || !meta.isString()) {
-      return Status::Corruption(Status::At(path.string(), "not a yolocache checkpoint (no meta record)"));
-    }
-    Json j = Json::parse(meta.toStringRef(), nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return Status::Corruption(Status::At(path.string(), "meta record is not valid JSON"));
-    Result<CheckpointMeta> m = MetaFromJson(j);
-    if (!m.ok()) return Status(m.status()).WithContext(path.string());
-    r->meta_ = std::move(*m);
-    if (auto it = j.find("tensors"); it != j.end() && it->is_object()) r->impl_->tensor_names = *it;
-  } catch (const std::exception& e) {
-    return Status::Corruption(Status::At(path.string(), std::string("cannot read checkpoint: ") + e.what()));
-  }
-  if (static_cast<int64_t>(r->meta_.names.size()) != r->meta_.nc) {
-    return Status::Corruption(Status::At(path.string(), "meta: names has " + std::to_string(r->meta_.names.size()) +
-                                                            " entries for nc " + std::to_string(r->meta_.nc)));
-  }
-  return r;
-}
-
-bool CheckpointReader::has_ema() const { return impl_->tensor_names.contains("ema"); }
-bool CheckpointReader::has_grads() const { return impl_->tensor_names.contains("grads"); }
-bool CheckpointReader::has_optimizer() const {
-  try {
-    torch::serialize::InputArchive opt;
-    return impl_->archive.try_read("optimizer", opt);
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
-namespace {
-
-Result<std::map<std::string, at::Tensor>> ReadSection(torch::serialize::InputArchive& archive, const Json& tensor_names,
-                                                      const std::string& section, const std::string& where) {
-  auto it = tensor_names.find(section);
-  if (it == tensor_names.end() || !it->is_array()) {
-    return Status::Corruption(Status::At(where, "no '" + section + "' tensors"));
-  }
-  c10::IValue value;
-  if (!archive.try_read(section, value) || !value.isTensorList()) {
-    return Status::Corruption(Status::At(where, "'" + section + "' record is missing or not a tensor list"));
-  }
-  std::vector<at::Tensor> tensors = value.toTensorVector();
-  if (tensors.size() != it->size()) {
-    return Status::Corruption(Status::At(where, "'" + section + "' has " + std::to_string(tensors.size()) +
-                                                    " tensors for " + std::to_string(it->size()) + " names"));
-  }
-  std::map<std::string, at::Tensor> out;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    if (!(*it)[i].is_string()) return Status::Corruption(Status::At(where, "'" + section + "' names are not strings"));
-    out[(*it)[i].get<std::string>()] = tensors[i];
-  }
-  return out;
-}
-
-}  // namespace
-
-Status CheckpointReader::LoadModule(const std::string& section, torch::nn::Module& module) const {
-  try {
-    Result<std::map<std::string, at::Tensor>> saved = ReadSection(impl_->archive, impl_->tensor_names, section, path_.string());
-    if (!saved.ok()) return saved.status();
-    c10::NoGradGuard no_grad;
-    auto state = NamedState(module);
-    if (state.size() != saved->size()) {
-      return Status::Corruption(Status::At(path_.string(), "'" + section + "' has " + std::to_string(saved->size()) +
-                                                               " tensors, the model " + std::to_string(state.size())));
-    }
-    for (auto& [name, dst] : state) {
-      auto it = saved->find(name);
-      if (it == saved->end()) return Status::Corruption(Status::At(path_.string(), "'" + section + "' lacks " + name));
-      // fp16 release weights load into an fp32 model; any other dtype change means another model.
-      const bool widened = it->second.scalar_type() == at::kHalf && dst.is_floating_point();
-      if (it->second.sizes() != dst.sizes() || (it->second.scalar_type() != dst.scalar_type() && !widened)) {
-        return Status::Corruption(Status::At(path_.string(), "'" + section + "' tensor " + name + " has shape/dtype " +
-                                                                 c10::str(it->second.sizes(), " ", it->second.scalar_type()) +
-                                                                 ", the model " + c10::str(dst.sizes(), " ", dst.scalar_type())));
-      }
-      dst.copy_(it->second);
-    }
-  } catch (const std::exception& e) {
-    return Status::Corruption(Status::At(path_.string(), "loading '" + section + "': " + e.what()));
-  }
-  return Status::OK();
-}
-
-Status CheckpointReader::LoadOptimizer(torch::optim::Optimizer& optimizer) const {
-  try {
-    torch::serialize::InputArchive opt;
-    if (!impl_->archive.try_read("optimizer", opt)) {
-      return Status::Corruption(Status::At(path_.string(), "no optimizer state (cannot resume from it)"));
-    }
-    optimizer.load(opt);
-  } catch (const std::exception& e) {
-    return Status::Corruption(Status::At(path_.string(), std::string("optimizer state does not fit: ") + e.what()));
-  }
-  return Status::OK();
-}
-
-Status CheckpointReader::LoadGrads(torch::nn::Module& module) const {
-  if (!has_grads()) return Status::OK();
-  try {
-    Result<std::map<std::string, at::Tensor>> saved = ReadSection(impl_->archive, impl_->tensor_names, "grads", path_.string());
-    if (!saved.ok()) return saved.status();
-    std::set<std::string> used;
-    for (auto& p : module.named_parameters(true)) {
-      auto it = saved->find(p.key());
-      if (it == saved->end()) continue;
-      if (it->second.sizes() != p.value().sizes()) {
-        return Status::Corruption(Status::At(path_.string(), "gradient of " + p.key() + " has the wrong shape"));
-      }
-      // Same layout as the parameter (channels_last weights get channels_last gradients).
-      auto g = at::empty_like(p.value());
-      g.copy_(it->second);
-      p.value().mutable_grad() = g;
-      used.insert(p.key());
-    }
-    if (used.size() != saved->size()) {
-      return Status::Corruption(Status::At(path_.string(), "gradients saved for parameters the model does not have"));
-    }
-  } catch (const std::exception& e) {
-    return Status::Corruption(Status::At(path_.string(), std::string("loading gradients: ") + e.what()));
-  }
-  return Status::OK();
-}
-
 std::string FirstNonFiniteTensor(const torch::nn::Module& module) {
   c10::NoGradGuard no_grad;
   std::vector<std::pair<std::string, at::Tensor>> tensors;
@@ -468,29 +357,6 @@ std::string FirstNonFiniteTensor(const torch::nn::Module& module) {
     if (!f[k]) return tensors[index[k]].first;
   }
   return {};
-}
-
-Result<DetectionModel> CheckpointReader::BuildInferenceModel(const at::Device& device) const {
-  Result<ModelScale> scale = ParseModelScale(meta_.model_scale);
-  if (!scale.ok()) return Status::Corruption(Status::At(path_.string(), scale.status().message()));
-  Result<ModelFamily> family = ParseModelFamily(meta_.model_family);
-  if (!family.ok()) return Status::Corruption(Status::At(path_.string(), family.status().message()));
-  try {
-    DetectionModel model(ModelOptions(*family, *scale, meta_.nc));
-    model->to(device);
-    const char* section = has_ema() ? "ema" : "model";
-    YC_RETURN_IF_ERROR(LoadModule(section, *model));
-    const std::string bad = FirstNonFiniteTensor(*model);
-    if (!bad.empty()) {
-      return Status::Corruption(Status::At(path_.string(), std::string("the ") + section + " weights hold NaN or infinite "
-                                           "values (first: " + bad + "); the run that saved them diverged"));
-    }
-    model->eval();
-    for (auto& p : model->parameters(true)) p.set_requires_grad(false);
-    return model;
-  } catch (const std::exception& e) {
-    return Status::Corruption(Status::At(path_.string(), std::string("building the model: ") + e.what()));
-  }
 }
 
 }  // namespace yc::trainer

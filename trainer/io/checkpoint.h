@@ -9,12 +9,19 @@
 //   ema         [Tensor] same names (optional)
 //   grads       [Tensor] accumulated .grad of the parameters named in meta.tensors.grads (optional)
 //   optimizer   archive  torch::optim::Optimizer::save (optional)
+//   checksum    string   "xxh3-64:<hex>" over meta and every tensor and value above (checkpoint_checksum.h);
+//                        absent in files written before it (their zip CRC-32s are still checked)
 // Written atomically: a temporary file in the same directory, fsync, rename, fsync of the directory;
 // a crash leaves the previous file intact.
 //
 // Release weights (meta.kind "release"; best.pt, what Ultralytics' strip_optimizer makes): the same format
 // holding only `model` = the EMA weights in fp16 (integer buffers as they are) and the meta. ~6.3 MB for
 // yolov8n instead of ~49 MB; val, predict, export and train --weights load it; it cannot be resumed.
+//
+// Reading runs no code: the archive is a TorchScript module's zip, but it is parsed as data (zip + pickle,
+// trainer/io/torch_archive.h) and never given to torch::jit::load, which would compile the file's
+// code/*.py and run its __setstate__ methods. Our writer's code/ entries only declare attribute
+// types; a file whose code/ defines anything (`def`) is refused.
 #pragma once
 
 #include <array>
@@ -38,6 +45,9 @@
 namespace yc::trainer {
 
 inline constexpr int kCheckpointFormat = 1;
+inline constexpr const char* kChecksumRecord = "checksum";
+
+class ChecksumInput;
 
 // Loop counters and bookkeeping; with the tensors this makes a resumed run match an uninterrupted one.
 struct TrainState {
@@ -72,6 +82,11 @@ struct CheckpointMeta {
   TrainState state;
   std::string created;             // UTC ISO 8601
   nlohmann::json metrics = nlohmann::json::object();  // last validation (precision, recall, mAP50, ...)
+  // Written since runs and caches are identified (empty in older files): the run this file belongs to
+  // (random, kept across resumes; also in the run folder's args.json) and the cache it trained on
+  // (trainer/engine/run_identity.h): --resume refuses another run's folder and, unless told, another cache.
+  std::string run_id;
+  nlohmann::json data_identity = nlohmann::json::object();
 };
 
 nlohmann::json MetaToJson(const CheckpointMeta& meta);
@@ -109,6 +124,7 @@ class CheckpointSnapshot {
   CheckpointSnapshot() = default;
   std::mutex mu_;
   std::shared_ptr<torch::serialize::OutputArchive> archive_;  // released once serialised
+  std::shared_ptr<ChecksumInput> checksum_;                    // hashed into archive_ when serialised
   std::shared_ptr<const std::string> bytes_;
 };
 

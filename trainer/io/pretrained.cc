@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // A LibTorch archive (what torch::serialize::OutputArchive writes: yolocache checkpoints) carries
-// constants.pkl beside data.pkl; torch.save's pickles do not.
+// constants.pkl beside data.pkl; torch.save's pickles do not. Either is read as data (CheckpointReader
+// refuses one whose code/ defines anything); only the zip's directory is looked at here.
 bool IsLibTorchArchive(const fs::path& path) {
   if (!LooksLikeZip(path)) return false;
   try {
@@ -55,6 +56,11 @@ Result<ModelWeights> ReadYolocache(const fs::path& path) {
 }  // namespace
 
 Result<ModelWeights> ReadModelWeights(const fs::path& path) {
+  // A TorchScript file's forward is a program, run by loading the file; nothing here runs a file's code.
+  if (path.extension() == ".torchscript") {
+    return Status::Unsupported(path.string() + ": a TorchScript file carries code, and yolocache runs a file's code only "
+                               "when explicitly asked to for that type of file (not implemented yet): give the .pt weights");
+  }
   if (IsLibTorchArchive(path)) return ReadYolocache(path);
   Result<UltralyticsCheckpoint> ck = ReadUltralyticsCheckpoint(path);
   if (!ck.ok()) return ck.status();

@@ -36,8 +36,9 @@ struct ModelWeights {
   std::vector<std::pair<std::string, at::Tensor>> tensors;  // state_dict names; CPU float32 / int64
 };
 
-// Errors start with the path: IOError (missing, a directory, empty, not a torch archive, damaged),
-// Unsupported (not a detection checkpoint, unknown architecture).
+// Errors start with the path: IOError (missing, a directory, empty, not a torch archive, damaged: a zip
+// CRC-32 or our checksum that does not match, TorchScript code in a checkpoint), Unsupported (not a
+// detection checkpoint, unknown architecture, a .torchscript file: its code is never run).
 Result<ModelWeights> ReadModelWeights(const std::filesystem::path& path);
 
 struct TransferReport {

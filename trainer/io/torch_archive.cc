@@ -2,6 +2,7 @@
 
 #include <caffe2/serialize/inline_container.h>
 
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -53,20 +54,24 @@ Result<std::unique_ptr<TorchArchive>> TorchArchive::Open(const fs::path& path) {
   std::string pickle;
   try {
     a->zip_ = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path.string());
-    if (!a->zip_->hasRecord("data.pkl")) return a->Bad("zip archive without data.pkl: not a torch.save file");
-    if (a->zip_->hasRecord("byteorder")) {
-      auto [ptr, n] = a->zip_->getRecord("byteorder");
-      const std::string order(static_cast<const char*>(ptr.get()), n);
-      if (order != "little") return a->Bad("byte order '" + order + "' is not supported");
-    }
-    auto [ptr, n] = a->zip_->getRecord("data.pkl");
-    pickle.assign(static_cast<const char*>(ptr.get()), n);
   } catch (const std::exception& e) {
     // LibTorch's message is multi-line with a C++ backtrace; its first line says what was wrong.
     std::string why = e.what();
     why = why.substr(0, why.find('\n'));
     return a->Bad("damaged or truncated zip archive (" + why + ")");
   }
+  Result<ZipDirectory> directory = ReadZipDirectory(path);
+  if (!directory.ok()) return directory.status();
+  a->directory_ = std::move(*directory);
+  if (!a->HasRecord("data.pkl")) return a->Bad("zip archive without data.pkl: not a torch.save file");
+  if (a->HasRecord("byteorder")) {
+    Result<std::string> order = a->Record("byteorder", 64);
+    if (!order.ok()) return order.status();
+    if (*order != "little") return a->Bad("byte order '" + *order + "' is not supported");
+  }
+  Result<std::string> data = a->Record("data.pkl", std::numeric_limits<uint32_t>::max() - 1);
+  if (!data.ok()) return data.status();
+  pickle = std::move(*data);
   Result<PickleTree> tree = Unpickle(pickle, path.string() + " (data.pkl)");
   if (!tree.ok()) return tree.status();
   a->tree_ = std::move(*tree);
@@ -79,6 +84,54 @@ bool TorchArchive::HasRecord(const std::string& name) const {
   } catch (const std::exception&) {
     return false;
   }
+}
+
+std::vector<std::string> TorchArchive::RecordsUnder(const std::string& prefix) const {
+  const std::string full = directory_.root() + "/" + prefix;
+  std::vector<std::string> out;
+  for (auto it = directory_.members().lower_bound(full); it != directory_.members().end(); ++it) {
+    if (it->first.compare(0, full.size(), full) != 0) break;
+    out.push_back(it->first.substr(directory_.root().size() + 1));
+  }
+  return out;
+}
+
+Result<const ZipMember*> TorchArchive::Member(const std::string& name, uint64_t max_bytes) const {
+  const ZipMember* m = directory_.Find(directory_.root() + "/" + name);
+  if (m == nullptr || !HasRecord(name)) return Bad(name + " is missing from the archive");
+  if (m->size > max_bytes) {
+    return Bad(name + " holds " + std::to_string(m->size) + " bytes, more than the " + std::to_string(max_bytes) + " expected");
+  }
+  return m;
+}
+
+Status TorchArchive::CheckCrc(const std::string& name, const ZipMember& member, const void* data, size_t n) const {
+  if (n != member.size) {
+    return Bad(name + " holds " + std::to_string(n) + " bytes, the zip directory says " + std::to_string(member.size));
+  }
+  const uint32_t crc = Crc32(data, n);
+  if (crc != member.crc32) {
+    char msg[96];
+    std::snprintf(msg, sizeof msg, " fails its CRC-32 check (stored %08x, read %08x): the file is damaged", member.crc32, crc);
+    return Bad(name + msg);
+  }
+  return Status::OK();
+}
+
+Result<std::string> TorchArchive::Record(const std::string& name, uint64_t max_bytes) {
+  Result<const ZipMember*> member = Member(name, max_bytes);
+  if (!member.ok()) return member.status();
+  std::string out;
+  try {
+    auto [ptr, n] = zip_->getRecord(name);
+    out.assign(static_cast<const char*>(ptr.get()), n);
+  } catch (const std::exception& e) {
+    std::string why = e.what();
+    why = why.substr(0, why.find('\n'));
+    return Bad("cannot read " + name + " (" + why + ")");
+  }
+  YC_RETURN_IF_ERROR(CheckCrc(name, **member, out.data(), out.size()));
+  return out;
 }
 
 bool TorchArchive::IsTensor(ValueId id) const {
@@ -120,14 +173,16 @@ Result<at::Tensor> TorchArchive::Storage(ValueId persid) {
   const int64_t elem = static_cast<int64_t>(c10::elementSize(dtype));
   if (numel.integer > std::numeric_limits<int64_t>::max() / elem) return Bad("storage size overflows");
   const int64_t nbytes = numel.integer * elem;
+  Result<const ZipMember*> member = Member(record, std::numeric_limits<uint64_t>::max());
+  if (!member.ok()) return member.status();
+  if (static_cast<int64_t>((*member)->size) != nbytes) {
+    return Bad("storage " + record + " holds " + std::to_string((*member)->size) + " bytes, its header says " +
+               std::to_string(numel.integer) + " x " + std::to_string(elem));
+  }
   at::Tensor storage;
   try {
-    if (!zip_->hasRecord(record)) return Bad("storage " + record + " is missing from the archive");
     auto [ptr, n] = zip_->getRecord(record);
-    if (static_cast<int64_t>(n) != nbytes) {
-      return Bad("storage " + record + " holds " + std::to_string(n) + " bytes, its header says " +
-                 std::to_string(numel.integer) + " x " + std::to_string(elem));
-    }
+    YC_RETURN_IF_ERROR(CheckCrc(record, **member, ptr.get(), n));
     storage = at::empty({numel.integer}, at::TensorOptions().dtype(dtype));
     if (n > 0) std::memcpy(storage.data_ptr(), ptr.get(), n);
   } catch (const std::exception& e) {

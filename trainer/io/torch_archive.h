@@ -9,18 +9,22 @@
 // The zip is read by LibTorch's caffe2::serialize::PyTorchStreamReader (miniz; stored or deflated entries,
 // zip64). A tensor's storage is read once and shared by every view of it, as torch.load does. Every
 // storage key, element type, byte size, shape, stride and offset is checked against the storage before
-// a view is made; a file that is not such an archive, or is damaged, is IOError naming it.
+// a view is made; a file that is not such an archive, or is damaged, is IOError naming it. Every member
+// read is checked against the CRC-32 its central directory records (trainer/io/zip_directory.h):
+// LibTorch's reader does not check them.
 #pragma once
 
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <ATen/ATen.h>
 
 #include "libcache/status.h"
 #include "trainer/io/pickle.h"
+#include "trainer/io/zip_directory.h"
 
 namespace caffe2::serialize {
 class PyTorchStreamReader;
@@ -40,6 +44,11 @@ class TorchArchive {
   const std::filesystem::path& path() const { return path_; }
   // Whether the archive holds <root>/<name> (e.g. "constants.pkl": a TorchScript / LibTorch archive).
   bool HasRecord(const std::string& name) const;
+  // The names of the records below <root>/<prefix> ("code/"), root stripped, in name order (lowercased).
+  std::vector<std::string> RecordsUnder(const std::string& prefix) const;
+  // The bytes of <root>/<name>, CRC-checked; IOError naming the file when absent, larger than
+  // `max_bytes` (checked before anything is read) or damaged.
+  Result<std::string> Record(const std::string& name, uint64_t max_bytes);
 
   // The tensor a value stands for: torch._utils._rebuild_tensor_v2 / _rebuild_tensor, _rebuild_parameter(
   // _with_state), torch._tensor._rebuild_from_type_v2 of one of those. A CPU tensor of the stored dtype
@@ -53,9 +62,14 @@ class TorchArchive {
   Status Bad(const std::string& why) const;
   Result<at::Tensor> Storage(ValueId persid);
   Result<at::Tensor> View(ValueId args);  // _rebuild_tensor_v2's arguments
+  // The directory entry of <root>/<name>: IOError when absent or larger than `max_bytes`.
+  Result<const ZipMember*> Member(const std::string& name, uint64_t max_bytes) const;
+  // IOError unless `n` bytes at `data` are what the directory records for <root>/<name>.
+  Status CheckCrc(const std::string& name, const ZipMember& member, const void* data, size_t n) const;
 
   std::filesystem::path path_;
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> zip_;
+  ZipDirectory directory_;
   PickleTree tree_;
   std::map<std::string, at::Tensor> storages_;  // key -> flat storage tensor
 };

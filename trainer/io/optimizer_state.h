@@ -1,0 +1,58 @@
+// An optimizer's state as a checkpoint holds it, independent of how it is stored: per parameter group
+// its options, and per parameter its state (step counts and tensors), under the names LibTorch's
+// torch::optim serialisation uses (SGD: momentum_buffer; Adam/AdamW: step, exp_avg, exp_avg_sq,
+// max_exp_avg_sq; RMSprop: step, square_avg, momentum_buffer, grad_avg; options lr, momentum, betas.0/1,
+// ...). The checkpoint writer captures it from the live optimizer (for the checksum), the reader parses
+// it from the file (trainer/io/checkpoint_reader.cc) and restores it without LibTorch's InputArchive, which
+// would compile and run the file's TorchScript.
+//
+//   Result<SavedOptimizer> s = CaptureOptimizer(sgd);   // tensors shared, not copied
+//   Status st = RestoreOptimizer(*s, fresh_sgd);         // same groups and parameter counts
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/optim/optimizer.h>
+
+#include "libcache/status.h"
+#include "trainer/io/checkpoint_checksum.h"
+
+namespace yc::trainer {
+
+struct SavedParamState {
+  std::map<std::string, int64_t> ints;        // "step"
+  std::map<std::string, at::Tensor> tensors;  // defined ones only
+};
+
+struct SavedParamGroup {
+  std::map<std::string, double> options;           // bools as 0/1, Adam's betas as "betas.0", "betas.1"
+  std::vector<std::optional<SavedParamState>> params;  // per parameter of the group, its state if it has one
+};
+
+struct SavedOptimizer {
+  std::vector<SavedParamGroup> groups;
+};
+
+// Whether LibTorch's serialisation of the optimizers yolocache builds writes `name` as a group option,
+// a per-parameter integer or a per-parameter tensor; other names in a file are ignored.
+bool IsOptionName(const std::string& name);
+bool IsStateIntName(const std::string& name);
+bool IsStateTensorName(const std::string& name);
+
+// SGD, Adam, AdamW and RMSprop; Unsupported for another kind.
+Result<SavedOptimizer> CaptureOptimizer(const torch::optim::Optimizer& optimizer);
+
+// Sets every group's options and every saved parameter state of `optimizer` (state tensors copied onto
+// their parameter's device, keeping the saved layout). Corruption naming what does not fit: the group or
+// parameter counts, a missing option or state tensor, a shape or dtype other than the parameter's.
+Status RestoreOptimizer(const SavedOptimizer& saved, torch::optim::Optimizer& optimizer);
+
+// The optimizer's part of a checkpoint's checksum, in group, parameter and name order.
+void AddToChecksum(const SavedOptimizer& saved, ChecksumInput* in);
+
+}  // namespace yc::trainer
