@@ -10,6 +10,11 @@
 // zip64). A tensor's storage is read once and shared by every view of it, as torch.load does. Every
 // storage key, element type, byte size, shape, stride and offset is checked against the storage before
 // a view is made; a file that is not such an archive, or is damaged, is IOError naming it.
+//
+// Memory stays a small multiple of the file: the bytes of the storages read and of the tensors
+// materialised (Materialize) are counted against kMaterializeFactor x the file's size + kMaterializeSlack,
+// and a file asking for more is IOError "... would materialise more than N bytes". A view made many
+// times (one storage referenced by thousands of parameters) is materialised once.
 #pragma once
 
 #include <filesystem>
@@ -47,17 +52,28 @@ class TorchArchive {
   Result<at::Tensor> Tensor(ValueId id);
   // Whether `id` is one of those tensor constructions (without reading anything).
   bool IsTensor(ValueId id) const;
+  // Tensor(id) as a state_dict holds it: contiguous, floating types as float32, integers copied. One
+  // tensor per distinct view (by object and by storage, offset, sizes and strides), shared by every
+  // reference to it; the bytes made count against the archive's budget.
+  Result<at::Tensor> Materialize(ValueId id);
+
+  static constexpr uint64_t kMaterializeFactor = 4;           // fp16 storage + its float32 copy, with room
+  static constexpr uint64_t kMaterializeSlack = uint64_t{64} << 20;
 
  private:
   TorchArchive() = default;
   Status Bad(const std::string& why) const;
   Result<at::Tensor> Storage(ValueId persid);
   Result<at::Tensor> View(ValueId args);  // _rebuild_tensor_v2's arguments
+  Status Charge(uint64_t bytes, const std::string& what);  // against budget_
 
   std::filesystem::path path_;
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> zip_;
   PickleTree tree_;
   std::map<std::string, at::Tensor> storages_;  // key -> flat storage tensor
+  std::map<ValueId, at::Tensor> materialized_;   // by tensor object
+  std::map<std::string, at::Tensor> views_;      // by view: storage, dtype, offset, sizes, strides
+  uint64_t budget_ = 0, charged_ = 0;
 };
 
 }  // namespace yc::trainer
