@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr uint64_t kMaxYamlBytes = 16u << 20;  // a data YAML is a few KB; refuse to slurp anything huge
-constexpr long long kMaxClasses = 1 << 20;      // nc, or the number of names when nc is absent
+constexpr long long kMaxClasses = 100000;  // nc, or the number of names when nc is absent (as the trainer's bound)
 
 Status Bad(const fs::path& yaml, const std::string& reason) {
   return Status::DataError(Status::At(yaml.string(), reason));
