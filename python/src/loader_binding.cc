@@ -9,6 +9,7 @@
 // thread never blocks the one inside); yolocache.Loader refuses a second concurrent iteration on top.
 // Fork: a Loader made before os.fork() is unusable in the child (its TBB workers exist only in the
 // parent); every call there raises yolocache.Error, and the child never waits on the parent's workers.
+// A new Loader in such a child is refused too (thread_pool_guard.cc).
 #include <ATen/ATen.h>
 #include <ATen/DLConvertor.h>
 #include <pybind11/pybind11.h>
@@ -143,6 +144,7 @@ class PyLoader {
     const RecordSource* source = cache_->split(split);
     if (source == nullptr) ThrowIfError(Status::InvalidArgument(cache_->dir().string() + ": no split '" + split + "'"));
     LoaderOptions o = ParseOptions(options);
+    UseThreadPool("yolocache.Loader");
     Result<std::unique_ptr<Loader>> loader = Status::OK();
     {
       pb::gil_scoped_release release;  // val rect reads every record once
@@ -194,9 +196,8 @@ class PyLoader {
     ThrowIfError(Status::IOError(
         "yolocache.Loader was created in process " + std::to_string(creator_pid_) +
         " and cannot be used after os.fork() (its worker threads exist only in that process): create the Loader "
-        "in the process that iterates it (with torch's DataLoader: num_workers=0, or a Loader per worker)"));
+        "in the process that iterates it (with torch's DataLoader: num_workers=0; the Loader has its own threads)"));
   }
-
 
  private:
   bool Forked() const { return getpid() != creator_pid_; }

@@ -1,12 +1,13 @@
 // Weights files crafted to exhaust the reader (issue 25): a module tree that shares one module many
 // times (a DAG built with pickle memo GETs: 16^20 paths in a few KB), a cycle, one storage referenced by
-// 99,999 parameters, a training imgsz of 99,968. Each archive is written here from scratch (a protocol-2
+// 20,000 parameters (the issue's had 99,999), a training imgsz of 99,968. Each archive is written here from scratch (a protocol-2
 // pickle by hand, the zip by LibTorch's PyTorchStreamWriter, as torch.save lays it out), read in
 // process and through val/predict/train --weights under a timeout and an address-space cap.
 #include <caffe2/serialize/inline_container.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -176,6 +177,32 @@ void SharedDag(Pickle& p, int levels, int fanout) {
   }
 }
 
+// ReadUltralyticsCheckpoint(path) in a forked child that SIGALRM ends after `seconds` (these files hung the
+// reader forever): "ok <tensors> <first name>", the error message, or "timed out".
+std::string ReadInChild(const fs::path& path, unsigned seconds = 30) {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    alarm(seconds);
+    Result<UltralyticsCheckpoint> ck = ReadUltralyticsCheckpoint(path);
+    const std::string out = !ck.ok() ? ck.status().message()
+                            : "ok " + std::to_string(ck->state_dict.size()) + " " +
+                                  (ck->state_dict.empty() ? std::string() : ck->state_dict[0].first);
+    const ssize_t written = write(fds[1], out.data(), out.size());
+    _exit(written == static_cast<ssize_t>(out.size()) ? 0 : 1);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFSIGNALED(status) ? "timed out" : out;
+}
+
 // What the tools print for `weights`: val, predict and train --weights, each bounded.
 struct ToolRuns {
   CliRun val, predict, train;
@@ -224,12 +251,7 @@ TEST(HostileWeights, SharedModuleDagIsWalkedOncePerModule) {
   const fs::path weights = tmp / "dag.pt";
   WriteArchive(weights, pickle, {{"0", std::string(8, '\0')}});
 
-  const auto start = std::chrono::steady_clock::now();
-  Result<UltralyticsCheckpoint> ck = ReadUltralyticsCheckpoint(weights);
-  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
-  ASSERT_EQ(ck->state_dict.size(), 1u);  // the activations' DAG holds no tensors
-  EXPECT_EQ(ck->state_dict[0].first, "model.1.w");
+  EXPECT_EQ(ReadInChild(weights), "ok 1 model.1.w");  // the activations' DAG holds no tensors
 
   // The tools get past the walk at once and refuse the file for what it lacks.
   ExpectToolsFinish(RunTools(tmp, weights), weights);
@@ -261,12 +283,8 @@ TEST(HostileWeights, SharedModuleDagWithTensorsIsRefusedByCount) {
       [&] { p.Op('}'); });
   const fs::path weights = tmp / "dag_tensors.pt";
   WriteArchive(weights, pickle, {{"0", std::string(8, '\0')}});
-  const auto start = std::chrono::steady_clock::now();
-  Result<UltralyticsCheckpoint> ck = ReadUltralyticsCheckpoint(weights);
-  ASSERT_FALSE(ck.ok());
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
-  EXPECT_NE(ck.status().message().find("more than 100000 tensors"), std::string::npos) << ck.status().ToString();
-  EXPECT_NE(ck.status().message().find(weights.string()), std::string::npos);
+  EXPECT_EQ(ReadInChild(weights), weights.string() + ": the module tree lists more than 100000 tensors (modules shared many "
+                                                      "times over?): refused");
 }
 
 TEST(HostileWeights, ModuleCycleAndDepthAreRefused) {
@@ -293,28 +311,27 @@ TEST(HostileWeights, ModuleCycleAndDepthAreRefused) {
       },
       [&] { OneParam(p); });
   WriteArchive(tmp / "cycle.pt", cycle, {{"0", std::string(8, '\0')}});
-  Result<UltralyticsCheckpoint> ck = ReadUltralyticsCheckpoint(tmp / "cycle.pt");
-  ASSERT_FALSE(ck.ok());
-  EXPECT_NE(ck.status().message().find("contains itself"), std::string::npos) << ck.status().ToString();
+  EXPECT_EQ(ReadInChild(tmp / "cycle.pt"),
+            (tmp / "cycle.pt").string() + ": module 'model.0.0.' contains itself (a cycle in the module tree)");
 
-  // A chain of 40 distinct levels, and a 2-way DAG whose memoised levels are reached deeper than 32.
+  // A chain of 40 levels (one module each).
   Pickle q;
   const std::string deep = UltralyticsPickle(q, [&] { SharedDag(q, 40, 1); }, [&] { OneParam(q); });
   WriteArchive(tmp / "deep.pt", deep, {{"0", std::string(8, '\0')}});
-  ck = ReadUltralyticsCheckpoint(tmp / "deep.pt");
-  ASSERT_FALSE(ck.ok());
-  EXPECT_NE(ck.status().message().find("deeper than 32 levels"), std::string::npos) << ck.status().ToString();
+  EXPECT_EQ(ReadInChild(tmp / "deep.pt"), (tmp / "deep.pt").string() + ": module tree deeper than 32 levels");
 }
 
-// 99,999 parameters over one 100 KB fp16 storage.
-std::string SharedStoragePickle(Pickle& p, bool distinct_views) {
+// `count` parameters over one 100 KB fp16 storage (the issue's file had 99,999; 20,000 copies are 4 GB,
+// already past the cap, and keep the test fast).
+constexpr int kSharedParams = 20000;
+std::string SharedStoragePickle(Pickle& p, bool distinct_views, int count = kSharedParams) {
   constexpr int32_t kNumel = 50000;
   return UltralyticsPickle(p, nullptr, [&] {
     p.Op('}');
     p.Op('(');
-    for (int i = 0; i < 99999; ++i) {
+    for (int i = 0; i < count; ++i) {
       p.Str("p" + std::to_string(i));
-      // Identical full views, or 25,000-element views at 99,999 offsets (each a distinct 100 KB copy).
+      // Identical full views, or 25,000-element views at `count` offsets (each a distinct 100 KB copy).
       const int32_t offset = distinct_views ? i % 25000 : 0;
       p.Tensor("0", kNumel, offset, distinct_views ? 25000 : kNumel, 0, i == 0);
       if (i % 1000 == 999) {  // SETITEMS in batches, as pickle does
@@ -331,8 +348,8 @@ TEST(HostileWeights, OneStorageSharedByManyParametersIsConvertedOnce) {
   Pickle p;
   const fs::path weights = tmp / "shared.pt";
   WriteArchive(weights, SharedStoragePickle(p, false), {{"0", std::string(100000, '\0')}});
-  EXPECT_LT(fs::file_size(weights), 8u << 20);
-  // Each reference a copy would be 99,999 x 200 KB = 20 GB; converted once it is 200 KB.
+  EXPECT_LT(fs::file_size(weights), 2u << 20);
+  // Each reference a copy would be 20,000 x 200 KB = 4 GB; converted once it is 200 KB.
   ExpectToolsFinish(RunTools(tmp, weights), weights);
 }
 
@@ -341,9 +358,10 @@ TEST(HostileWeights, ViewsMaterialisingMoreThanTheBudgetAreRefused) {
   Pickle p;
   const fs::path weights = tmp / "views.pt";
   WriteArchive(weights, SharedStoragePickle(p, true), {{"0", std::string(100000, '\0')}});
-  // 99,999 distinct 100 KB views: 10 GB, refused at 4 x the file's size + 64 MiB.
+  // 20,000 distinct 100 KB views: 2 GB, refused at 4 x the file's size + 64 MiB.
+  testing::WriteFile(tmp / "img" / "x.jpg", "");
   const CliRun run = testing::RunBounded("yolocache-train", tmp.path(),
-                                         {"predict", "--weights", weights.string(), tmp.path().string(), "--device", "cpu",
+                                         {"predict", "--weights", weights.string(), (tmp / "img").string(), "--device", "cpu",
                                           "--out", (tmp / "pred").string()},
                                          kSeconds, kCap);
   ExpectRefused(run, weights, "would materialise more than");
