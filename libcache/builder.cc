@@ -18,6 +18,7 @@
 #include "libcache/cache.h"
 #include "libcache/dataset_spec.h"
 #include "libcache/discover.h"
+#include "libcache/thread_limit.h"
 #include "libcache/file_read.h"
 #include "libcache/mapped_file.h"
 
@@ -434,6 +435,7 @@ Result<BuildReport> BuildCache(const BuildOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   if (o.imgsz < 0 || o.imgsz > kMaxImgsz)
     return Status::InvalidArgument("--imgsz must be 0.." + std::to_string(kMaxImgsz));
+  if (const std::string bad = ThreadCountError("--threads", o.threads); !bad.empty()) return Status::InvalidArgument(bad);
   Result<DatasetSpec> spec = LoadDatasetSpec(o.source);
   if (!spec.ok()) return spec.status();
   // Before any work (and before --update opens what is there): where the cache goes must be safe to

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <map>
+#include <new>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -11,12 +12,14 @@
 
 #include "libcache/file_read.h"
 #include "libcache/image_format.h"
+#include "libcache/yaml_bounds.h"
 
 namespace yc {
 namespace fs = std::filesystem;
 namespace {
 
 constexpr uint64_t kMaxYamlBytes = 16u << 20;  // a data YAML is a few KB; refuse to slurp anything huge
+constexpr long long kMaxClasses = 100000;  // nc, or the number of names when nc is absent (as the trainer's bound)
 
 Status Bad(const fs::path& yaml, const std::string& reason) {
   return Status::DataError(Status::At(yaml.string(), reason));
@@ -111,6 +114,9 @@ Status ReadNames(const fs::path& yaml, const YAML::Node& root, std::vector<std::
   const YAML::Node nc_node = root["nc"];
   std::string text;
   if (node.IsDefined() && !node.IsNull()) {
+    if ((node.IsSequence() || node.IsMap()) && node.size() > static_cast<size_t>(kMaxClasses)) {
+      return Bad(yaml, "names: " + std::to_string(node.size()) + " classes, more than " + std::to_string(kMaxClasses));
+    }
     if (node.IsSequence()) {
       for (size_t i = 0; i < node.size(); ++i) {
         if (!ScalarText(node[i], &text)) return Bad(yaml, "names: entry " + std::to_string(i) + " is not a name");
@@ -139,7 +145,7 @@ Status ReadNames(const fs::path& yaml, const YAML::Node& root, std::vector<std::
   }
   if (nc_node.IsDefined() && !nc_node.IsNull()) {
     long long nc = -1;
-    if (!ScalarText(nc_node, &text) || !ParseIndex(text, &nc) || nc < 0 || nc > (1 << 20)) {
+    if (!ScalarText(nc_node, &text) || !ParseIndex(text, &nc) || nc < 0 || nc > kMaxClasses) {
       return Bad(yaml, "nc: '" + text + "' is not a class count");
     }
     if (names->empty() && !(node.IsDefined() && !node.IsNull())) {
@@ -209,6 +215,7 @@ Result<DatasetSpec> LoadYaml(const fs::path& yaml, const SpecOptions& options) {
   std::string contents;
   YC_RETURN_IF_ERROR(ReadRegularFile(yaml, kMaxYamlBytes, &contents));
 
+  YC_RETURN_IF_ERROR(CheckYamlBounds(contents, yaml));
   YAML::Node doc;
   try {
     doc = YAML::Load(contents);
@@ -311,6 +318,8 @@ Result<DatasetSpec> LoadDatasetSpec(const fs::path& yaml_or_dir, const SpecOptio
     return IsDir(p) ? LoadDirectory(p) : LoadYaml(p, options);
   } catch (const YAML::Exception& e) {  // conversions on hostile documents
     return Bad(p, std::string("invalid YAML (") + e.what() + ")");
+  } catch (const std::bad_alloc&) {  // not the data's fault: exit 3, as README says
+    return Status::ResourceExhausted(Status::At(p.string(), "out of memory while reading the dataset"));
   } catch (const std::exception& e) {
     return Bad(p, std::string("cannot read dataset: ") + e.what());
   }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <ctime>
 #include <limits>
+#include <new>
 #include <set>
 
 #include <xxhash.h>
@@ -343,6 +344,8 @@ Result<Manifest> ParseManifestContent(std::string_view text, const std::string& 
     return m;
   } catch (const nlohmann::json::exception& e) {
     return Status::Corruption(where + ": not valid JSON: " + e.what());
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted(where + ": out of memory while reading the manifest");
   } catch (const std::exception& e) {
     return Status::Corruption(where + ": unreadable manifest: " + e.what());
   }

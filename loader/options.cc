@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "libcache/thread_limit.h"
+
 namespace yc {
 
 namespace {
@@ -28,7 +30,7 @@ Status ValidateOptions(const LoaderOptions& o) {
   if (o.imgsz < 32 || o.imgsz > 8192) return Bad("imgsz must be in [32, 8192], got " + std::to_string(o.imgsz));
   if (o.world_size < 1) return Bad("world_size must be >= 1");
   if (o.rank < 0 || o.rank >= o.world_size) return Bad("rank must be in [0, world_size)");
-  if (o.threads < 0) return Bad("threads must be >= 0");
+  if (const std::string bad = ThreadCountError("threads", o.threads); !bad.empty()) return Bad(bad);
   if (o.prefetch < 1) return Bad("prefetch must be >= 1");
   if (o.stride < 1) return Bad("stride must be >= 1");
   if (o.imgsz % o.stride != 0)

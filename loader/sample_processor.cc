@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <exception>
+#include <new>
 
 #include "loader/fast_path.h"
 #include "loader/format.h"
@@ -135,6 +136,8 @@ Status ProcessSample(const SampleContext& ctx, const SampleSlot& s, int batch_id
     if (ctx.options->mode == LoaderMode::kTrain)
       return ProcessTrain(ctx, s, batch_idx, shape, slot, scratch, labels, info);
     return ProcessVal(ctx, s, batch_idx, shape, slot, scratch, labels, info);
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("loader: " + RecordName(s.record, &scratch->views[0]) + ": out of memory");
   } catch (const std::exception& e) {
     return Status::DataError("loader: " + RecordName(s.record, &scratch->views[0]) + ": " + e.what());
   }

@@ -142,8 +142,10 @@ void AddTrainOptions(CLI::App& app, TrainArgs& a) {
   app.add_flag("--amp", a.amp, "Mixed precision on (CUDA default: fp16 + loss scaling; CPU: bf16)");
   app.add_flag("--no-amp", a.no_amp, "Mixed precision off (CPU default)");
   app.add_option("--amp-dtype", a.amp_dtype, "auto | fp16 | bf16")->capture_default_str();
-  app.add_option("--threads", o.threads, "Loader threads (0: all cores)")->capture_default_str();
-  app.add_option("--torch-threads", o.torch_threads, "LibTorch CPU threads (0: LibTorch's default)")->capture_default_str();
+  app.add_option("--threads", o.threads, "Loader threads (0: all cores)")->capture_default_str()->check(cli::ThreadCount());
+  app.add_option("--torch-threads", o.torch_threads, "LibTorch CPU threads (0: LibTorch's default)")
+      ->capture_default_str()
+      ->check(cli::ThreadCount());
   app.add_option("--prefetch", o.prefetch, "Batches prepared ahead by the loader")->capture_default_str();
   app.add_option("--order", o.order,
                  "Sampling order: auto (windowed when the train data exceeds the page-cache budget) | shuffle "
@@ -591,7 +593,7 @@ int main(int argc, char** argv) {
   val_cmd->add_option("--conf", val.o.nms.conf, "NMS confidence threshold")->capture_default_str();
   val_cmd->add_option("--iou", val.o.nms.iou, "NMS IoU threshold")->capture_default_str();
   val_cmd->add_option("--max-det", val.o.nms.max_det, "Detections per image at most")->capture_default_str();
-  val_cmd->add_option("--threads", val.o.threads, "Loader threads (0: all cores)")->capture_default_str();
+  val_cmd->add_option("--threads", val.o.threads, "Loader threads (0: all cores)")->capture_default_str()->check(cli::ThreadCount());
   val_cmd->add_flag("--no-rect", val.no_rect, "Square imgsz batches instead of rectangular ones");
   val_cmd->add_flag("--json", val.json, "Print the metrics as JSON");
   val_cmd->add_option("--project", val.o.project, "Runs folder: plots go to PROJECT/NAME")->capture_default_str();

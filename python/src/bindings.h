@@ -21,6 +21,10 @@ void BindErrors(pb::module_& m);
 // anything else (corruption, I/O, data errors) -> yolocache.Error. Never returns on failure.
 void ThrowIfError(const Status& status);
 
+// Call before work on yolocache's worker threads (TBB): raises yolocache.Error naming `what` in a process
+// forked from one that already ran them (their threads do not survive fork; the work would wait forever).
+void UseThreadPool(const char* what);
+
 void BindReports(pb::module_& m);  // build_json, verify_json
 void BindCache(pb::module_& m);    // _Cache
 // The root of the dataset a cache was built from (im_file paths are joined to it); "" when its data

@@ -4,9 +4,17 @@
 // through DLPack, so only ATen is compiled here (no torch Python headers): the module works with the
 // LibTorch of whichever torch it was built against. next() waits with the GIL released; the workers
 // are TBB threads that never touch Python.
+//
+// Sharing: calls into one C++ loader are serialised by a mutex (taken with the GIL released, so a waiting
+// thread never blocks the one inside); yolocache.Loader refuses a second concurrent iteration on top.
+// Fork: a Loader made before os.fork() is unusable in the child (its TBB workers exist only in the
+// parent); every call there raises yolocache.Error, and the child never waits on the parent's workers.
+// A new Loader in such a child is refused too (thread_pool_guard.cc).
 #include <ATen/ATen.h>
 #include <ATen/DLConvertor.h>
 #include <pybind11/pybind11.h>
+
+#include <unistd.h>
 
 #include <map>
 #include <mutex>
@@ -132,10 +140,11 @@ LoaderOptions ParseOptions(const pb::dict& d) {
 class PyLoader {
  public:
   PyLoader(std::shared_ptr<Cache> cache, const std::string& split, const pb::dict& options)
-      : cache_(std::move(cache)), root_(DatasetRoot(*cache_)) {
+      : cache_(std::move(cache)), root_(DatasetRoot(*cache_)), creator_pid_(getpid()) {
     const RecordSource* source = cache_->split(split);
     if (source == nullptr) ThrowIfError(Status::InvalidArgument(cache_->dir().string() + ": no split '" + split + "'"));
     LoaderOptions o = ParseOptions(options);
+    UseThreadPool("yolocache.Loader");
     Result<std::unique_ptr<Loader>> loader = Status::OK();
     {
       pb::gil_scoped_release release;  // val rect reads every record once
@@ -146,10 +155,18 @@ class PyLoader {
     from_dlpack_ = pb::module_::import("torch.utils.dlpack").attr("from_dlpack");
   }
 
+  // In a forked child the loader's worker threads are gone: destroying it would wait for them forever,
+  // so the child leaves it to the OS (the parent's copy is unaffected).
+  ~PyLoader() {
+    if (Forked()) static_cast<void>(loader_.release());
+  }
+
   void StartEpoch(int epoch, size_t first_batch) {
+    ThrowIfForked();
     Status st;
     {
       pb::gil_scoped_release release;  // may wait for cancelled work
+      std::lock_guard<std::mutex> lock(mu_);
       st = loader_->StartEpoch(epoch, first_batch);
     }
     ThrowIfError(st);
@@ -157,10 +174,12 @@ class PyLoader {
 
   // The next batch as Ultralytics' collate dict, or None at the end of the epoch.
   pb::object Next() {
+    ThrowIfForked();
     std::shared_ptr<Batch> batch;
     Status st;
     {
       pb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mu_);
       st = loader_->Next(&batch);
     }
     ThrowIfError(st);
@@ -171,7 +190,17 @@ class PyLoader {
   size_t batches_per_epoch() const { return loader_->batches_per_epoch(); }
   size_t dataset_size() const { return loader_->dataset_size(); }
 
+  // Raises yolocache.Error in a process forked after this loader was made.
+  void ThrowIfForked() const {
+    if (!Forked()) return;
+    ThrowIfError(Status::IOError(
+        "yolocache.Loader was created in process " + std::to_string(creator_pid_) +
+        " and cannot be used after os.fork() (its worker threads exist only in that process): create the Loader "
+        "in the process that iterates it (with torch's DataLoader: num_workers=0; the Loader has its own threads)"));
+  }
+
  private:
+  bool Forked() const { return getpid() != creator_pid_; }
   pb::object Tensor(const at::Tensor& t) const { return from_dlpack_(Capsule(t)); }
 
   pb::dict ToDict(std::shared_ptr<Batch> batch) const {
@@ -216,6 +245,8 @@ class PyLoader {
 
   std::shared_ptr<Cache> cache_;
   std::string root_;
+  pid_t creator_pid_;
+  std::mutex mu_;  // one call into loader_ at a time
   std::unique_ptr<Loader> loader_;
   pb::object from_dlpack_;
 };
@@ -228,6 +259,7 @@ void BindLoader(pb::module_& m) {
            pb::arg("split"), pb::arg("options"))
       .def("start_epoch", &PyLoader::StartEpoch, pb::arg("epoch"), pb::arg("first_batch") = 0)
       .def("next", &PyLoader::Next)
+      .def("check_process", &PyLoader::ThrowIfForked)
       .def_property_readonly("batches_per_epoch", &PyLoader::batches_per_epoch)
       .def_property_readonly("dataset_size", &PyLoader::dataset_size);
 }

@@ -32,6 +32,7 @@ std::string BuildJson(const std::string& source, const std::string& out, int img
   o.codec.level = level;
   if (shard_size == 0) ThrowIfError(Status::InvalidArgument("shard_size must be > 0"));
   Result<BuildReport> report = Status::OK();
+  UseThreadPool("yolocache.build");
   {
     pb::gil_scoped_release release;
     report = BuildCache(o);
@@ -43,6 +44,7 @@ std::string BuildJson(const std::string& source, const std::string& out, int img
 // A cache directory: every checksum (and with `source`, what changed since the build); otherwise the
 // audit of a source dataset. Problems are in the report ("ok": false), not exceptions.
 std::string VerifyJson(const std::string& path, const std::string& source, bool strict) {
+  UseThreadPool("yolocache.verify");
   if (LooksLikeCacheDir(path)) {
     VerifyReport report;
     std::vector<SourceChange> changes;

@@ -12,6 +12,7 @@ FileNotFoundError (missing cache or file), yolocache.Error (corrupt cache, I/O, 
 See docs/PYTHON.md.
 """
 import json
+import threading
 
 import torch  # noqa: F401  (loads LibTorch before the extension, which links against it)
 
@@ -78,6 +79,10 @@ class Loader:
     set_epoch() picks another. Leaving a loop early and iterating again continues after the last batch
     handed out. state_dict()/load_state_dict() carry that position to a new Loader (exact resume: a
     batch depends only on seed, epoch, batch index, rank and world_size, not on threads or timing).
+
+    A Loader is one stream of batches: iterating it from a second thread while another thread's iteration
+    is unfinished raises RuntimeError (give each thread its own Loader). A Loader made before os.fork()
+    raises yolocache.Error in the child (create it in the process that iterates it).
     """
 
     def __init__(self, cache, split=None, mode="train", batch=16, imgsz=640, threads=0, seed=0, rank=0,
@@ -106,6 +111,9 @@ class Loader:
         self._impl = _yolocache._Loader(self.cache._impl, self.split, options)
         self.epoch = 0
         self._next_batch = 0  # where the next iteration starts within self.epoch
+        self._claim = threading.Lock()  # guards the two fields below
+        self._iterating_thread = None   # the thread whose iteration is unfinished, if any
+        self._iteration = 0             # which iteration that is (a newer one in the same thread wins)
 
     def __len__(self):
         return self._impl.batches_per_epoch
@@ -119,15 +127,29 @@ class Loader:
         self.epoch, self._next_batch = int(epoch), 0
 
     def __iter__(self):
-        epoch = self.epoch
-        self._impl.start_epoch(epoch, self._next_batch)
-        while True:
-            batch = self._impl.next()  # waits with the GIL released
-            if batch is None:
-                break
-            self._next_batch += 1
-            yield batch
-        self.epoch, self._next_batch = epoch + 1, 0
+        self._impl.check_process()  # a clear error in a forked child, before anything else
+        me = threading.get_ident()
+        with self._claim:
+            if self._iterating_thread not in (None, me):
+                raise RuntimeError("yolocache.Loader is being iterated by another thread: a Loader is one stream "
+                                   "of batches; give each thread its own Loader")
+            self._iterating_thread = me
+            self._iteration += 1
+            iteration = self._iteration
+        try:
+            epoch = self.epoch
+            self._impl.start_epoch(epoch, self._next_batch)
+            while True:
+                batch = self._impl.next()  # waits with the GIL released
+                if batch is None:
+                    break
+                self._next_batch += 1
+                yield batch
+            self.epoch, self._next_batch = epoch + 1, 0
+        finally:  # also when the loop is left early (the generator is closed)
+            with self._claim:
+                if self._iteration == iteration:
+                    self._iterating_thread = None
 
     def state_dict(self):
         """The position of the next batch: {'epoch', 'batch', ...options it is valid for}."""

@@ -293,7 +293,7 @@ TEST(Cli, BenchAndInspectRefuseBadOptionsWithExitTwo) {
   const std::string jpg = (tmp / "x.jpg").string();
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"bench", cache, "--layout", "xyz", "--threads", "-1", "--warmup", "-5", "--batches", "2", "--batch", "4"},
-       "--threads: must be >= 0, got -1"},  // the first bad option in the order they are defined
+       "--threads: must be 0 (all cores) .. 1024, got -1"},  // the first bad option in the order they are defined
       {{"bench", cache, "--layout", "xyz"}, "--layout: xyz not in {nchw,nhwc}"},
       {{"bench", cache, "--warmup", "-5"}, "--warmup: must be >= 0, got -5"},
       {{"bench", cache, "--mode", "test"}, "--mode: test not in {train,val}"},

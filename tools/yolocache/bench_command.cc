@@ -311,7 +311,7 @@ Registration reg("bench", "Measure loader throughput on a cache (img/s, per thre
                        ->check(CLI::Range(32, kMaxImgsz));
                    app.add_option("--threads", a->threads, "Loader threads (0: all cores)")
                        ->capture_default_str()
-                       ->check(AtLeast(0));
+                       ->check(ThreadCount());
                    app.add_option("--batches", a->batches, "Timed batches (with --scaling: per thread)")
                        ->capture_default_str()
                        ->check(AtLeast(1));
@@ -319,7 +319,7 @@ Registration reg("bench", "Measure loader throughput on a cache (img/s, per thre
                                   "Thread counts to compare side by side, e.g. 1,16: rounds of each, efficiency "
                                   "against the first count of the same round, the workers' clock, medians")
                        ->delimiter(',')
-                       ->check(AtLeast(1));
+                       ->check(AtLeast(1) & ThreadCount());
                    app.add_option("--rounds", a->rounds, "Rounds for --scaling")->capture_default_str()->check(AtLeast(1));
                    app.add_option("--prefetch", a->prefetch, "Batches in flight")->capture_default_str()->check(AtLeast(1));
                    app.add_option("--warmup", a->warmup,

@@ -8,6 +8,7 @@
 #include "libcache/report_json.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache/cli_util.h"
+#include "tools/yolocache/cli_validators.h"
 #include "tools/yolocache/command.h"
 
 namespace yc::cli {
@@ -86,7 +87,9 @@ Registration reg("build", "Audit a YOLO dataset and decode it once into a cache 
                    app.add_option("--shard-size", a->shard_size, "Target shard size (e.g. 512M, 1G)")->capture_default_str();
                    app.add_option("--split", a->options.splits, "Build only these splits (repeatable)");
                    app.add_flag("--update", a->options.update, "Re-decode only images whose bytes changed since the last build");
-                   app.add_option("-j,--threads", a->options.threads, "Worker threads (0: all cores)")->capture_default_str();
+                   app.add_option("-j,--threads", a->options.threads, "Worker threads (0: all cores)")
+                       ->capture_default_str()
+                       ->check(ThreadCount());
                    app.add_flag("--json", a->json, "Print a JSON summary on stdout");
                    return [a] { return RunBuild(*a); };
                  });

@@ -13,6 +13,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "libcache/thread_limit.h"
+
 namespace yc::cli {
 
 // An integer >= `min`.
@@ -36,6 +38,18 @@ inline CLI::Validator NoMinusSign() {
         return std::string();
       },
       ">= 0", "NoMinusSign");
+}
+
+// A thread count: 0 (all cores) .. kMaxThreads (libcache/thread_limit.h says why there is a bound).
+inline CLI::Validator ThreadCount() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        long long value = 0;
+        if (!CLI::detail::lexical_cast(input, value)) return "'" + input + "' is not an integer";
+        if (value < 0 || value > kMaxThreads) return "must be 0 (all cores) .. " + std::to_string(kMaxThreads) + ", got " + input;
+        return std::string();
+      },
+      "0.." + std::to_string(kMaxThreads), "ThreadCount");
 }
 
 }  // namespace yc::cli

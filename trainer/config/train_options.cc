@@ -6,6 +6,7 @@
 
 #include "libcache/decode.h"  // kMaxImgsz: the bound every command shares
 #include "libcache/path_json.h"
+#include "libcache/thread_limit.h"
 
 namespace yc::trainer {
 
@@ -231,8 +232,8 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.imgsz < 32 || o.imgsz % 32 != 0 || o.imgsz > kMaxImgsz) {
     return bad("--imgsz must be a multiple of 32 (the model's largest stride), 32.." + std::to_string(kMaxImgsz));
   }
-  if (o.threads < 0) return bad("--threads must be >= 0");
-  if (o.torch_threads < 0) return bad("--torch-threads must be >= 0");
+  if (const std::string e = ThreadCountError("--threads", o.threads); !e.empty()) return bad(e);
+  if (const std::string e = ThreadCountError("--torch-threads", o.torch_threads); !e.empty()) return bad(e);
   if (o.prefetch < 1) return bad("--prefetch must be >= 1");
   if (o.order != "auto" && o.order != "shuffle" && o.order != "windowed")
     return bad("--order must be auto, shuffle or windowed");

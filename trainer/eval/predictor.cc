@@ -36,13 +36,19 @@ Predictor::~Predictor() = default;
 
 Result<std::unique_ptr<Predictor>> Predictor::Load(const fs::path& checkpoint, const at::Device& device,
                                                    PredictOptions options) {
+  // Bounded as everywhere (a letterboxed canvas is imgsz^2 x 3 floats, and more inside the model); the
+  // weights' own training imgsz is bounded by ReadModelWeights.
+  const auto check_imgsz = [&options] {
+    if (options.imgsz >= 32 && options.imgsz % 32 == 0 && options.imgsz <= kMaxImgsz) return Status::OK();
+    return Status::InvalidArgument("--imgsz must be 0 (the weights') or a multiple of 32, 32.." + std::to_string(kMaxImgsz) +
+                                   ", got " + std::to_string(options.imgsz));
+  };
+  if (options.imgsz != 0) YC_RETURN_IF_ERROR(check_imgsz());
   // Either kind of weights file (a yolocache checkpoint or an Ultralytics .pt), with its class names.
   Result<InferenceModel> loaded = LoadInferenceModel(checkpoint, device);
   if (!loaded.ok()) return loaded.status();
   if (options.imgsz == 0) options.imgsz = loaded->info.imgsz > 0 ? loaded->info.imgsz : 640;
-  if (options.imgsz < 32 || options.imgsz % 32 != 0) {
-    return Status::InvalidArgument("--imgsz must be a multiple of 32, >= 32");
-  }
+  YC_RETURN_IF_ERROR(check_imgsz());
   if (!(options.conf >= 0 && options.conf < 1) || !(options.iou > 0 && options.iou <= 1) || options.max_det < 1) {
     return Status::InvalidArgument("predict: need 0 <= conf < 1, 0 < iou <= 1, max_det >= 1");
   }

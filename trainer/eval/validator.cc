@@ -5,6 +5,7 @@
 #include <c10/core/GradMode.h>
 
 #include "libcache/cache.h"
+#include "libcache/thread_limit.h"
 #include "loader/loader.h"
 #include "trainer/runtime/autocast.h"
 #include "trainer/model/box_ops.h"
@@ -196,6 +197,7 @@ Result<int> CheckpointValImgsz(const std::string& weights, int imgsz) {
 Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
                                                const std::function<void(size_t, size_t)>& progress) {
   if (o.batch < 1) return Status::InvalidArgument("--batch must be >= 1");
+  if (const std::string bad = ThreadCountError("--threads", o.threads); !bad.empty()) return Status::InvalidArgument(bad);
   if (o.imgsz < 0) return Status::InvalidArgument("--imgsz must be 0 (the checkpoint's) or a multiple of 32");
   if (!(o.nms.conf >= 0 && o.nms.conf < 1)) return Status::InvalidArgument("--conf must be in [0, 1)");
   if (!(o.nms.iou > 0 && o.nms.iou <= 1)) return Status::InvalidArgument("--iou must be in (0, 1]");

@@ -7,6 +7,7 @@
 #include <c10/core/GradMode.h>
 #include <caffe2/serialize/inline_container.h>
 
+#include "libcache/decode.h"  // kMaxImgsz
 #include "trainer/io/checkpoint.h"
 #include "trainer/io/torch_archive.h"
 #include "trainer/io/ultralytics_checkpoint.h"
@@ -53,6 +54,15 @@ Result<ModelWeights> ReadYolocache(const fs::path& path) {
   return w;
 }
 
+// The training image size a file records becomes predict's and val's default --imgsz: bounded as that.
+Result<ModelWeights> CheckImgsz(const fs::path& path, Result<ModelWeights> w) {
+  if (w.ok() && (w->imgsz < 0 || w->imgsz > kMaxImgsz)) {
+    return Status::IOError(path.string() + ": the recorded training imgsz " + std::to_string(w->imgsz) + " is outside 0.." +
+                           std::to_string(kMaxImgsz));
+  }
+  return w;
+}
+
 }  // namespace
 
 Result<ModelWeights> ReadModelWeights(const fs::path& path) {
@@ -61,7 +71,7 @@ Result<ModelWeights> ReadModelWeights(const fs::path& path) {
     return Status::Unsupported(path.string() + ": a TorchScript file carries code, and yolocache runs a file's code only "
                                "when explicitly asked to for that type of file (not implemented yet): give the .pt weights");
   }
-  if (IsLibTorchArchive(path)) return ReadYolocache(path);
+  if (IsLibTorchArchive(path)) return CheckImgsz(path, ReadYolocache(path));
   Result<UltralyticsCheckpoint> ck = ReadUltralyticsCheckpoint(path);
   if (!ck.ok()) return ck.status();
   ModelWeights w;

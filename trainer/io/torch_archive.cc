@@ -50,6 +50,7 @@ Result<std::unique_ptr<TorchArchive>> TorchArchive::Open(const fs::path& path) {
   const auto size = fs::file_size(path, ec);
   if (ec) return Status::IOError(path.string() + ": " + ec.message());
   if (size == 0) return a->Bad("empty file");
+  a->budget_ = kMaterializeFactor * size + kMaterializeSlack;
   if (!LooksLikeZip(path)) return a->Bad("not a torch.save zip archive (no zip signature)");
   std::string pickle;
   try {
@@ -179,6 +180,7 @@ Result<at::Tensor> TorchArchive::Storage(ValueId persid) {
     return Bad("storage " + record + " holds " + std::to_string((*member)->size) + " bytes, its header says " +
                std::to_string(numel.integer) + " x " + std::to_string(elem));
   }
+  YC_RETURN_IF_ERROR(Charge(static_cast<uint64_t>(nbytes), "storage " + record));
   at::Tensor storage;
   try {
     auto [ptr, n] = zip_->getRecord(record);
@@ -192,6 +194,38 @@ Result<at::Tensor> TorchArchive::Storage(ValueId persid) {
   }
   storages_.emplace(key.text, storage);
   return storage;
+}
+
+Status TorchArchive::Charge(uint64_t bytes, const std::string& what) {
+  if (bytes > budget_ - charged_) {
+    return Bad("reading " + what + " would materialise more than " + std::to_string(budget_) + " bytes (" +
+               std::to_string(kMaterializeFactor) + " x the file's size + " + std::to_string(kMaterializeSlack >> 20) +
+               " MiB): refused (tensors sharing one storage many times?)");
+  }
+  charged_ += bytes;
+  return Status::OK();
+}
+
+Result<at::Tensor> TorchArchive::Materialize(ValueId id) {
+  if (auto it = materialized_.find(id); it != materialized_.end()) return it->second;
+  Result<at::Tensor> view = Tensor(id);
+  if (!view.ok()) return view.status();
+  const at::Tensor& v = *view;
+  std::string key = std::to_string(reinterpret_cast<uintptr_t>(v.storage().data())) + ":" +
+                    std::to_string(static_cast<int>(v.scalar_type())) + ":" + std::to_string(v.storage_offset());
+  for (int64_t s : v.sizes()) key += "," + std::to_string(s);
+  key += ":";
+  for (int64_t s : v.strides()) key += "," + std::to_string(s);
+  auto cached = views_.find(key);
+  if (cached == views_.end()) {
+    const bool floating = v.is_floating_point();
+    const uint64_t elem = floating ? sizeof(float) : c10::elementSize(v.scalar_type());
+    YC_RETURN_IF_ERROR(Charge(static_cast<uint64_t>(v.numel()) * elem, "a tensor of " + std::to_string(v.numel()) + " elements"));
+    at::Tensor out = floating ? v.to(at::kFloat).contiguous() : v.contiguous().clone();
+    cached = views_.emplace(std::move(key), std::move(out)).first;
+  }
+  materialized_.emplace(id, cached->second);
+  return cached->second;
 }
 
 Result<at::Tensor> TorchArchive::Tensor(ValueId id) {

@@ -12,6 +12,11 @@
 // a view is made; a file that is not such an archive, or is damaged, is IOError naming it. Every member
 // read is checked against the CRC-32 its central directory records (trainer/io/zip_directory.h):
 // LibTorch's reader does not check them.
+//
+// Memory stays a small multiple of the file: the bytes of the storages read and of the tensors
+// materialised (Materialize) are counted against kMaterializeFactor x the file's size + kMaterializeSlack,
+// and a file asking for more is IOError "... would materialise more than N bytes". A view made many
+// times (one storage referenced by thousands of parameters) is materialised once.
 #pragma once
 
 #include <filesystem>
@@ -56,6 +61,13 @@ class TorchArchive {
   Result<at::Tensor> Tensor(ValueId id);
   // Whether `id` is one of those tensor constructions (without reading anything).
   bool IsTensor(ValueId id) const;
+  // Tensor(id) as a state_dict holds it: contiguous, floating types as float32, integers copied. One
+  // tensor per distinct view (by object and by storage, offset, sizes and strides), shared by every
+  // reference to it; the bytes made count against the archive's budget.
+  Result<at::Tensor> Materialize(ValueId id);
+
+  static constexpr uint64_t kMaterializeFactor = 4;           // fp16 storage + its float32 copy, with room
+  static constexpr uint64_t kMaterializeSlack = uint64_t{64} << 20;
 
  private:
   TorchArchive() = default;
@@ -66,12 +78,16 @@ class TorchArchive {
   Result<const ZipMember*> Member(const std::string& name, uint64_t max_bytes) const;
   // IOError unless `n` bytes at `data` are what the directory records for <root>/<name>.
   Status CheckCrc(const std::string& name, const ZipMember& member, const void* data, size_t n) const;
+  Status Charge(uint64_t bytes, const std::string& what);  // against budget_
 
   std::filesystem::path path_;
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> zip_;
   ZipDirectory directory_;
   PickleTree tree_;
   std::map<std::string, at::Tensor> storages_;  // key -> flat storage tensor
+  std::map<ValueId, at::Tensor> materialized_;   // by tensor object
+  std::map<std::string, at::Tensor> views_;      // by view: storage, dtype, offset, sizes, strides
+  uint64_t budget_ = 0, charged_ = 0;
 };
 
 }  // namespace yc::trainer

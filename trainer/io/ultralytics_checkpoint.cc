@@ -1,8 +1,11 @@
 #include "trainer/io/ultralytics_checkpoint.h"
 
+#include <algorithm>
+#include <map>
 #include <regex>
 #include <set>
 
+#include "libcache/decode.h"  // kMaxImgsz
 #include "trainer/io/torch_archive.h"
 
 namespace yc::trainer {
@@ -39,10 +42,9 @@ class Reader {
     return kNoValue;
   }
 
-  Status Walk(ValueId module, const std::string& prefix, int depth, std::vector<std::pair<std::string, at::Tensor>>* out) {
-    if (depth > kMaxDepth) return Bad("module tree deeper than " + std::to_string(kMaxDepth) + " levels");
-    const ValueId dict = Dict(module);
-    if (dict == kNoValue) return Bad("module '" + prefix + "' (" + t_.Describe(module) + ") has no state");
+  // The (name, tensor value) pairs a module contributes itself: non-None _parameters, then persistent
+  // _buffers, as state_dict lists them.
+  Status OwnTensors(ValueId dict, const std::string& prefix, std::vector<std::pair<std::string, ValueId>>* out) const {
     std::set<std::string> non_persistent;
     const ValueId np = t_.Find(dict, "_non_persistent_buffers_set");
     if (np != kNoValue && (t_.at(np).kind == Kind::kSet || t_.at(np).kind == Kind::kList)) {
@@ -59,21 +61,71 @@ class Reader {
         if (t_.IsNone(v)) continue;
         const std::string& name = t_.at(k).text;
         if (std::string(section) == "_buffers" && non_persistent.count(name)) continue;
-        Result<at::Tensor> tensor = a_.Tensor(v);
-        if (!tensor.ok()) return Status(tensor.status()).WithContext("tensor " + prefix + name);
-        if (out->size() >= kMaxTensors) return Bad("more than " + std::to_string(kMaxTensors) + " tensors");
-        at::Tensor x = *tensor;
-        x = x.is_floating_point() ? x.to(at::kFloat).contiguous() : x.contiguous().clone();
-        out->emplace_back(prefix + name, x);
+        out->emplace_back(name, v);
       }
     }
+    return Status::OK();
+  }
+
+  // The module's children (name, module), None children left out.
+  Status Children(ValueId dict, const std::string& prefix, std::vector<std::pair<std::string, ValueId>>* out) const {
     const ValueId mods = t_.Find(dict, "_modules");
     if (mods == kNoValue) return Status::OK();
     if (t_.at(mods).kind != Kind::kDict) return Bad("module '" + prefix + "': _modules is not a dict");
     for (const auto& [k, v] : t_.at(mods).entries) {
       if (t_.at(k).kind != Kind::kStr) return Bad("module '" + prefix + "': a child name is not a string");
-      if (t_.IsNone(v)) continue;
-      YC_RETURN_IF_ERROR(Walk(v, prefix + t_.at(k).text + ".", depth + 1, out));
+      if (!t_.IsNone(v)) out->emplace_back(t_.at(k).text, v);
+    }
+    return Status::OK();
+  }
+
+  // How many tensors the state_dict lists under `module` (a module shared by several parents counts
+  // under each, as state_dict lists it), saturating above kMaxTensors. Memoised per module object, so a
+  // pickle sharing one module 16 ways at each of 20 levels (memo GETs: a 16^20-path DAG of a few KB)
+  // costs one visit per object; a cycle or a tree deeper than kMaxDepth (on any path) is refused.
+  Result<size_t> CountTensors(ValueId module, const std::string& prefix, int depth) {
+    const auto deep = [&] { return Bad("module tree deeper than " + std::to_string(kMaxDepth) + " levels"); };
+    if (depth > kMaxDepth) return deep();
+    if (auto it = counted_.find(module); it != counted_.end()) {
+      if (it->second == kCounting) return Bad("module '" + prefix + "' contains itself (a cycle in the module tree)");
+      if (depth + height_.at(module) > kMaxDepth) return deep();
+      return it->second;
+    }
+    counted_[module] = kCounting;
+    int height = 0;
+    const ValueId dict = Dict(module);
+    if (dict == kNoValue) return Bad("module '" + prefix + "' (" + t_.Describe(module) + ") has no state");
+    std::vector<std::pair<std::string, ValueId>> own, children;
+    YC_RETURN_IF_ERROR(OwnTensors(dict, prefix, &own));
+    YC_RETURN_IF_ERROR(Children(dict, prefix, &children));
+    size_t n = own.size();
+    for (const auto& [name, child] : children) {
+      Result<size_t> c = CountTensors(child, prefix + name + ".", depth + 1);
+      if (!c.ok()) return c.status();
+      n = std::min(n + *c, kMaxTensors + 1);
+      height = std::max(height, height_.at(child) + 1);
+    }
+    counted_[module] = n;
+    height_[module] = height;
+    return n;
+  }
+
+  // Appends the module's state_dict entries (names under `prefix`). CountTensors(module) ran first and
+  // was <= kMaxTensors: subtrees without tensors (the SiLU every Conv shares) are skipped, so the walk
+  // visits at most kMaxTensors x kMaxDepth paths; tensors are made once per object (TorchArchive::Materialize).
+  Status Walk(ValueId module, const std::string& prefix, std::vector<std::pair<std::string, at::Tensor>>* out) {
+    const ValueId dict = Dict(module);
+    std::vector<std::pair<std::string, ValueId>> own, children;
+    YC_RETURN_IF_ERROR(OwnTensors(dict, prefix, &own));
+    YC_RETURN_IF_ERROR(Children(dict, prefix, &children));
+    for (const auto& [name, v] : own) {
+      Result<at::Tensor> tensor = a_.Materialize(v);
+      if (!tensor.ok()) return Status(tensor.status()).WithContext("tensor " + prefix + name);
+      out->emplace_back(prefix + name, *tensor);
+    }
+    for (const auto& [name, child] : children) {
+      if (counted_.at(child) == 0) continue;
+      YC_RETURN_IF_ERROR(Walk(child, prefix + name + ".", out));
     }
     return Status::OK();
   }
@@ -95,8 +147,11 @@ class Reader {
   Result<UltralyticsCheckpoint> Read();
 
  private:
+  static constexpr size_t kCounting = ~size_t{0};  // counted_ while the module's subtree is being counted
   TorchArchive& a_;
   const PickleTree& t_;
+  std::map<ValueId, size_t> counted_;  // module -> CountTensors
+  std::map<ValueId, int> height_;      // module -> levels below it
 };
 
 Result<UltralyticsCheckpoint> Reader::Read() {
@@ -174,13 +229,23 @@ Result<UltralyticsCheckpoint> Reader::Read() {
   }
   const ValueId train_args = t_.Find(root, "train_args");
   const ValueId imgsz = t_.Find(train_args, "imgsz");
-  if (imgsz != kNoValue && t_.at(imgsz).kind == Kind::kInt && t_.at(imgsz).integer > 0 && t_.at(imgsz).integer < 100000) {
+  if (imgsz != kNoValue && t_.at(imgsz).kind == Kind::kInt && t_.at(imgsz).integer > 0) {
+    // predict and val would letterbox to it: as --imgsz, at most kMaxImgsz.
+    if (t_.at(imgsz).integer > kMaxImgsz) {
+      return Bad("train_args.imgsz " + std::to_string(t_.at(imgsz).integer) + " is above " + std::to_string(kMaxImgsz));
+    }
     ck.imgsz = static_cast<int>(t_.at(imgsz).integer);
   }
   ck.version = Str(root, "version");
   ck.date = Str(root, "date");
 
-  YC_RETURN_IF_ERROR(Walk(model, "", 0, &ck.state_dict));
+  Result<size_t> tensors = CountTensors(model, "", 0);
+  if (!tensors.ok()) return tensors.status();
+  if (*tensors > kMaxTensors) {
+    return Bad("the module tree lists more than " + std::to_string(kMaxTensors) +
+               " tensors (modules shared many times over?): refused");
+  }
+  YC_RETURN_IF_ERROR(Walk(model, "", &ck.state_dict));
   if (ck.state_dict.empty()) return Bad("the model holds no tensors");
   return ck;
 }
