@@ -150,7 +150,9 @@ void ExpectEveryCommandRefuses(const TempDir& tmp, const fs::path& weights, cons
     EXPECT_TRUE(r.exit_code == 1 || r.exit_code == 3) << r.exit_code << ": " << r.out << r.err;  // a bad file
     EXPECT_NE(r.err.find(weights.string()), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
-    if (!not_printed.empty()) EXPECT_EQ((r.out + r.err).find(not_printed), std::string::npos) << r.out << r.err;
+    if (!not_printed.empty()) {
+      EXPECT_EQ((r.out + r.err).find(not_printed), std::string::npos) << r.out << r.err;
+    }
   }
   EXPECT_FALSE(fs::exists(tmp / "x.torchscript"));
 }
