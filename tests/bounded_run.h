@@ -1,6 +1,6 @@
 // A built tool run under a wall-clock limit and an address-space cap, for tests of hangs and unbounded
 // memory: `timeout -s KILL` ends a hang (exit 137), `prlimit --as` turns a runaway allocation into a
-// failure instead of swapping the CI machine.
+// failure instead of swapping the CI machine (not under ASan: kSanitizedBuild).
 //
 //   CliRun r = testing::RunBounded("yolocache-train", tmp.path(), {"predict", ...}, 60, 3ull << 30);
 #pragma once
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/sanitizer.h"
 #include "tests/test_support.h"
 
 namespace yc::testing {
@@ -26,7 +27,7 @@ inline std::string ShellQuote(const std::string& s) {
 inline CliRun RunBounded(const std::string& tool, const std::filesystem::path& dir, const std::vector<std::string>& args,
                          int seconds, uint64_t address_space_bytes) {
   std::string cmd = "cd " + ShellQuote(dir.string()) + " && exec timeout -s KILL " + std::to_string(seconds) +
-                    " prlimit --as=" + std::to_string(address_space_bytes) + " -- " +
+                    (kSanitizedBuild ? std::string(" ") : " prlimit --as=" + std::to_string(address_space_bytes) + " -- ") +
                     ShellQuote((BinaryDir() / tool).string());
   for (const std::string& a : args) cmd += " " + ShellQuote(a);
   cmd += " > " + ShellQuote((dir / "stdout").string()) + " 2> " + ShellQuote((dir / "stderr").string());

@@ -18,6 +18,8 @@
 
 #include <opencv2/core.hpp>
 
+#include "tests/sanitizer.h"
+
 namespace yc::testing {
 
 // RGB uint8 image -> JPEG bytes (JFIF, no EXIF).
@@ -293,18 +295,6 @@ inline std::string WithSofSize(std::string jpeg, int w, int h) {
   jpeg[sof + 8] = static_cast<char>(w & 0xFF);
   return jpeg;
 }
-
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool kSanitizedBuild = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr bool kSanitizedBuild = true;
-#else
-inline constexpr bool kSanitizedBuild = false;
-#endif
-#else
-inline constexpr bool kSanitizedBuild = false;
-#endif
 
 // Runs `body` in a forked child whose address space may grow by `extra` bytes only (RLIMIT_AS at its
 // current size + extra) and returns what body returned, or "child died: ..." . Under ASan (which
