@@ -21,6 +21,7 @@
 #include "libcache/mapped_file.h"
 #include "libcache/output_file.h"
 #include "trainer/io/checkpoint_checksum.h"
+#include "trainer/io/named_state.h"
 #include "trainer/io/optimizer_state.h"
 
 namespace yc::trainer {
@@ -72,14 +73,6 @@ Result<TrainState> StateFromJson(const Json& j) {
   if (!ok) return Status::Corruption("state: a field has the wrong type");
   if (s.epoch < 0 || s.next_batch < 0) return Status::Corruption("state: negative epoch or batch");
   return s;
-}
-
-// Parameters then buffers, by qualified name (state_dict order).
-std::vector<std::pair<std::string, at::Tensor>> NamedState(const torch::nn::Module& m) {
-  std::vector<std::pair<std::string, at::Tensor>> out;
-  for (const auto& p : m.named_parameters(true)) out.emplace_back(p.key(), p.value());
-  for (const auto& b : m.named_buffers(true)) out.emplace_back(b.key(), b.value());
-  return out;
 }
 
 // A host copy of `t`, taken now (also when it already lives on the host): a snapshot holds host tensors, so

@@ -13,6 +13,7 @@
 
 #include "trainer/io/checkpoint.h"
 #include "trainer/io/checkpoint_checksum.h"
+#include "trainer/io/named_state.h"
 #include "trainer/io/optimizer_state.h"
 #include "trainer/io/torch_archive.h"
 
@@ -27,13 +28,6 @@ namespace {
 constexpr const char* kSections[] = {"model", "ema", "grads"};
 constexpr uint64_t kMaxCodeEntryBytes = 1 << 20;  // our writer's are a few hundred bytes
 constexpr int64_t kMaxListSize = 1 << 24;
-
-std::vector<std::pair<std::string, at::Tensor>> NamedState(const torch::nn::Module& m) {
-  std::vector<std::pair<std::string, at::Tensor>> out;
-  for (const auto& p : m.named_parameters(true)) out.emplace_back(p.key(), p.value());
-  for (const auto& b : m.named_buffers(true)) out.emplace_back(b.key(), b.value());
-  return out;
-}
 
 // Whether a line of TorchScript source defines something (a method, a function): anything but the
 // attribute declarations our writer's classes consist of.
