@@ -10,38 +10,38 @@
 #include <torch/serialize.h>
 #include <torch/utils.h>
 
+#include "libcache/base/mapped_file.h"
+#include "libcache/base/pid_files.h"
+#include "libcache/build/output_guard.h"
 #include "libcache/cache.h"
-#include "libcache/manifest.h"
-#include "libcache/mapped_file.h"
-#include "libcache/output_guard.h"
-#include "libcache/pid_files.h"
+#include "libcache/format/manifest.h"
 #include "loader/loader.h"
-#include "trainer/runtime/autocast.h"
-#include "trainer/runtime/background_writer.h"
 #include "trainer/config/run_dir.h"
 #include "trainer/config/sample_order.h"
-#include "trainer/eval/val_plots.h"
-#include "trainer/plots/batch_grid.h"
-#include "trainer/plots/charts.h"
-#include "trainer/plots/image_file.h"
-#include "trainer/engine/ceiling_probe.h"
-#include "trainer/io/checkpoint.h"
-#include "trainer/runtime/device_feed.h"
 #include "trainer/distributed/distributed.h"
+#include "trainer/distributed/grad_reducer.h"
+#include "trainer/engine/ceiling_probe.h"
 #include "trainer/engine/ema.h"
 #include "trainer/engine/fused_step.h"
-#include "trainer/runtime/gpu_monitor.h"
-#include "trainer/distributed/grad_reducer.h"
 #include "trainer/engine/grad_scaler.h"
-#include "trainer/io/pretrained.h"
-#include "trainer/loss/loss.h"
 #include "trainer/engine/lr_schedule.h"
 #include "trainer/engine/optimizer.h"
 #include "trainer/engine/run_identity.h"
-#include "trainer/model/sync_batch_norm.h"
 #include "trainer/engine/train_step.h"
+#include "trainer/eval/val_plots.h"
 #include "trainer/eval/validator.h"
+#include "trainer/io/checkpoint.h"
+#include "trainer/io/pretrained.h"
+#include "trainer/loss/loss.h"
 #include "trainer/model/detection_model.h"
+#include "trainer/model/sync_batch_norm.h"
+#include "trainer/plots/batch_grid.h"
+#include "trainer/plots/charts.h"
+#include "trainer/plots/image_file.h"
+#include "trainer/runtime/autocast.h"
+#include "trainer/runtime/background_writer.h"
+#include "trainer/runtime/device_feed.h"
+#include "trainer/runtime/gpu_monitor.h"
 
 namespace yc::trainer {
 
@@ -351,7 +351,7 @@ Status Run::Setup() {
   // Output directory: an explicit --out as given, else <project>/<name> incremented as Ultralytics does.
   // Only rank 0 picks (and creates) it; other ranks write nothing there. The choice goes into o_.out, so
   // args.json and the checkpoints name it and --resume continues in it.
-  // Not inside the dataset or the cache (libcache/output_guard.h): checked on <project>/<name> before
+  // Not inside the dataset or the cache (libcache/build/output_guard.h): checked on <project>/<name> before
   // it is created (the incremented siblings are in the same folder).
   YC_RETURN_IF_ERROR(CheckOutsideCacheData(o_.out.empty() ? fs::path(o_.project) / o_.name : fs::path(o_.out),
                                            cache_->dir(), cache_->manifest()));
