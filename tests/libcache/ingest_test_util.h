@@ -2,6 +2,7 @@
 // hand, and a reference EXIF orientation written straight from the TIFF/EXIF definition.
 #pragma once
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <turbojpeg.h>
@@ -306,6 +307,11 @@ inline std::string UnderMemoryCap(uint64_t extra, const std::function<std::strin
   const pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
+    // What earlier tests freed stays mapped in the heap, and glibc's dynamic mmap threshold (up to
+    // 32 MiB) would serve a large allocation from it: give it back and keep large blocks on mmap, so
+    // `extra` is what body may really allocate, whichever tests ran before in this process.
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    malloc_trim(0);
     uint64_t vm_kb = 0;
     std::ifstream status("/proc/self/status");
     for (std::string line; std::getline(status, line);) {
