@@ -1,7 +1,7 @@
 // What stops a run (trainer/engine/train_run.h): the stop vote every rank takes at the same point, the
 // NaN/inf scans of the losses and weights, and the divergence error.
 #include <cmath>
-#include <cstdio>
+#include <sstream>
 
 #include "trainer/engine/train_run.h"
 
@@ -9,10 +9,11 @@ namespace yc::trainer {
 
 namespace {
 
-std::string Fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
+// As printf's "%g" writes it ("nan", "inf", "1.25").
+std::string Short(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
 }
 
 }  // namespace
@@ -42,7 +43,7 @@ std::string TrainRun::FindNonFiniteLoss(int epoch, size_t from, size_t to) {
     std::string terms, values;
     for (int k = 0; k < 3; ++k) {
       if (!std::isfinite(v[k])) terms += (terms.empty() ? "" : ", ") + std::string(kTerms[k]);
-      values += (k ? ", " : "") + std::string(kTerms[k]) + " " + Fmt("%g", v[k]);
+      values += (k ? ", " : "") + std::string(kTerms[k]) + " " + Short(v[k]);
     }
     if (terms.empty()) continue;
     return "non-finite " + terms + " loss at epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o_.epochs) +
