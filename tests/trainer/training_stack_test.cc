@@ -28,7 +28,8 @@ TEST(TrainingStack, BuildsTheStepTheRunTakes) {
   EXPECT_FALSE(stack.target.channels_last);  // CUDA only
   stack.model = NewModel(ParseModelName(o.model).value(), 3, stack.target);
   stack.model->train();
-  ASSERT_TRUE(BuildStep(&stack, o, 3, /*iterations=*/1000).ok());
+  ASSERT_TRUE(BuildStackOptimizer(&stack, o, 3, /*iterations=*/1000).ok());
+  ASSERT_TRUE(BuildStep(&stack, o, 3).ok());
   EXPECT_EQ(stack.accumulate, 2);
   EXPECT_EQ(stack.spec.kind, OptimizerKind::kSGD);
   EXPECT_DOUBLE_EQ(stack.weight_decay, ScaledWeightDecay(o.weight_decay, o.batch, 2, o.nbs));

@@ -37,7 +37,8 @@ Status BuildProbeStack(const TrainOptions& o, int64_t nc, TrainingStack* stack) 
   YC_ASSIGN_OR_RETURN(stack->target, PrepareDevice(o, device));
   stack->model = NewModel(model_name, nc, stack->target);
   stack->model->train();
-  return BuildStep(stack, o, nc, /*iterations=*/100000);
+  YC_RETURN_IF_ERROR(BuildStackOptimizer(stack, o, nc, /*iterations=*/100000));
+  return BuildStep(stack, o, nc);
 }
 
 // The label tables on the device, or fixed random ones (4 boxes per image) when there are none.

@@ -282,9 +282,10 @@ void TrainRun::PlotLabelsInBackground(std::shared_ptr<const RecordSource> train_
 Status TrainRun::BuildTraining() {
   const int64_t iterations =
       OptimizerIterations(static_cast<int64_t>(loader_->dataset_size()), o_.batch, o_.nbs, o_.epochs);
-  YC_RETURN_IF_ERROR(BuildStep(&stack_, o_, nc_, iterations, StackRestore{resume_.get(), &state_},
-                               StepSync{reducer_.get(), dist_->world_size()}));
+  YC_RETURN_IF_ERROR(BuildStackOptimizer(&stack_, o_, nc_, iterations));
   Say(DescribeOptimizer(stack_));
+  YC_RETURN_IF_ERROR(BuildStep(&stack_, o_, nc_, StackRestore{resume_.get(), &state_},
+                               StepSync{reducer_.get(), dist_->world_size()}));
   LrScheduleOptions lso;
   lso.epochs = o_.epochs;
   lso.lrf = o_.lrf;

@@ -32,12 +32,15 @@ DetectionModel NewModel(const ModelName& name, int64_t nc, const TrainDevice& ta
   return model;
 }
 
-Status BuildStep(TrainingStack* s, const TrainOptions& o, int64_t nc, int64_t iterations, const StackRestore& restore,
-                 const StepSync& sync) {
+Status BuildStackOptimizer(TrainingStack* s, const TrainOptions& o, int64_t nc, int64_t iterations) {
   s->accumulate = AccumulateSteps(o.nbs, o.batch);
   s->weight_decay = ScaledWeightDecay(o.weight_decay, o.batch, s->accumulate, o.nbs);
   YC_ASSIGN_OR_RETURN(s->spec, ResolveOptimizer(o.optimizer, o.lr0, o.momentum, o.warmup_bias_lr, nc, iterations));
   s->optimizer = BuildOptimizer(*s->model, s->spec, s->weight_decay);
+  return Status::OK();
+}
+
+Status BuildStep(TrainingStack* s, const TrainOptions& o, int64_t nc, const StackRestore& restore, const StepSync& sync) {
   const CheckpointReader* resume = restore.reader;
   const TrainState fresh;
   const TrainState& state = resume != nullptr ? *restore.state : fresh;

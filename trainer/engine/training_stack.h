@@ -3,9 +3,10 @@
 // loop (trainer/engine/run_setup.cc) and the ceiling probe (trainer/engine/ceiling_probe.cc), so the
 // probe measures the step training takes.
 //
-// Three steps, because a run does its own work between them: PrepareDevice (after the distributed
-// context picks the rank's device), NewModel (the run then loads or transfers weights, freezes layers and
-// hooks the gradient reducer), BuildStep (the rest, restored from a checkpoint when resuming).
+// In steps, because a run does its own work between them: PrepareDevice (after the distributed context
+// picks the rank's device), NewModel (the run then loads or transfers weights, freezes layers and hooks
+// the gradient reducer), BuildStackOptimizer (the run logs its groups), BuildStep (the rest, restored
+// from a checkpoint when resuming).
 #pragma once
 
 #include <cstdint>
@@ -68,11 +69,14 @@ struct TrainingStack {
   std::unique_ptr<TrainStep> step;  // holds references to the members above: the stack is not moved
 };
 
-// Ultralytics' build_optimizer for `iterations` optimizer iterations (what "auto" decides on), then the
-// EMA, scaler, loss and step around stack->model. The fused step is built after the optimizer state is
-// restored (it reads that state).
-Status BuildStep(TrainingStack* stack, const TrainOptions& options, int64_t nc, int64_t iterations,
-                 const StackRestore& restore = {}, const StepSync& sync = {});
+// Ultralytics' build_optimizer over stack->model for `iterations` optimizer iterations (what "auto"
+// decides on): accumulate, weight_decay, spec and optimizer.
+Status BuildStackOptimizer(TrainingStack* stack, const TrainOptions& options, int64_t nc, int64_t iterations);
+
+// The optimizer's restored state, then the EMA, scaler, loss and step around stack->model. The fused
+// step is built after the optimizer state is restored (it reads that state).
+Status BuildStep(TrainingStack* stack, const TrainOptions& options, int64_t nc, const StackRestore& restore = {},
+                 const StepSync& sync = {});
 
 // "optimizer: SGD(lr=0.01, momentum=0.9) with parameter groups ..." as Ultralytics logs it.
 std::string DescribeOptimizer(const TrainingStack& stack);
