@@ -2,7 +2,7 @@
 // is read against (prints only):
 //   cpu_scaling_bench [--threads 1,2,4,8,16] [--seconds 1.5] [--kernels clock,compute,memory]
 // Three kernels, each thread working on its own memory, no sharing and no synchronisation while timed:
-//   clock:   a chain of dependent integer multiplies (loader/core_clock.h): the core clock each
+//   clock:   a chain of dependent integer multiplies (loader/base/core_clock.h): the core clock each
 //            thread gets (x86 only; elsewhere it prints 0),
 //   compute: the loader's fused HSV kernel (AVX-512 or AVX2, whichever the loader uses) over an
 //            L1-resident 24 KB run of pixels (ALU bound: what turbo frequency and shared physical
@@ -20,10 +20,10 @@
 #include <thread>
 #include <vector>
 
-#include "loader/core_clock.h"
-#include "loader/hsv.h"
-#include "loader/rng.h"
-#include "loader/simd.h"
+#include "loader/base/core_clock.h"
+#include "loader/base/rng.h"
+#include "loader/base/simd.h"
+#include "loader/ops/hsv.h"
 
 namespace {
 

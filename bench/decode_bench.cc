@@ -15,10 +15,10 @@
 #include <CLI/CLI.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "libcache/builder.h"
-#include "libcache/dataset_spec.h"
-#include "libcache/decode.h"
-#include "libcache/discover.h"
+#include "libcache/build/builder.h"
+#include "libcache/source/dataset_spec.h"
+#include "libcache/source/decode.h"
+#include "libcache/source/discover.h"
 
 namespace fs = std::filesystem;
 

@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "loader/fast_path.h"
-#include "loader/format.h"
-#include "loader/hsv.h"
+#include "loader/base/simd.h"
 #include "loader/loader.h"
-#include "loader/plan.h"
-#include "loader/reference_path.h"
-#include "loader/stage_profile.h"
-#include "loader/simd.h"
+#include "loader/measure/stage_profile.h"
+#include "loader/ops/collate.h"
+#include "loader/ops/hsv.h"
+#include "loader/render/fast_path.h"
+#include "loader/render/plan.h"
+#include "loader/render/reference_path.h"
 #include "tests/loader/fake_source.h"
 #include "tests/loader/test_util.h"
 

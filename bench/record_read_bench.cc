@@ -21,7 +21,7 @@
 #include <CLI/CLI.hpp>
 
 #include "libcache/cache.h"
-#include "libcache/cache_verify.h"
+#include "libcache/verify/cache_verify.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <memory>
 
-#include "libcache/exif.h"
+#include "libcache/source/exif.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::unique_ptr<uint8_t[]> copy(new uint8_t[size == 0 ? 1 : size]);

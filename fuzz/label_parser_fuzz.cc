@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "libcache/labels.h"
+#include "libcache/source/labels.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // First byte picks nc (0 = unknown, else 1..255), the rest is the label text.

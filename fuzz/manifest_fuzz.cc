@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "libcache/manifest.h"
+#include "libcache/format/manifest.h"
 
 namespace {
 

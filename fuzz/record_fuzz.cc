@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "libcache/box.h"
-#include "libcache/coding.h"
-#include "libcache/record_format.h"
+#include "libcache/base/box.h"
+#include "libcache/base/coding.h"
+#include "libcache/format/record_format.h"
 
 namespace {
 

@@ -15,11 +15,11 @@
 
 #include <xxhash.h>
 
-#include "libcache/coding.h"
-#include "libcache/record_format.h"
-#include "libcache/shard_format.h"
-#include "libcache/shard_reader.h"
-#include "libcache/shard_verify.h"
+#include "libcache/base/coding.h"
+#include "libcache/format/record_format.h"
+#include "libcache/format/shard_format.h"
+#include "libcache/store/shard_reader.h"
+#include "libcache/verify/shard_verify.h"
 
 namespace {
 

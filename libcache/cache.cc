@@ -7,11 +7,11 @@
 
 #include <xxhash.h>
 
-#include "libcache/coding.h"
-#include "libcache/file_read.h"
-#include "libcache/lmdb_store.h"
-#include "libcache/shard_reader.h"
-#include "libcache/shard_writer.h"
+#include "libcache/base/coding.h"
+#include "libcache/base/file_read.h"
+#include "libcache/store/lmdb_store.h"
+#include "libcache/store/shard_reader.h"
+#include "libcache/store/shard_writer.h"
 
 namespace yc {
 namespace {

@@ -18,11 +18,11 @@
 #include <string_view>
 #include <vector>
 
-#include "libcache/manifest.h"
-#include "libcache/mapped_file.h"
-#include "libcache/record_format.h"
+#include "base/status.h"
+#include "libcache/base/mapped_file.h"
+#include "libcache/format/manifest.h"
+#include "libcache/format/record_format.h"
 #include "libcache/record_source.h"
-#include "libcache/status.h"
 
 namespace yc {
 

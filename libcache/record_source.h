@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "libcache/box.h"
-#include "libcache/status.h"
+#include "base/status.h"
+#include "libcache/base/box.h"
 
 namespace yc {
 
@@ -67,7 +67,7 @@ class RecordSource {
   // Total bytes of the source's data files (0 when not file-backed).
   virtual uint64_t data_bytes() const { return 0; }
   // The path of data file `file` (Extent's numbering), for a reader that bypasses the source's
-  // mapping (the windowed order's O_DIRECT stage, loader/window_stage.h); empty when not file-backed.
+  // mapping (the windowed order's O_DIRECT stage, loader/io/window_stage.h); empty when not file-backed.
   virtual std::string DataFilePath(uint32_t file) const { return {}; }
   // Read, but from a copy of the record's stored bytes (exactly the `length` bytes Extent names, read
   // by the caller) instead of the source's own mapping: the same checks (checksums as configured, the

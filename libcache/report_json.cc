@@ -1,6 +1,6 @@
 #include "libcache/report_json.h"
 
-#include "libcache/path_json.h"
+#include "libcache/base/path_json.h"
 
 namespace yc {
 

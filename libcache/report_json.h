@@ -15,11 +15,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "libcache/audit.h"
-#include "libcache/builder.h"
-#include "libcache/cache_verify.h"
-#include "libcache/dataset_spec.h"
-#include "libcache/source_diff.h"
+#include "libcache/build/builder.h"
+#include "libcache/build/source_diff.h"
+#include "libcache/source/audit.h"
+#include "libcache/source/dataset_spec.h"
+#include "libcache/verify/cache_verify.h"
 
 namespace yc {
 

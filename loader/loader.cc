@@ -17,13 +17,13 @@
 #include <string>
 #include <vector>
 
-#include "loader/core_clock.h"
-#include "loader/format.h"
-#include "loader/read_ahead.h"
-#include "loader/sample_processor.h"
-#include "loader/sampler.h"
-#include "loader/window_stage.h"
-#include "loader/worker_stats.h"
+#include "loader/base/core_clock.h"
+#include "loader/base/worker_stats.h"
+#include "loader/io/read_ahead.h"
+#include "loader/io/window_stage.h"
+#include "loader/ops/collate.h"
+#include "loader/order/sampler.h"
+#include "loader/render/processor.h"
 
 namespace yc {
 

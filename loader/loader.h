@@ -19,10 +19,11 @@
 #include <cstddef>
 #include <memory>
 
+#include "base/status.h"
 #include "libcache/record_source.h"
-#include "libcache/status.h"
 #include "loader/batch.h"
 #include "loader/options.h"
+#include "loader/stats.h"
 
 namespace yc {
 
@@ -40,17 +41,8 @@ class Loader {
   size_t dataset_size() const;
   size_t batches_per_epoch() const;
 
-  // Work done since Create, for benchmarks: samples finished, and the workers' wall time spent on
-  // them summed over threads, whole and per stage (geometry + warp or letterbox; HSV + layout).
-  // busy_seconds adds the elapsed part of the samples in progress, so between two snapshots
-  // busy fraction = delta busy_seconds / (elapsed * threads) <= 1; the rest is time workers had no sample.
-  struct Stats {
-    uint64_t samples = 0;
-    double sample_seconds = 0, render_seconds = 0, finish_seconds = 0;
-    double busy_seconds = 0;
-    // With options.probe_core_clock: the workers' probe chains, their cycles / seconds is the clock.
-    double clock_cycles = 0, clock_seconds = 0;
-  };
+  // Work done since Create, for benchmarks (stats.h says what each figure counts).
+  using Stats = LoaderStats;
   Stats stats() const;
 
   // Starts (or restarts) an epoch at batch `first_batch`, cancelling whatever is in flight unless it

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "libcache/thread_limit.h"
+#include "libcache/base/thread_limit.h"
 
 namespace yc {
 

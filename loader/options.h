@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "libcache/status.h"
+#include "base/status.h"
 
 namespace yc {
 
@@ -31,11 +31,11 @@ class AlignedAllocator final : public BufferAllocator {
 enum class LoaderMode { kTrain, kVal };
 // Train sampling order. kShuffle: a permutation of the whole split each epoch, Mosaic/MixUp
 // partners from the whole split (Ultralytics'). kWindowed: for caches larger than RAM (as FFCV's
-// QUASI_RANDOM, loader/window_order.h): shuffled blocks of contiguous records, grouped into windows
+// QUASI_RANDOM, loader/order/window_order.h): shuffled blocks of contiguous records, grouped into windows
 // of at most window_bytes, shuffled within each window; partners come from the sample's window.
 enum class SampleOrder { kShuffle, kWindowed };
 // How the windowed order reads its windows. kDirect: with O_DIRECT into the loader's own buffers
-// (loader/window_stage.h), around the page cache: the rate of the disk on a cache larger than RAM.
+// (loader/io/window_stage.h), around the page cache: the rate of the disk on a cache larger than RAM.
 // kPageCache: MADV_WILLNEED read-ahead into the page cache, as the default order: better when the
 // cache fits in RAM after all (O_DIRECT always reads the disk).
 enum class WindowIo { kDirect, kPageCache };
@@ -91,7 +91,7 @@ struct LoaderOptions {
   // windowed order with window_io kDirect, the window stage holds the window in use plus this many
   // bytes of the windows after it (at least one window).
   uint64_t read_ahead_bytes = uint64_t{512} << 20;
-  // Benchmarks: before each sample a worker times a ~1 us multiply chain (loader/core_clock.h), so
+  // Benchmarks: before each sample a worker times a ~1 us multiply chain (loader/base/core_clock.h), so
   // Loader::stats() reports the clock the workers ran at (~0.1% of a sample).
   bool probe_core_clock = false;
   ImageLayout layout = ImageLayout::kNCHW;

@@ -14,7 +14,7 @@
 #include <sstream>
 #include <thread>
 
-#include "libcache/synth.h"
+#include "libcache/source/synth.h"
 
 extern char** environ;
 

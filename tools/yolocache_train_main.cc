@@ -17,9 +17,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "libcache/path_json.h"
-#include "libcache/pid_files.h"
-#include "libcache/status.h"
+#include "base/status.h"
+#include "libcache/base/path_json.h"
+#include "libcache/base/pid_files.h"
 #include "tools/common/cli_args.h"
 #include "tools/common/data_arg.h"
 #include "tools/common/interrupt.h"
@@ -28,12 +28,12 @@
 #include "trainer/config/run_dir.h"
 #include "trainer/distributed/distributed.h"
 #include "trainer/engine/ceiling_probe.h"
+#include "trainer/engine/trainer.h"
+#include "trainer/eval/predictor.h"
+#include "trainer/eval/validator.h"
 #include "trainer/io/exporter.h"
 #include "trainer/runtime/device_feed.h"
 #include "trainer/runtime/exception_text.h"
-#include "trainer/eval/predictor.h"
-#include "trainer/engine/trainer.h"
-#include "trainer/eval/validator.h"
 
 namespace {
 

@@ -7,8 +7,8 @@
 
 #include <pybind11/pybind11.h>
 
+#include "base/status.h"
 #include "libcache/cache.h"
-#include "libcache/status.h"
 
 namespace yc::py {
 

@@ -5,7 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "libcache/cache.h"
-#include "libcache/dataset_spec.h"
+#include "libcache/source/dataset_spec.h"
 #include "python/src/bindings.h"
 
 namespace yc::py {

@@ -4,13 +4,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "libcache/audit.h"
-#include "libcache/builder.h"
-#include "libcache/cache_verify.h"
-#include "libcache/dataset_spec.h"
-#include "libcache/manifest.h"
+#include "libcache/build/builder.h"
+#include "libcache/build/source_diff.h"
+#include "libcache/format/manifest.h"
 #include "libcache/report_json.h"
-#include "libcache/source_diff.h"
+#include "libcache/source/audit.h"
+#include "libcache/source/dataset_spec.h"
+#include "libcache/verify/cache_verify.h"
 #include "python/src/bindings.h"
 
 namespace yc::py {

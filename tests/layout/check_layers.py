@@ -1,56 +1,91 @@
 #!/usr/bin/env python3
-"""Checks that no #include runs back up the stages of the project.
+"""Checks that no #include runs back up the stages of the project, between folders or inside them.
 
-Each folder below has a rank; a file may include only headers of its own folder or of folders with a
-lower rank. The order is the data flow: libcache -> loader -> trainer (runtime, distributed, config ->
-model -> loss, io -> eval -> engine) -> tools and python (side by side). Exit 0 when clean, 1 listing every upward include.
+Every source file belongs to one unit below: a folder (all files under it) or one face file of a folder
+(given by its path without extension, so x.h and x.cc are one unit). A file may include headers of its
+own unit or of units with a lower rank. The ranks follow the data flow: base -> libcache (base, format,
+source, store, cache.h, verify and build, report_json) -> loader (options, base, kernels, ops, order,
+render, io, loader.h, measure) -> trainer (runtime, distributed, config, plots -> model -> loss, io ->
+eval -> engine) -> tools and python (side by side). Exit 0 when clean, 1 listing every upward include.
+Usage: check_layers.py [ROOT]
 """
 import pathlib
 import re
 import sys
 
-RANKS = {
-    "libcache": 0,
-    "loader": 1,
-    "trainer/runtime": 2,
-    "trainer/distributed": 2,
-    "trainer/config": 2,
-    "trainer/plots": 2,
-    "trainer/model": 3,
-    "trainer/loss": 4,
-    "trainer/io": 4,
-    "trainer/eval": 5,
-    "trainer/engine": 6,
-    "tools": 7,
-    "python": 7,
-}
+# (rank, members): a member ending in "/" is a folder, else one file's path without its extension.
+# Units of one rank may not include each other.
+UNITS = [
+    ((0, 0), ["base/"]),
+    ((1, 0), ["libcache/base/"]),
+    ((1, 1), ["libcache/record_source"]),
+    ((1, 2), ["libcache/format/"]),
+    ((1, 3), ["libcache/source/"]),
+    ((1, 4), ["libcache/store/"]),
+    ((1, 5), ["libcache/cache"]),
+    ((1, 6), ["libcache/verify/"]),
+    ((1, 6), ["libcache/build/"]),
+    ((1, 7), ["libcache/report_json"]),
+    ((2, 0), ["loader/options", "loader/batch", "loader/stats"]),
+    ((2, 1), ["loader/base/"]),
+    ((2, 2), ["loader/kernels/"]),
+    ((2, 3), ["loader/ops/"]),
+    ((2, 4), ["loader/order/"]),
+    ((2, 5), ["loader/render/"]),
+    ((2, 6), ["loader/io/"]),
+    ((2, 7), ["loader/loader"]),
+    ((2, 8), ["loader/measure/"]),
+    ((3, 0), ["trainer/runtime/"]),
+    ((3, 0), ["trainer/distributed/"]),
+    ((3, 0), ["trainer/config/"]),
+    ((3, 0), ["trainer/plots/"]),
+    ((3, 1), ["trainer/model/"]),
+    ((3, 2), ["trainer/loss/"]),
+    ((3, 2), ["trainer/io/"]),
+    ((3, 3), ["trainer/eval/"]),
+    ((3, 4), ["trainer/engine/"]),
+    ((4, 0), ["tools/common/"]),
+    ((4, 1), ["tools/"]),
+    ((4, 1), ["python/"]),
+]
+TOPS = ("base", "libcache", "loader", "trainer", "tools", "python")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
-def folder_of(path):
-    """The ranked folder a repository path belongs to, or None (tests, bench, fuzz, ...)."""
-    for folder in sorted(RANKS, key=len, reverse=True):
-        if path == folder or path.startswith(folder + "/"):
-            return folder
-    return None
+def unit_of(path):
+    """(rank, unit index) of a repository path, or None for paths outside the ranked tree (tests, bench...)."""
+    stem = path.rsplit(".", 1)[0]
+    best = None
+    for index, (rank, members) in enumerate(UNITS):
+        for m in members:
+            if (m.endswith("/") and path.startswith(m)) or stem == m:
+                length = len(m) + (1000 if not m.endswith("/") else 0)  # a face file beats its folder
+                if best is None or length > best[0]:
+                    best = (length, rank, index)
+    return None if best is None else (best[1], best[2])
 
 
-def main():
-    root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
+def problems_in(root):
     problems = []
-    for top in ("libcache", "loader", "trainer", "tools", "python"):
+    for top in TOPS:
         for source in sorted((root / top).rglob("*")):
             if source.suffix not in (".h", ".cc"):
                 continue
             rel = source.relative_to(root).as_posix()
-            own = folder_of(rel)
+            own = unit_of(rel)
             if own is None:
-                problems.append(f"{rel}: in no ranked folder (add its folder to {__file__})")
+                problems.append(f"{rel}: in no ranked unit (add it to UNITS in tests/layout/check_layers.py)")
                 continue
             for header in INCLUDE.findall(source.read_text(errors="replace")):
-                other = folder_of(header)
-                if other is not None and other != own and RANKS[other] >= RANKS[own]:
-                    problems.append(f"{rel}: includes {header} ({other} is not below {own})")
+                other = unit_of(header)
+                if other is not None and other[1] != own[1] and other[0] >= own[0]:
+                    problems.append(f"{rel}: includes {header} (not below {rel.rsplit('/', 1)[0]}/)")
+    return problems
+
+
+def main():
+    root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
+    problems = problems_in(root)
     for p in problems:
         print(p)
     print(f"{len(problems)} upward include(s)" if problems else "layers clean")

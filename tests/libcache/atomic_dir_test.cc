@@ -1,11 +1,11 @@
-#include "libcache/atomic_dir.h"
+#include "libcache/build/atomic_dir.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
-#include "libcache/manifest.h"
+#include "libcache/format/manifest.h"
 #include "tests/test_support.h"
 
 namespace yc {

@@ -1,4 +1,4 @@
-#include "libcache/audit.h"
+#include "libcache/source/audit.h"
 
 #include <cstdio>
 #include <map>
@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "libcache/record_format.h"
+#include "libcache/format/record_format.h"
 #include "tests/libcache/ingest_test_util.h"
 #include "tests/test_support.h"
 

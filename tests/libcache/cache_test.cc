@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "libcache/coding.h"
-#include "libcache/shard_format.h"
+#include "libcache/base/coding.h"
+#include "libcache/format/shard_format.h"
 #include "tests/libcache/cache_test_util.h"
 #include "tests/test_support.h"
 

@@ -18,7 +18,7 @@
 #include <xxhash.h>
 
 #include "libcache/cache.h"
-#include "libcache/manifest.h"
+#include "libcache/format/manifest.h"
 #include "tests/libcache/storage_test_util.h"
 #include "tests/test_support.h"
 

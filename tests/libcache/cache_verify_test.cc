@@ -1,4 +1,4 @@
-#include "libcache/cache_verify.h"
+#include "libcache/verify/cache_verify.h"
 
 #include <random>
 
@@ -7,8 +7,8 @@
 
 #include "libcache/cache.h"
 
-#include "libcache/shard_format.h"
-#include "libcache/shard_reader.h"
+#include "libcache/format/shard_format.h"
+#include "libcache/store/shard_reader.h"
 #include "tests/libcache/cache_test_util.h"
 #include "tests/test_support.h"
 

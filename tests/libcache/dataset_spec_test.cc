@@ -1,4 +1,4 @@
-#include "libcache/dataset_spec.h"
+#include "libcache/source/dataset_spec.h"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "libcache/decode.h"
+#include "libcache/source/decode.h"
 
 #include <sys/resource.h>
 #include <sys/wait.h>

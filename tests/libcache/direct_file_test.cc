@@ -1,6 +1,6 @@
-// DirectFile (libcache/direct_file.h): aligned reads return the file's bytes, with O_DIRECT where the
+// DirectFile (libcache/base/direct_file.h): aligned reads return the file's bytes, with O_DIRECT where the
 // file system allows it and through the page cache where it does not; bad paths fail with a Status.
-#include "libcache/direct_file.h"
+#include "libcache/base/direct_file.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

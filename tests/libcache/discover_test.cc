@@ -1,4 +1,4 @@
-#include "libcache/discover.h"
+#include "libcache/source/discover.h"
 
 #include <string>
 

@@ -1,11 +1,11 @@
-#include "libcache/exif.h"
+#include "libcache/source/exif.h"
 
 #include <random>
 #include <string>
 
 #include <gtest/gtest.h>
 
-#include "libcache/decode.h"
+#include "libcache/source/decode.h"
 #include "tests/libcache/ingest_test_util.h"
 #include "tests/test_support.h"
 

@@ -1,4 +1,4 @@
-#include "libcache/file_read.h"
+#include "libcache/base/file_read.h"
 
 #include <sys/stat.h>
 

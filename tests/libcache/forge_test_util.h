@@ -17,11 +17,11 @@
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
-#include "libcache/coding.h"
-#include "libcache/lmdb_store.h"
-#include "libcache/manifest.h"
-#include "libcache/record_format.h"
-#include "libcache/shard_format.h"
+#include "libcache/base/coding.h"
+#include "libcache/format/manifest.h"
+#include "libcache/format/record_format.h"
+#include "libcache/format/shard_format.h"
+#include "libcache/store/lmdb_store.h"
 #include "tests/test_support.h"
 
 namespace yc::testing {

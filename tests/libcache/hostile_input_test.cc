@@ -10,14 +10,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "libcache/audit.h"
-#include "libcache/cache_verify.h"
-#include "libcache/dataset_spec.h"
-#include "libcache/discover.h"
-#include "libcache/lmdb_store.h"
-#include "libcache/manifest.h"
-#include "libcache/path_text.h"
-#include "libcache/problem.h"
+#include "libcache/base/path_text.h"
+#include "libcache/format/manifest.h"
+#include "libcache/source/audit.h"
+#include "libcache/source/dataset_spec.h"
+#include "libcache/source/discover.h"
+#include "libcache/source/problem.h"
+#include "libcache/store/lmdb_store.h"
+#include "libcache/verify/cache_verify.h"
 #include "tests/libcache/cache_test_util.h"
 #include "tests/libcache/ingest_test_util.h"
 #include "tests/test_support.h"

@@ -1,4 +1,4 @@
-#include "libcache/image_format.h"
+#include "libcache/source/image_format.h"
 
 #include <string>
 

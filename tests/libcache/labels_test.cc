@@ -1,10 +1,10 @@
-#include "libcache/labels.h"
+#include "libcache/source/labels.h"
 
 #include <cstdio>
 #include <random>
 #include <string>
 
-#include "libcache/record_format.h"
+#include "libcache/format/record_format.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "libcache/lmdb_store.h"
+#include "libcache/store/lmdb_store.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,9 +8,9 @@
 #include <gtest/gtest.h>
 #include <lmdb.h>
 
-#include "libcache/coding.h"
-#include "libcache/lmdb_verify.h"
-#include "libcache/mapped_file.h"
+#include "libcache/base/coding.h"
+#include "libcache/base/mapped_file.h"
+#include "libcache/verify/lmdb_verify.h"
 #include "tests/libcache/storage_test_util.h"
 #include "tests/test_support.h"
 

@@ -1,4 +1,4 @@
-#include "libcache/manifest.h"
+#include "libcache/format/manifest.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
-#include "libcache/coding.h"
-#include "libcache/file_read.h"
+#include "libcache/base/coding.h"
+#include "libcache/base/file_read.h"
 
 #include "tests/test_support.h"
 

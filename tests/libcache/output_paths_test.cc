@@ -1,4 +1,4 @@
-// Issue 25's output-path rule, at the level of libcache/output_guard.h and output_file.h: a write
+// Issue 25's output-path rule, at the level of libcache/build/output_guard.h and output_file.h: a write
 // through a symbolic link or into a FIFO of the output's name never happens (and never blocks), an
 // interrupted write leaves the previous file, and an output is told apart from the inputs, a cache and
 // a dataset's folders.
@@ -11,9 +11,9 @@
 
 #include <gtest/gtest.h>
 
-#include "libcache/jpeg_encode.h"
-#include "libcache/output_file.h"
-#include "libcache/output_guard.h"
+#include "libcache/base/output_file.h"
+#include "libcache/build/output_guard.h"
+#include "libcache/source/jpeg_encode.h"
 #include "tests/test_support.h"
 
 namespace yc {

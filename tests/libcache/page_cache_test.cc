@@ -9,8 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "libcache/base/mapped_file.h"
 #include "libcache/cache.h"
-#include "libcache/mapped_file.h"
 #include "tests/libcache/cache_test_util.h"
 #include "tests/test_support.h"
 

@@ -1,6 +1,6 @@
 // pid_files.h: the temp files a killed process left are recognised by their exact naming and removed
 // only when that process is gone; path_json.h: paths that are not UTF-8 written and read back exactly.
-#include "libcache/pid_files.h"
+#include "libcache/base/pid_files.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "libcache/path_json.h"
+#include "libcache/base/path_json.h"
 #include "tests/test_support.h"
 
 namespace yc {

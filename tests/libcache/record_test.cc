@@ -1,4 +1,4 @@
-#include "libcache/record_format.h"
+#include "libcache/format/record_format.h"
 
 #include <algorithm>
 #include <cstring>
@@ -9,10 +9,10 @@
 #include <xxhash.h>
 #include <zstd.h>
 
+#include "libcache/base/coding.h"
 #include "libcache/cache.h"
-#include "libcache/cache_verify.h"
-#include "libcache/coding.h"
-#include "libcache/labels.h"
+#include "libcache/source/labels.h"
+#include "libcache/verify/cache_verify.h"
 #include "tests/libcache/cache_test_util.h"
 #include "tests/libcache/forge_test_util.h"
 #include "tests/libcache/storage_test_util.h"

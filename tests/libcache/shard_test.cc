@@ -6,11 +6,11 @@
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
-#include "libcache/coding.h"
-#include "libcache/shard_format.h"
-#include "libcache/shard_reader.h"
-#include "libcache/shard_verify.h"
-#include "libcache/shard_writer.h"
+#include "libcache/base/coding.h"
+#include "libcache/format/shard_format.h"
+#include "libcache/store/shard_reader.h"
+#include "libcache/store/shard_writer.h"
+#include "libcache/verify/shard_verify.h"
 #include "tests/libcache/storage_test_util.h"
 #include "tests/test_support.h"
 

@@ -12,8 +12,8 @@
 
 #include <gtest/gtest.h>
 
-#include "libcache/box.h"
-#include "libcache/record_format.h"
+#include "libcache/base/box.h"
+#include "libcache/format/record_format.h"
 #include "libcache/record_source.h"
 
 namespace yc::testing {

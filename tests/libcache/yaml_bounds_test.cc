@@ -2,13 +2,13 @@
 // (1.1 MB on disk, 20 GB once copied: it ended in "data error ... std::bad_alloc", exit 1), thousands of
 // aliases, a names list without nc of any length. Each is refused naming the file, under an
 // address-space cap; running out of memory while reading a dataset is exit 3, as README says.
-#include "libcache/yaml_bounds.h"
+#include "libcache/source/yaml_bounds.h"
 
 #include <string>
 
 #include <gtest/gtest.h>
 
-#include "libcache/dataset_spec.h"
+#include "libcache/source/dataset_spec.h"
 #include "tests/bounded_run.h"
 #include "tests/libcache/ingest_test_util.h"
 #include "tests/test_support.h"

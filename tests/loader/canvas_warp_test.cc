@@ -1,13 +1,13 @@
 // The fast path's tile warper against cv::warpAffine / warpPerspective of the real canvas.
-#include "loader/canvas_warp.h"
+#include "loader/kernels/canvas_warp.h"
 
 #include <gtest/gtest.h>
 
 #include <opencv2/imgproc.hpp>
 
-#include "loader/flip.h"
-#include "loader/mosaic.h"
-#include "loader/rng.h"
+#include "loader/base/rng.h"
+#include "loader/ops/flip.h"
+#include "loader/ops/mosaic.h"
 #include "tests/loader/fake_source.h"
 #include "tests/loader/test_util.h"
 

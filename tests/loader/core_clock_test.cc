@@ -1,12 +1,12 @@
 // The core-clock probe: a chain of known length in cycles, timed; the loader reports it per worker.
-#include "loader/core_clock.h"
+#include "loader/base/core_clock.h"
 
 #include <gtest/gtest.h>
 
 #include <memory>
 
 #include "loader/loader.h"
-#include "loader/throughput.h"
+#include "loader/measure/throughput.h"
 #include "tests/loader/fake_source.h"
 
 namespace yc {

@@ -1,5 +1,5 @@
 // Preview overlays.
-#include "loader/draw.h"
+#include "loader/measure/draw.h"
 
 #include <limits>
 

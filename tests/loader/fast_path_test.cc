@@ -1,12 +1,12 @@
 // The fast train path against the reference path (Ultralytics' operations on a real canvas) over
 // many random plans: boxes within 0.5 px, pixels within a mean absolute difference of 1 level.
-#include "loader/fast_path.h"
+#include "loader/render/fast_path.h"
 
 #include <gtest/gtest.h>
 
-#include "loader/hsv.h"
-#include "loader/plan.h"
-#include "loader/reference_path.h"
+#include "loader/ops/hsv.h"
+#include "loader/render/plan.h"
+#include "loader/render/reference_path.h"
 #include "tests/loader/fake_source.h"
 #include "tests/loader/test_util.h"
 

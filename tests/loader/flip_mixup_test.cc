@@ -3,8 +3,8 @@
 
 #include <opencv2/core.hpp>
 
-#include "loader/flip.h"
-#include "loader/mixup.h"
+#include "loader/ops/flip.h"
+#include "loader/ops/mixup.h"
 
 namespace yc {
 namespace {

@@ -1,5 +1,5 @@
 // Format/collate (§1.10, §2.6): label rows and image layouts.
-#include "loader/format.h"
+#include "loader/ops/collate.h"
 
 #include <gtest/gtest.h>
 

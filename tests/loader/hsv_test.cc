@@ -1,12 +1,12 @@
 // RandomHSV (§1.8): LUT values and the fast path against the cvtColor baseline.
-#include "loader/hsv.h"
+#include "loader/ops/hsv.h"
 
 #include <gtest/gtest.h>
 
 #include <opencv2/imgproc.hpp>
 
-#include "loader/hsv_kernel.h"
-#include "loader/hsv_simd.h"
+#include "loader/kernels/hsv_kernel.h"
+#include "loader/kernels/hsv_simd.h"
 #include "tests/loader/test_util.h"
 
 namespace yc {

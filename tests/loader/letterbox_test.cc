@@ -1,9 +1,9 @@
 // LetterBox (§1.6): Python rounding, padding split, scaleup, boxes.
-#include "loader/letterbox.h"
+#include "loader/ops/letterbox.h"
 
 #include <gtest/gtest.h>
 
-#include "loader/load_image.h"
+#include "loader/ops/load_image.h"
 
 namespace yc {
 namespace {

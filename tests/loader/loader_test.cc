@@ -10,7 +10,7 @@
 #include <set>
 #include <thread>
 
-#include "loader/letterbox.h"
+#include "loader/ops/letterbox.h"
 #include "tests/loader/fake_source.h"
 #include "tests/loader/test_util.h"
 

@@ -1,5 +1,5 @@
 // Mosaic-4 placement math (§1.4) against hand-computed rectangles and boxes.
-#include "loader/mosaic.h"
+#include "loader/ops/mosaic.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // RandomPerspective (§1.5): matrix construction, corner box transform, clip and box_candidates.
-#include "loader/random_perspective.h"
+#include "loader/ops/random_perspective.h"
 
 #include <gtest/gtest.h>
 

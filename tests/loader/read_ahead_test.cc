@@ -1,9 +1,9 @@
-// Reading ahead on real caches. Read-ahead (loader/read_ahead.h) names exactly the records the workers
+// Reading ahead on real caches. Read-ahead (loader/io/read_ahead.h) names exactly the records the workers
 // read, stays within its byte budget, and never changes a batch; the windowed order's window stage
-// (loader/window_stage.h) serves every record from its own buffers, bounded, and never changes a batch.
-#include "loader/read_ahead.h"
-#include "loader/window_order.h"
-#include "loader/window_stage.h"
+// (loader/io/window_stage.h) serves every record from its own buffers, bounded, and never changes a batch.
+#include "loader/io/read_ahead.h"
+#include "loader/io/window_stage.h"
+#include "loader/order/window_order.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 
 #include "libcache/cache.h"
 #include "loader/loader.h"
-#include "loader/sample_processor.h"
+#include "loader/render/processor.h"
 #include "tests/libcache/cache_test_util.h"
 #include "tests/loader/test_util.h"
 #include "tests/test_support.h"

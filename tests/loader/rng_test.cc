@@ -1,5 +1,5 @@
 // Counter-based sample streams.
-#include "loader/rng.h"
+#include "loader/base/rng.h"
 
 #include <gtest/gtest.h>
 

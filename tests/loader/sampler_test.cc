@@ -1,11 +1,11 @@
 // Epoch order, rank slicing and rect batches (§6.1).
-#include "loader/sampler.h"
+#include "loader/order/sampler.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "loader/rect_batches.h"
+#include "loader/order/rect_batches.h"
 
 namespace yc {
 namespace {

@@ -1,12 +1,12 @@
 // The separable resampler at every instruction-set level against the bilinear formula written out.
-#include "loader/separable_resample.h"
+#include "loader/kernels/separable_resample.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
-#include "loader/rng.h"
+#include "loader/base/rng.h"
 #include "tests/loader/test_util.h"
 
 namespace yc {

@@ -1,7 +1,7 @@
-// StagedWindow (loader/staged_window.h): records served from a copy of their stored bytes decode as
+// StagedWindow (loader/io/staged_window.h): records served from a copy of their stored bytes decode as
 // from the cache; a compressed record is decompressed once and kept (its later reads come from the
 // arena, equal to the source's), within the arena's size; damage in the copy is reported, never kept.
-#include "loader/staged_window.h"
+#include "loader/io/staged_window.h"
 
 #include <gtest/gtest.h>
 

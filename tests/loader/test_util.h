@@ -7,8 +7,8 @@
 #include <opencv2/core.hpp>
 #include <vector>
 
+#include "loader/base/simd.h"
 #include "loader/batch.h"
-#include "loader/simd.h"
 
 namespace yc::testing {
 

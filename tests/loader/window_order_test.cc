@@ -1,6 +1,6 @@
 // The windowed train order (issue 17): blocks, windows, partners inside the window, every record once
 // per epoch, rank slices, determinism and resume through the Loader, and a real multi-shard cache.
-#include "loader/window_order.h"
+#include "loader/order/window_order.h"
 
 #include <gtest/gtest.h>
 
@@ -8,12 +8,12 @@
 #include <map>
 #include <set>
 
+#include "libcache/base/coding.h"
 #include "libcache/cache.h"
-#include "libcache/coding.h"
-#include "libcache/shard_format.h"
+#include "libcache/format/shard_format.h"
 #include "loader/loader.h"
-#include "loader/sample_processor.h"
-#include "loader/sampler.h"
+#include "loader/order/sampler.h"
+#include "loader/render/processor.h"
 #include "tests/libcache/cache_test_util.h"
 #include "tests/loader/fake_source.h"
 #include "tests/loader/test_util.h"

@@ -1,5 +1,5 @@
 // Loader::stats()'s accounting: finished samples whole, samples in progress cut at the snapshot.
-#include "loader/worker_stats.h"
+#include "loader/base/worker_stats.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <memory>
 #include <thread>
 
-#include "loader/throughput.h"
+#include "loader/measure/throughput.h"
 #include "tests/loader/fake_source.h"
 
 namespace yc {
@@ -20,14 +20,14 @@ TEST(WorkerStatsTest, SampleInProgressCountsOnlyAsBusyUntilItEnds) {
   const CoreClockSample clock{3000, 1e-6};
   stats.BeginSample(&clock);
   Sleep(30);
-  const Loader::Stats mid = stats.Snapshot();
+  const LoaderStats mid = stats.Snapshot();
   EXPECT_EQ(mid.samples, 0u);
   EXPECT_EQ(mid.sample_seconds, 0.0);
   EXPECT_GE(mid.busy_seconds, 0.029);
   EXPECT_DOUBLE_EQ(mid.clock_cycles, 3000.0);
   Sleep(10);
   stats.EndSample(0.025, 0.01);
-  const Loader::Stats end = stats.Snapshot();
+  const LoaderStats end = stats.Snapshot();
   EXPECT_EQ(end.samples, 1u);
   EXPECT_GE(end.sample_seconds, 0.039);
   EXPECT_DOUBLE_EQ(end.busy_seconds, end.sample_seconds);  // nothing in progress

@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "libcache/coding.h"
-#include "libcache/record_format.h"
-#include "libcache/synth.h"
+#include "libcache/base/coding.h"
+#include "libcache/format/record_format.h"
+#include "libcache/source/synth.h"
 #include "tests/test_support.h"
 
 namespace yc {

@@ -6,12 +6,12 @@
 
 #include <gtest/gtest.h>
 
-#include "libcache/builder.h"
+#include "libcache/build/builder.h"
+#include "libcache/build/source_diff.h"
 #include "libcache/cache.h"
-#include "libcache/cache_verify.h"
-#include "libcache/labels.h"
-#include "libcache/source_diff.h"
-#include "libcache/synth.h"
+#include "libcache/source/labels.h"
+#include "libcache/source/synth.h"
+#include "libcache/verify/cache_verify.h"
 #include "tests/test_support.h"
 
 namespace yc {

@@ -18,8 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "libcache/cache.h"
-#include "libcache/record_format.h"
-#include "libcache/synth.h"
+#include "libcache/format/record_format.h"
+#include "libcache/source/synth.h"
 #include "tests/libcache/forge_test_util.h"
 #include "tests/test_support.h"
 

@@ -19,9 +19,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "libcache/manifest.h"
-#include "libcache/path_text.h"
-#include "libcache/synth.h"
+#include "libcache/base/path_text.h"
+#include "libcache/format/manifest.h"
+#include "libcache/source/synth.h"
 #include "tests/test_support.h"
 
 namespace yc {

@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "libcache/synth.h"
+#include "libcache/source/synth.h"
 #include "tests/test_support.h"
 
 namespace yc {

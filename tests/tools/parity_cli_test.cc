@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "libcache/manifest.h"
+#include "libcache/format/manifest.h"
 #include "tests/test_support.h"
 
 namespace yc {

@@ -1,10 +1,10 @@
-// --threads / -j / threads= bounded at 0..kMaxThreads (libcache/thread_limit.h) in the `yolocache`
+// --threads / -j / threads= bounded at 0..kMaxThreads (libcache/base/thread_limit.h) in the `yolocache`
 // commands and the libraries under them: 65,536 (TBB's arena limit) aborted bench with "terminate called
 // recursively"; now exit 2 naming the option and the range, before any work (issue 25).
 #include <gtest/gtest.h>
 
-#include "libcache/builder.h"
-#include "libcache/thread_limit.h"
+#include "libcache/base/thread_limit.h"
+#include "libcache/build/builder.h"
 #include "tests/bounded_run.h"
 #include "tests/test_support.h"
 

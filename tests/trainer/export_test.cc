@@ -19,7 +19,7 @@
 #include <opencv2/imgproc.hpp>
 #include <torch/script.h>
 
-#include "loader/letterbox.h"
+#include "loader/ops/letterbox.h"
 #include "tests/test_support.h"
 #include "tests/trainer/ultralytics_fixture.h"
 #include "trainer/eval/nms.h"

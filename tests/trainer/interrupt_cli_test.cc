@@ -19,7 +19,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "libcache/path_text.h"
+#include "libcache/base/path_text.h"
 #include "tests/test_support.h"
 #include "tests/trainer/train_test_util.h"
 #include "trainer/io/checkpoint.h"

@@ -15,7 +15,7 @@
 #include <opencv2/videoio.hpp>
 #endif
 
-#include "libcache/decode.h"
+#include "libcache/source/decode.h"
 #include "tests/test_support.h"
 #include "tests/trainer/train_test_util.h"
 #include "trainer/config/run_dir.h"

@@ -1,5 +1,5 @@
 // yolocache-train's --threads / --torch-threads / threads= / workers= bounded at 0..kMaxThreads
-// (libcache/thread_limit.h): 65,536 made val hang and train hang ignoring SIGTERM; now exit 2 naming the
+// (libcache/base/thread_limit.h): 65,536 made val hang and train hang ignoring SIGTERM; now exit 2 naming the
 // option and the range, before any work (issue 25). Each run under a timeout.
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "libcache/builder.h"
+#include "libcache/build/builder.h"
 #include "tests/test_support.h"
 
 namespace yc {

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "libcache/builder.h"
-#include "libcache/synth.h"
+#include "libcache/build/builder.h"
+#include "libcache/source/synth.h"
 #include "trainer/config/train_options.h"
 
 namespace yc::trainer::testutil {

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <iostream>
 
-#include "libcache/status.h"
+#include "base/status.h"
 
 namespace yc::cli {
 namespace {

@@ -5,9 +5,9 @@
 #include <iostream>
 #include <functional>
 
-#include "libcache/manifest.h"
-#include "libcache/path_text.h"
-#include "libcache/prepare_cache.h"
+#include "libcache/base/path_text.h"
+#include "libcache/build/prepare_cache.h"
+#include "libcache/format/manifest.h"
 #include "tools/common/interrupt.h"
 #include "tools/common/progress_bar.h"
 

@@ -1,5 +1,5 @@
 // `--data` of `yolocache-train train|val|ceiling`: a built cache, or a data YAML / dataset folder that
-// is built into one (libcache/prepare_cache.h), with what was done said on stdout:
+// is built into one (libcache/build/prepare_cache.h), with what was done said on stdout:
 //
 //   DataArgs d;  // --cache-dir, --strict-source, bound by the command
 //   if (int rc = PrepareDataArg("train", d, &o.data, o.imgsz); rc >= 0) return rc;

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "libcache/status.h"
+#include "base/status.h"
 
 namespace yc::cli {
 namespace {

@@ -11,7 +11,7 @@
 // and the command exits 130. Outside one (parsing, loading weights, an export) nothing would look at the
 // flag, so the signal ends the process at once with exit 130 rather than waiting for work that does not
 // check it; so does a second signal anywhere (the work asked to stop may be stuck). A temp file left by
-// such an exit has our naming and is removed by the next command writing there (libcache/pid_files.h).
+// such an exit has our naming and is removed by the next command writing there (libcache/base/pid_files.h).
 #pragma once
 
 #include <atomic>

@@ -2,10 +2,10 @@
 #include <functional>
 #include <iostream>
 
-#include "libcache/builder.h"
-#include "libcache/decode.h"
-#include "libcache/path_text.h"
+#include "libcache/base/path_text.h"
+#include "libcache/build/builder.h"
 #include "libcache/report_json.h"
+#include "libcache/source/decode.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache/cli_util.h"
 #include "tools/yolocache/cli_validators.h"

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "libcache/manifest.h"
+#include "libcache/format/manifest.h"
 
 namespace yc::cli {
 

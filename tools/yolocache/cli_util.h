@@ -4,9 +4,9 @@
 #include <atomic>
 #include <string>
 
-#include "libcache/record_format.h"
+#include "libcache/format/record_format.h"
 #include "libcache/report_json.h"  // JsonText, for every --json document
-#include "libcache/status.h"
+#include "base/status.h"
 #include "tools/common/interrupt.h"  // InstallInterruptFlag: every long loop polls it, stops, cleans up, exit 130
 
 namespace yc::cli {

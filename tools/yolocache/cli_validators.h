@@ -13,7 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "libcache/thread_limit.h"
+#include "libcache/base/thread_limit.h"
 
 namespace yc::cli {
 
@@ -40,7 +40,7 @@ inline CLI::Validator NoMinusSign() {
       ">= 0", "NoMinusSign");
 }
 
-// A thread count: 0 (all cores) .. kMaxThreads (libcache/thread_limit.h says why there is a bound).
+// A thread count: 0 (all cores) .. kMaxThreads (libcache/base/thread_limit.h says why there is a bound).
 inline CLI::Validator ThreadCount() {
   return CLI::Validator(
       [](std::string& input) -> std::string {

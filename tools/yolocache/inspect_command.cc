@@ -8,13 +8,13 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "libcache/base/output_file.h"
+#include "libcache/base/path_text.h"
+#include "libcache/build/output_guard.h"
 #include "libcache/cache.h"
-#include "libcache/jpeg_encode.h"
-#include "libcache/output_file.h"
-#include "libcache/output_guard.h"
-#include "libcache/path_text.h"
-#include "loader/draw.h"
+#include "libcache/source/jpeg_encode.h"
 #include "loader/loader.h"
+#include "loader/measure/draw.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache/cli_util.h"
 #include "tools/yolocache/cli_validators.h"
@@ -239,7 +239,7 @@ int ExportAugmented(const std::shared_ptr<Cache>& cache, const InspectArgs& a) {
   return kExitOk;
 }
 
-// The output-path rule (libcache/output_guard.h): source files are only ever read, and a cache is
+// The output-path rule (libcache/build/output_guard.h): source files are only ever read, and a cache is
 // written only by build. --out, --preview or --export-augmented inside the cache (its manifest.json!),
 // any cache, the dataset it was built from or one of its image or label folders is refused (exit 2).
 Status CheckInspectOutput(const Cache& cache, const std::string& out) {

@@ -5,7 +5,7 @@
 
 #include <opencv2/core/utils/logger.hpp>
 
-#include "libcache/status.h"
+#include "base/status.h"
 #include "tools/common/cli_args.h"
 #include "tools/common/interrupt.h"
 #include "tools/yolocache/command.h"

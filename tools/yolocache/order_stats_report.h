@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "loader/order_stats.h"
+#include "loader/measure/order_stats.h"
 
 namespace yc::cli {
 

@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "libcache/path_text.h"
-#include "libcache/synth.h"
+#include "libcache/base/path_text.h"
+#include "libcache/source/synth.h"
 #include "tools/yolocache/cli_util.h"
 #include "tools/yolocache/command.h"
 

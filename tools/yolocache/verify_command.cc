@@ -6,13 +6,13 @@
 #include <iostream>
 #include <map>
 
-#include "libcache/audit.h"
-#include "libcache/cache_verify.h"
-#include "libcache/dataset_spec.h"
-#include "libcache/manifest.h"
-#include "libcache/path_text.h"
+#include "libcache/base/path_text.h"
+#include "libcache/build/source_diff.h"
+#include "libcache/format/manifest.h"
 #include "libcache/report_json.h"
-#include "libcache/source_diff.h"
+#include "libcache/source/audit.h"
+#include "libcache/source/dataset_spec.h"
+#include "libcache/verify/cache_verify.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache/cli_util.h"
 #include "tools/yolocache/command.h"

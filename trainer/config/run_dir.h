@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <string>
 
-#include "libcache/status.h"
+#include "base/status.h"
 
 namespace yc::trainer {
 

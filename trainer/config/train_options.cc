@@ -4,9 +4,9 @@
 #include <functional>
 #include <vector>
 
-#include "libcache/decode.h"  // kMaxImgsz: the bound every command shares
-#include "libcache/path_json.h"
-#include "libcache/thread_limit.h"
+#include "libcache/source/decode.h"  // kMaxImgsz: the bound every command shares
+#include "libcache/base/path_json.h"
+#include "libcache/base/thread_limit.h"
 
 namespace yc::trainer {
 

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "libcache/status.h"
+#include "base/status.h"
 #include "loader/options.h"
 
 namespace yc::trainer {

@@ -36,7 +36,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #endif
 
-#include "libcache/status.h"
+#include "base/status.h"
 
 namespace yc::trainer {
 

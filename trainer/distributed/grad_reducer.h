@@ -37,7 +37,7 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <torch/nn/module.h>
 
-#include "libcache/status.h"
+#include "base/status.h"
 #include "trainer/distributed/distributed.h"
 
 namespace torch::autograd {

@@ -9,7 +9,7 @@
 
 #include <ATen/ATen.h>
 
-#include "libcache/status.h"
+#include "base/status.h"
 #include "trainer/config/train_options.h"
 
 namespace yc::trainer {

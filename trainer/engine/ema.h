@@ -12,7 +12,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 
-#include "libcache/status.h"
+#include "base/status.h"
 
 namespace yc::trainer {
 

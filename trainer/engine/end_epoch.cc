@@ -3,7 +3,7 @@
 // results.png (written by the background writer while the next epoch trains), and early stopping.
 #include <algorithm>
 
-#include "libcache/manifest.h"
+#include "libcache/format/manifest.h"
 #include "trainer/engine/train_run.h"
 #include "trainer/plots/charts.h"
 

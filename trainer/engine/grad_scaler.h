@@ -16,7 +16,7 @@
 #include <ATen/ATen.h>
 #include <torch/optim/optimizer.h>
 
-#include "libcache/status.h"
+#include "base/status.h"
 
 namespace yc::trainer {
 

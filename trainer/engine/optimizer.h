@@ -13,7 +13,7 @@
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
-#include "libcache/status.h"
+#include "base/status.h"
 
 namespace yc::trainer {
 

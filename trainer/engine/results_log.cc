@@ -7,7 +7,7 @@
 #include <functional>
 #include <sstream>
 
-#include "libcache/mapped_file.h"
+#include "libcache/base/mapped_file.h"
 #include "trainer/plots/charts.h"
 #include "trainer/plots/image_file.h"
 #include "trainer/plots/plot_canvas.h"

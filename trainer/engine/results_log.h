@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "libcache/status.h"
+#include "base/status.h"
 
 namespace yc::trainer {
 

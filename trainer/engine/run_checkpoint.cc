@@ -1,6 +1,6 @@
 // A run's checkpoints (trainer/engine/train_run.h): what last.pt and best.pt hold, the check that a
 // resumed checkpoint trained on this cache, and the DDP gradient average before pending gradients are saved.
-#include "libcache/manifest.h"
+#include "libcache/format/manifest.h"
 #include "trainer/engine/run_identity.h"
 #include "trainer/engine/train_run.h"
 

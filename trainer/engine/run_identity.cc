@@ -6,7 +6,7 @@
 #include <random>
 #include <sstream>
 
-#include "libcache/manifest.h"
+#include "libcache/format/manifest.h"
 
 namespace yc::trainer {
 

@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/status.h"
 #include "libcache/cache.h"
-#include "libcache/status.h"
 #include "trainer/io/checkpoint.h"
 
 namespace yc::trainer {

@@ -5,9 +5,9 @@
 #include <ATen/Parallel.h>
 #include <torch/utils.h>
 
-#include "libcache/manifest.h"
-#include "libcache/output_guard.h"
-#include "libcache/pid_files.h"
+#include "libcache/base/pid_files.h"
+#include "libcache/build/output_guard.h"
+#include "libcache/format/manifest.h"
 #include "trainer/config/run_dir.h"
 #include "trainer/config/sample_order.h"
 #include "trainer/engine/run_identity.h"
@@ -163,7 +163,7 @@ Status TrainRun::OpenResume() {
 // Output directory: an explicit --out as given, else <project>/<name> incremented as Ultralytics does.
 // Only rank 0 picks (and creates) it; other ranks write nothing there. The choice goes into o_.out, so
 // args.json and the checkpoints name it and --resume continues in it.
-// Not inside the dataset or the cache (libcache/output_guard.h): checked on <project>/<name> before
+// Not inside the dataset or the cache (libcache/build/output_guard.h): checked on <project>/<name> before
 // it is created (the incremented siblings are in the same folder).
 Status TrainRun::PrepareRunDir() {
   YC_RETURN_IF_ERROR(CheckOutsideCacheData(o_.out.empty() ? fs::path(o_.project) / o_.name : fs::path(o_.out),

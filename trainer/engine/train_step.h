@@ -10,13 +10,13 @@
 #include <ATen/ATen.h>
 #include <torch/optim/optimizer.h>
 
-#include "libcache/status.h"
+#include "base/status.h"
+#include "trainer/config/train_options.h"
+#include "trainer/distributed/grad_reducer.h"
 #include "trainer/engine/ema.h"
 #include "trainer/engine/fused_step.h"
-#include "trainer/distributed/grad_reducer.h"
 #include "trainer/engine/grad_scaler.h"
 #include "trainer/loss/loss.h"
-#include "trainer/config/train_options.h"
 #include "trainer/model/detection_model.h"
 
 namespace yc::trainer {

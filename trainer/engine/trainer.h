@@ -26,10 +26,10 @@
 #include <string>
 #include <vector>
 
-#include "libcache/status.h"
-#include "trainer/eval/metrics.h"
-#include "trainer/engine/results_log.h"
+#include "base/status.h"
 #include "trainer/config/train_options.h"
+#include "trainer/engine/results_log.h"
+#include "trainer/eval/metrics.h"
 
 namespace yc::trainer {
 

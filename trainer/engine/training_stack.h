@@ -16,7 +16,7 @@
 #include <ATen/ATen.h>
 #include <torch/optim/optimizer.h>
 
-#include "libcache/status.h"
+#include "base/status.h"
 #include "trainer/config/train_options.h"
 #include "trainer/distributed/grad_reducer.h"
 #include "trainer/engine/ema.h"

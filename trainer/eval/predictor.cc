@@ -12,24 +12,24 @@
 
 #include <c10/core/GradMode.h>
 
-#include "libcache/decode.h"
-#include "libcache/file_read.h"
-#include "libcache/jpeg_encode.h"
-#include "libcache/output_file.h"
-#include "libcache/output_guard.h"
-#include "libcache/path_json.h"
-#include "loader/draw.h"
-#include "loader/letterbox.h"
-#include "trainer/io/checkpoint.h"
-#include "trainer/io/pretrained.h"
+#include "libcache/base/file_read.h"
+#include "libcache/base/output_file.h"
+#include "libcache/base/path_json.h"
+#include "libcache/build/output_guard.h"
+#include "libcache/source/decode.h"
+#include "libcache/source/jpeg_encode.h"
+#include "loader/measure/draw.h"
+#include "loader/ops/letterbox.h"
 #include "trainer/eval/nms.h"
 #include "trainer/eval/video_io.h"
+#include "trainer/io/checkpoint.h"
+#include "trainer/io/pretrained.h"
 
 namespace yc::trainer {
 
 namespace fs = std::filesystem;
 
-// An image file is read whole; the decoders take int sizes (as the build's audit, libcache/audit.cc).
+// An image file is read whole; the decoders take int sizes (as the build's audit, libcache/source/audit.cc).
 constexpr uint64_t kMaxImageFileBytes = (uint64_t{1} << 31) - 1;
 
 Predictor::~Predictor() = default;
@@ -137,7 +137,7 @@ Status MakeParentWithin(const fs::path& file, const fs::path& save_dir) {
   return CheckWithinFolder(file.parent_path(), save_dir);
 }
 
-// Writes a txt file whole (libcache/output_file.h's temp file + rename): never half-written.
+// Writes a txt file whole (libcache/base/output_file.h's temp file + rename): never half-written.
 Status WriteText(const fs::path& path, const fs::path& save_dir, const std::string& text) {
   YC_RETURN_IF_ERROR(MakeParentWithin(path, save_dir));
   return WriteFileAtomically(path, text);

@@ -1,10 +1,10 @@
 // Inference on image files with a trained checkpoint (Ultralytics `predict`): decode (EXIF-oriented,
-// libcache/decode.h), letterbox to imgsz with stride-32 minimal padding (LetterBox(auto=True)), model in
+// libcache/source/decode.h), letterbox to imgsz with stride-32 minimal padding (LetterBox(auto=True)), model in
 // eval mode, NMS (conf 0.25, IoU 0.7, best class per box), boxes mapped back to the original image,
 // drawn with their class names and confidences ("person 0.87"), written as JPEG (videos: frame by frame
 // into a Motion-JPEG AVI, video_io.h). --save-txt writes Ultralytics' label rows
 // `cls xc yc w h [conf]` (normalised to the image, %g) to labels/<name>.txt (videos: <name>_<frame>.txt).
-// Every file is written through a temp file + rename (libcache/output_file.h); results never replace an
+// Every file is written through a temp file + rename (libcache/base/output_file.h); results never replace an
 // input (CheckPredictOutputs).
 #pragma once
 
@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
 
-#include "libcache/status.h"
+#include "base/status.h"
 #include "trainer/model/detection_model.h"
 
 namespace yc::trainer {
@@ -68,7 +68,7 @@ class Predictor {
   Result<std::vector<Detection>> Predict(const cv::Mat& rgb);
   // Reads and decodes the image, predicts, and writes <save_dir>/<input.output> with the boxes drawn (and
   // the txt rows). Anything but a regular file (a FIFO, a device) is an IOError naming it, returned at once
-  // (libcache/file_read.h).
+  // (libcache/base/file_read.h).
   Result<PredictResult> PredictFile(const PredictInput& input, const std::filesystem::path& save_dir);
   // Every frame of a video; `cancel` stops between frames (Cancelled returned, the partial video discarded:
   // an earlier complete result of that name stays).
@@ -96,7 +96,7 @@ class Predictor {
 // deterministic for the same command line. NotFound naming a path that does not exist.
 Result<std::vector<PredictInput>> ExpandPredictInputs(const std::vector<std::string>& inputs);
 
-// The output-path rule (libcache/output_guard.h) for a run folder: InvalidArgument naming both paths when
+// The output-path rule (libcache/build/output_guard.h) for a run folder: InvalidArgument naming both paths when
 // `save_dir` holds one of the inputs (--out DIR of the photos themselves: their results would replace
 // them, or an unrelated photo.jpg beside photo.png), when an output is an input through a link, or when
 // `save_dir` is inside a yolocache cache. Reads only.

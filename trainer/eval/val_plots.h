@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "libcache/status.h"
+#include "base/status.h"
 #include "trainer/eval/metrics_summary.h"
 
 namespace yc::trainer {

@@ -4,17 +4,17 @@
 
 #include <c10/core/GradMode.h>
 
+#include "libcache/base/thread_limit.h"
 #include "libcache/cache.h"
-#include "libcache/thread_limit.h"
 #include "loader/loader.h"
-#include "trainer/runtime/autocast.h"
-#include "trainer/model/box_ops.h"
-#include "trainer/io/checkpoint.h"
-#include "trainer/io/pretrained.h"
-#include "trainer/runtime/device_feed.h"
+#include "trainer/config/run_dir.h"
 #include "trainer/eval/confusion_matrix.h"
 #include "trainer/eval/val_plots.h"
-#include "trainer/config/run_dir.h"
+#include "trainer/io/checkpoint.h"
+#include "trainer/io/pretrained.h"
+#include "trainer/model/box_ops.h"
+#include "trainer/runtime/autocast.h"
+#include "trainer/runtime/device_feed.h"
 
 namespace yc::trainer {
 

@@ -17,12 +17,12 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include "base/status.h"
 #include "libcache/record_source.h"
-#include "libcache/status.h"
 #include "loader/batch.h"
-#include "trainer/loss/loss.h"
 #include "trainer/eval/metrics.h"
 #include "trainer/eval/nms.h"
+#include "trainer/loss/loss.h"
 #include "trainer/model/detection_model.h"
 
 namespace yc::trainer {

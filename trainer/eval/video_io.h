@@ -1,7 +1,7 @@
 // Video files for `yolocache-train predict` through OpenCV videoio (Debian: libopencv-videoio-dev),
 // optional at configure time (YOLOCACHE_WITH_VIDEOIO): without it Open fails with Unsupported, naming the
 // file and what to install. Frames are RGB (CV_8UC3) on both sides. The writer produces Motion-JPEG AVI,
-// as Ultralytics does on Linux, into a temp file of our own (libcache/output_file.h: created with
+// as Ultralytics does on Linux, into a temp file of our own (libcache/base/output_file.h: created with
 // O_EXCL|O_NOFOLLOW beside the output) renamed over the output on Close: a run that stops early never
 // leaves a half-written video under the final name, and a link or FIFO of that name is refused.
 //
@@ -18,8 +18,8 @@
 
 #include <opencv2/core.hpp>
 
-#include "libcache/output_file.h"
-#include "libcache/status.h"
+#include "base/status.h"
+#include "libcache/base/output_file.h"
 
 namespace yc::trainer {
 

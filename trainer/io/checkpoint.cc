@@ -17,9 +17,9 @@
 #include <torch/optim/sgd.h>
 #include <torch/serialize/output-archive.h>
 
-#include "libcache/manifest.h"
-#include "libcache/mapped_file.h"
-#include "libcache/output_file.h"
+#include "libcache/base/mapped_file.h"
+#include "libcache/base/output_file.h"
+#include "libcache/format/manifest.h"
 #include "trainer/io/checkpoint_checksum.h"
 #include "trainer/io/named_state.h"
 #include "trainer/io/optimizer_state.h"
@@ -311,7 +311,7 @@ Status WriteFileAtomic(const fs::path& path, const std::string& bytes) {
   fs::create_directories(dir, ec);
   if (ec) return Status::IOError(Status::At(dir.string(), ec.message()));
   // The temp file .<name>.tmp-<pid> is created with O_EXCL|O_NOFOLLOW and renamed only over a regular
-  // file (libcache/output_file.h): a link of either name is never written through.
+  // file (libcache/base/output_file.h): a link of either name is never written through.
   return WriteFileAtomically(path, bytes);
 }
 

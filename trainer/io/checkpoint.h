@@ -38,7 +38,7 @@
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/output-archive.h>
 
-#include "libcache/status.h"
+#include "base/status.h"
 #include "trainer/config/train_options.h"
 #include "trainer/model/detection_model.h"
 

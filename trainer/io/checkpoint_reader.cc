@@ -302,7 +302,7 @@ Result<std::map<std::string, at::Tensor>> NamedSection(const CheckpointReader::I
 
 Status CheckpointReader::LoadModule(const std::string& section, torch::nn::Module& module) const {
   try {
-    YC_ASSIGN_OR_RETURN(std::map<std::string, at::Tensor> saved, NamedSection(*impl_, section, path_.string()));
+    YC_ASSIGN_OR_RETURN(auto saved, NamedSection(*impl_, section, path_.string()));
     c10::NoGradGuard no_grad;
     auto state = NamedState(module);
     if (state.size() != saved.size()) {
@@ -341,7 +341,7 @@ Status CheckpointReader::LoadOptimizer(torch::optim::Optimizer& optimizer) const
 Status CheckpointReader::LoadGrads(torch::nn::Module& module) const {
   if (!has_grads()) return Status::OK();
   try {
-    YC_ASSIGN_OR_RETURN(std::map<std::string, at::Tensor> saved, NamedSection(*impl_, "grads", path_.string()));
+    YC_ASSIGN_OR_RETURN(auto saved, NamedSection(*impl_, "grads", path_.string()));
     std::set<std::string> used;
     for (auto& p : module.named_parameters(true)) {
       auto it = saved.find(p.key());

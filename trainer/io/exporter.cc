@@ -5,9 +5,9 @@
 
 #include <c10/core/GradMode.h>
 
-#include "libcache/output_file.h"
-#include "libcache/output_guard.h"
-#include "libcache/pid_files.h"
+#include "libcache/base/output_file.h"
+#include "libcache/base/pid_files.h"
+#include "libcache/build/output_guard.h"
 
 #include "trainer/io/checkpoint.h"
 #include "trainer/io/export_metadata.h"
@@ -15,13 +15,13 @@
 #include "trainer/io/pretrained.h"
 #include "trainer/io/torchscript_export.h"
 #include "trainer/model/fuse.h"
-#include "trainer/runtime/exception_text.h"
 #include "trainer/runtime/device_feed.h"
+#include "trainer/runtime/exception_text.h"
 
 namespace yc::trainer {
 namespace {
 
-// The output-path rule (libcache/output_guard.h), before the weights are even read: the export never
+// The output-path rule (libcache/build/output_guard.h), before the weights are even read: the export never
 // replaces its own input (--out w.pt of w.pt, or model.torchscript exported to TorchScript beside itself),
 // never lands in a cache, and names a file.
 Status CheckExportPath(const std::filesystem::path& out, const std::filesystem::path& weights) {
@@ -97,7 +97,7 @@ Result<ExportReport> ExportModel(ExportOptions o) {
     report.input_shape = example.sizes().vec();
     report.output_shape = {o.batch, 4 + model->nc(), anchors};
   }
-  // What an export killed while writing left in that folder (libcache/pid_files.h).
+  // What an export killed while writing left in that folder (libcache/base/pid_files.h).
   RemoveStaleTempFiles(report.file.has_parent_path() ? report.file.parent_path() : std::filesystem::path("."));
   YC_RETURN_IF_ERROR(WriteExport(report.file, bytes));
   report.format = o.format;

@@ -2,8 +2,8 @@
 // training form, yolocache checkpoints), an ONNX or TorchScript file out, written atomically beside the
 // weights (best.pt -> best.onnx) unless options.out says otherwise; an output that is the weights
 // themselves, a directory or inside a cache is refused before the weights are read (InvalidArgument
-// naming both; libcache/output_guard.h), and the file is written through a temp file + rename
-// (libcache/output_file.h). BatchNorm is folded first
+// naming both; libcache/build/output_guard.h), and the file is written through a temp file + rename
+// (libcache/base/output_file.h). BatchNorm is folded first
 // (trainer/model/fuse.h); the formats are in trainer/io/onnx/onnx_export.h and torchscript_export.h.
 //
 //   ExportOptions o; o.weights = "yolo11n.pt"; o.format = ExportFormat::kOnnx; o.imgsz = {640};
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "libcache/status.h"
+#include "base/status.h"
 #include "trainer/io/export_options.h"
 
 namespace yc::trainer {

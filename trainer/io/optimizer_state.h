@@ -19,7 +19,7 @@
 #include <ATen/ATen.h>
 #include <torch/optim/optimizer.h>
 
-#include "libcache/status.h"
+#include "base/status.h"
 #include "trainer/io/checkpoint_checksum.h"
 
 namespace yc::trainer {

@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "libcache/status.h"
+#include "base/status.h"
 
 namespace yc::trainer {
 

@@ -7,7 +7,7 @@
 #include <c10/core/GradMode.h>
 #include <caffe2/serialize/inline_container.h>
 
-#include "libcache/decode.h"  // kMaxImgsz
+#include "libcache/source/decode.h"  // kMaxImgsz
 #include "trainer/io/checkpoint.h"
 #include "trainer/io/torch_archive.h"
 #include "trainer/io/ultralytics_checkpoint.h"

@@ -20,7 +20,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 
-#include "libcache/status.h"
+#include "base/status.h"
 #include "trainer/model/detection_model.h"
 
 namespace yc::trainer {

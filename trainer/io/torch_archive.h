@@ -27,7 +27,7 @@
 
 #include <ATen/ATen.h>
 
-#include "libcache/status.h"
+#include "base/status.h"
 #include "trainer/io/pickle.h"
 #include "trainer/io/zip_directory.h"
 

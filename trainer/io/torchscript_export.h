@@ -11,7 +11,7 @@
 
 #include <ATen/ATen.h>
 
-#include "libcache/status.h"
+#include "base/status.h"
 #include "trainer/model/detection_model.h"
 
 namespace yc::trainer {

@@ -5,7 +5,7 @@
 #include <regex>
 #include <set>
 
-#include "libcache/decode.h"  // kMaxImgsz
+#include "libcache/source/decode.h"  // kMaxImgsz
 #include "trainer/io/torch_archive.h"
 
 namespace yc::trainer {

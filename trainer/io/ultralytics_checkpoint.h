@@ -25,7 +25,7 @@
 
 #include <ATen/ATen.h>
 
-#include "libcache/status.h"
+#include "base/status.h"
 
 namespace yc::trainer {
 

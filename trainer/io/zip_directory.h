@@ -17,7 +17,7 @@
 #include <map>
 #include <string>
 
-#include "libcache/status.h"
+#include "base/status.h"
 
 namespace yc::trainer {
 

@@ -15,7 +15,7 @@
 
 #include <ATen/ATen.h>
 
-#include "libcache/status.h"
+#include "base/status.h"
 #include "trainer/loss/assigner.h"
 
 namespace yc::trainer {

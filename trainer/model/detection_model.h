@@ -19,7 +19,7 @@
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/pimpl.h>
 
-#include "libcache/status.h"
+#include "base/status.h"
 #include "trainer/model/detect.h"
 
 namespace yc::trainer {

@@ -6,7 +6,7 @@
 
 #include <opencv2/imgproc.hpp>
 
-#include "loader/draw.h"
+#include "loader/measure/draw.h"
 
 namespace yc::trainer {
 

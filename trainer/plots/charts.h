@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "libcache/box.h"
-#include "libcache/status.h"
+#include "base/status.h"
+#include "libcache/base/box.h"
 
 namespace yc::trainer {
 

@@ -13,8 +13,8 @@
 #include <png.h>
 #endif
 
-#include "libcache/jpeg_encode.h"
-#include "libcache/output_file.h"
+#include "libcache/base/output_file.h"
+#include "libcache/source/jpeg_encode.h"
 
 namespace yc::trainer {
 
@@ -32,7 +32,7 @@ const char* PngEncoderName() {
 
 namespace {
 
-// PNG bytes of an RGB picture, for one atomic write (libcache/output_file.h).
+// PNG bytes of an RGB picture, for one atomic write (libcache/base/output_file.h).
 #if YOLOCACHE_WITH_IMGCODECS
 Result<std::string> EncodePng(const cv::Mat& rgb) {
   cv::Mat bgr;
@@ -77,7 +77,7 @@ Status WriteImageFile(const fs::path& path, const cv::Mat& rgb) {
   if (rgb.empty() || rgb.type() != CV_8UC3) return Status::InvalidArgument(Status::At(path.string(), "not an RGB picture"));
   std::string ext = path.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  // Both through a temp file + rename (libcache/output_file.h): readers never see a half-written file,
+  // Both through a temp file + rename (libcache/base/output_file.h): readers never see a half-written file,
   // and a link or FIFO of that name is refused, never written through.
   if (ext == ".jpg" || ext == ".jpeg") {
     cv::Mat c = rgb.isContinuous() ? rgb : rgb.clone();

@@ -1,4 +1,4 @@
-// Writes an RGB picture (CV_8UC3) atomically (libcache/output_file.h: a temp file beside it, then rename;
+// Writes an RGB picture (CV_8UC3) atomically (libcache/base/output_file.h: a temp file beside it, then rename;
 // a link or FIFO of that name is refused): .png through OpenCV
 // imgcodecs when the build has it (YOLOCACHE_WITH_IMGCODECS), else libpng (YOLOCACHE_WITH_LIBPNG);
 // .jpg/.jpeg through libcache's TurboJPEG encoder (always present).
@@ -10,7 +10,7 @@
 
 #include <opencv2/core.hpp>
 
-#include "libcache/status.h"
+#include "base/status.h"
 
 namespace yc::trainer {
 

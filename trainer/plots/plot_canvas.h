@@ -20,7 +20,7 @@
 
 #include <opencv2/core.hpp>
 
-#include "libcache/status.h"
+#include "base/status.h"
 
 namespace yc::trainer {
 

@@ -15,7 +15,7 @@
 #include <mutex>
 #include <thread>
 
-#include "libcache/status.h"
+#include "base/status.h"
 
 namespace yc::trainer {
 

@@ -21,7 +21,7 @@
 
 #include <ATen/ATen.h>
 
-#include "libcache/status.h"
+#include "base/status.h"
 #include "loader/batch.h"
 #include "loader/options.h"
 

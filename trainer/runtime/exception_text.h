@@ -8,7 +8,7 @@
 #include <exception>
 #include <string>
 
-#include "libcache/status.h"
+#include "base/status.h"
 
 namespace yc::trainer {
 

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "libcache/status.h"
+#include "base/status.h"
 #include "trainer/io/export_metadata.h"
 #include "trainer/io/export_options.h"
 #include "trainer/model/detection_model.h"

@@ -1,0 +1,20 @@
+// RGB pixels -> JPEG bytes with TurboJPEG (synth images, inspect previews, exported samples).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "base/status.h"
+
+namespace yc {
+
+// `stride` 0 means width * 3. Quality 1..100, 4:2:0 subsampling.
+Result<std::string> EncodeJpeg(const uint8_t* rgb, int width, int height, int quality, int stride = 0);
+
+// Encodes and writes to `path` atomically (libcache/base/output_file.h: a temp file renamed over it; a
+// symbolic link, FIFO or folder of that name is refused); IOError naming it on failure.
+Status WriteJpeg(const std::filesystem::path& path, const uint8_t* rgb, int width, int height, int quality = 90,
+                 int stride = 0);
+
+}  // namespace yc

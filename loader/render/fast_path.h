@@ -1,0 +1,22 @@
+// The fast train path: each tile is warped straight from the record's pixels into the s x s output
+// with its mosaic placement, the affine/perspective matrix and the flips composed into one
+// transform (see canvas_warp.h); the 2s x 2s canvas is never built. HSV is left to FinishImage,
+// which applies it while writing the batch.
+#pragma once
+
+#include <opencv2/core.hpp>
+#include <vector>
+
+#include "libcache/record_source.h"
+#include "loader/options.h"
+#include "loader/render/inputs.h"
+#include "loader/render/plan.h"
+
+namespace yc {
+
+// Renders the sample's geometry, mixup and flips into `out` (CV_8UC3, imgsz x imgsz, allocated by the
+// caller; may wrap batch memory) and its boxes (output pixels, xyxy) into *boxes.
+Status RenderTrainFast(const TrainPlan& plan, const RecordSource& source, const LoaderOptions& options,
+                       RenderScratch* scratch, cv::Mat* out, std::vector<BoxXyxy>* boxes);
+
+}  // namespace yc

@@ -1,0 +1,45 @@
+// Every random decision for one train sample, drawn up front in Ultralytics' order, before any
+// pixel is touched: mosaic probability, the three partners, centre yc then xc, the perspective
+// draws (perspective, degrees, scale, shear x then y, translate x then y), mixup probability (and,
+// if it fires, the mix partner and its own mosaic/affine draws, then Beta(32,32)), HSV gains,
+// flipud, fliplr. The draws do not depend on image sizes, so a plan is a pure function of the RNG.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "loader/base/rng.h"
+#include "loader/ops/flip.h"
+#include "loader/ops/hsv.h"
+#include "loader/ops/mixup.h"
+#include "loader/ops/mosaic.h"
+#include "loader/ops/random_perspective.h"
+#include "loader/options.h"
+#include "loader/order/partner_domain.h"
+
+namespace yc {
+
+// One Mosaic(or LetterBox) + RandomPerspective sample.
+struct SubPlan {
+  uint64_t record = 0;
+  bool mosaic = false;
+  std::array<uint64_t, 3> partners{};  // TR, BL, BR tiles; uniform over the PartnerDomain
+  MosaicCentre centre;
+  PerspectiveDraw affine;
+};
+
+struct TrainPlan {
+  SubPlan main;
+  bool mixup = false;
+  SubPlan mix;
+  double mix_ratio = 1.0;  // weight of `main` in the blend
+  HsvGains hsv;
+  FlipDraw flip;
+};
+
+// `partners`: the records Mosaic/MixUp partners come from (the split's size for the default order).
+// `closed`: close_mosaic is in force (mosaic and mixup probabilities are 0, their draws still happen).
+TrainPlan DrawTrainPlan(Rng& rng, uint64_t record, const PartnerDomain& partners, const AugmentHyp& hyp, bool closed,
+                        int imgsz);
+
+}  // namespace yc
