@@ -12,8 +12,8 @@
 #include "trainer/config/sample_order.h"
 #include "trainer/engine/run_identity.h"
 #include "trainer/engine/train_run.h"
-#include "trainer/eval/val_plots.h"
 #include "trainer/model/sync_batch_norm.h"
+#include "trainer/plots/charts.h"
 
 namespace yc::trainer {
 
