@@ -30,9 +30,8 @@ Result<uint64_t> MemAvailableBytes(const std::string& path) {
 
 Result<uint64_t> PageCacheBudget(double ram_budget_gb, const std::string& meminfo_path) {
   if (ram_budget_gb > 0) return static_cast<uint64_t>(ram_budget_gb * (1ull << 30));
-  Result<uint64_t> available = MemAvailableBytes(meminfo_path);
-  if (!available.ok()) return available.status();
-  return *available > kProcessMargin ? *available - kProcessMargin : 0;
+  YC_ASSIGN_OR_RETURN(uint64_t available, MemAvailableBytes(meminfo_path));
+  return available > kProcessMargin ? available - kProcessMargin : 0;
 }
 
 OrderChoice ChooseSampleOrder(const TrainOptions& o, uint64_t data_bytes, uint64_t budget, bool compressed) {

@@ -141,11 +141,10 @@ class DistContextFactory {
                               std::to_string(rank) + "/" + std::to_string(world_size) + ")";
     if (backend == DistBackend::kGloo) {
 #if YC_DIST_GLOO
-      auto devices = GlooDevices(gloo_host);
-      if (!devices.ok()) return devices.status();
+      YC_ASSIGN_OR_RETURN(auto devices, GlooDevices(gloo_host));
       try {
         auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-        options->devices = std::move(devices.value());
+        options->devices = std::move(devices);
         // The constructor connects the full mesh through the store: it returns once every rank is in.
         ctx->group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
       } catch (const std::exception& e) {
@@ -207,27 +206,23 @@ Result<DistEnv> DistEnvFromVariables(const std::function<const char*(const char*
   DistEnv env;
   const char* world = lookup("WORLD_SIZE");
   if (world == nullptr || *world == '\0') return env;  // not launched distributed
-  auto w = ParseIntVar("WORLD_SIZE", world, 1, 1 << 20);
-  if (!w.ok()) return w.status();
-  env.world_size = *w;
+  YC_ASSIGN_OR_RETURN(auto w, ParseIntVar("WORLD_SIZE", world, 1, 1 << 20));
+  env.world_size = w;
   const char* rank = lookup("RANK");
   if (rank == nullptr || *rank == '\0') {
     if (env.world_size > 1) return Status::InvalidArgument("RANK: not set while WORLD_SIZE=" + std::string(world));
   } else {
-    auto r = ParseIntVar("RANK", rank, 0, env.world_size - 1);
-    if (!r.ok()) return r.status();
-    env.rank = *r;
+    YC_ASSIGN_OR_RETURN(auto r, ParseIntVar("RANK", rank, 0, env.world_size - 1));
+    env.rank = r;
   }
   env.local_rank = env.rank;
   if (const char* local = lookup("LOCAL_RANK"); local != nullptr && *local != '\0') {
-    auto l = ParseIntVar("LOCAL_RANK", local, 0, env.world_size - 1);
-    if (!l.ok()) return l.status();
-    env.local_rank = *l;
+    YC_ASSIGN_OR_RETURN(auto l, ParseIntVar("LOCAL_RANK", local, 0, env.world_size - 1));
+    env.local_rank = l;
   }
   if (const char* restart = lookup("TORCHELASTIC_RESTART_COUNT"); restart != nullptr && *restart != '\0') {
-    auto c = ParseIntVar("TORCHELASTIC_RESTART_COUNT", restart, 0, 1 << 30);
-    if (!c.ok()) return c.status();
-    env.restart_count = *c;
+    YC_ASSIGN_OR_RETURN(auto c, ParseIntVar("TORCHELASTIC_RESTART_COUNT", restart, 0, 1 << 30));
+    env.restart_count = c;
   }
   if (const char* agent = lookup("TORCHELASTIC_USE_AGENT_STORE"); agent != nullptr) {
     env.agent_store = Lower(agent) == "true";  // torchrun writes str(bool)
@@ -242,9 +237,8 @@ Result<DistEnv> DistEnvFromVariables(const std::function<const char*(const char*
   if (port == nullptr || *port == '\0') {
     return Status::InvalidArgument("MASTER_PORT: not set while WORLD_SIZE=" + std::string(world));
   }
-  auto p = ParseIntVar("MASTER_PORT", port, 1, 65535);
-  if (!p.ok()) return p.status();
-  env.master_port = *p;
+  YC_ASSIGN_OR_RETURN(auto p, ParseIntVar("MASTER_PORT", port, 1, 65535));
+  env.master_port = p;
   return env;
 }
 

@@ -8,14 +8,8 @@
 
 #include "libcache/cache.h"
 #include "loader/loader.h"
+#include "trainer/engine/training_stack.h"
 #include "trainer/runtime/device_feed.h"
-#include "trainer/engine/ema.h"
-#include "trainer/engine/fused_step.h"
-#include "trainer/engine/grad_scaler.h"
-#include "trainer/loss/loss.h"
-#include "trainer/engine/optimizer.h"
-#include "trainer/engine/train_step.h"
-#include "trainer/model/detection_model.h"
 
 namespace yc::trainer {
 
@@ -36,63 +30,59 @@ at::Tensor SyntheticLabels(int64_t batch, int64_t nc, int64_t per_image, const a
   return at::cat({bi.unsqueeze(1), cls.unsqueeze(1), cxy, wh}, 1).to(device);
 }
 
+// The probe's training stack: the run's, on a fresh model (optimizer "auto" sized for a long run).
+Status BuildProbeStack(const TrainOptions& o, int64_t nc, TrainingStack* stack) {
+  YC_ASSIGN_OR_RETURN(at::Device device, ParseDevice(o.device));
+  YC_ASSIGN_OR_RETURN(ModelName model_name, ParseModelName(o.model));
+  YC_ASSIGN_OR_RETURN(stack->target, PrepareDevice(o, device));
+  stack->model = NewModel(model_name, nc, stack->target);
+  stack->model->train();
+  YC_RETURN_IF_ERROR(BuildStackOptimizer(stack, o, nc, /*iterations=*/100000));
+  return BuildStep(stack, o, nc);
+}
+
+// The label tables on the device, or fixed random ones (4 boxes per image) when there are none.
+std::vector<ProbeLabels> DeviceLabels(const std::vector<ProbeLabels>& real_labels, int64_t batch, int64_t nc,
+                                      const at::Device& device) {
+  std::vector<ProbeLabels> labels;
+  for (const auto& l : real_labels) labels.push_back({l.table.to(device), l.max_boxes});
+  if (labels.empty()) {
+    const int64_t per_image = 4;
+    labels.push_back({SyntheticLabels(batch, nc, per_image, device), per_image});
+  }
+  return labels;
+}
+
 }  // namespace
 
 Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& o, int64_t nc, int iterations,
                                                        const std::vector<ProbeLabels>& real_labels) {
   try {
-    Result<at::Device> device = ParseDevice(o.device);
-    if (!device.ok()) return device.status();
-    Result<AmpConfig> amp = ResolveAmp(o, *device);
-    if (!amp.ok()) return amp.status();
-    Result<ModelName> model_name = ParseModelName(o.model);
-    if (!model_name.ok()) return model_name.status();
-    ConfigureDevice(*device, o.cudnn_benchmark);
-    const bool channels_last = device->is_cuda() && o.channels_last;
-    DetectionModel model(ModelOptions(*model_name, nc));
-    model->to(*device);
-    if (channels_last) ToChannelsLast(*model);
-    model->train();
-    const int64_t accumulate = AccumulateSteps(o.nbs, o.batch);
-    Result<OptimizerSpec> spec = ResolveOptimizer(o.optimizer, o.lr0, o.momentum, o.warmup_bias_lr, nc, 100000);
-    if (!spec.ok()) return spec.status();
-    auto optimizer = BuildOptimizer(*model, *spec, ScaledWeightDecay(o.weight_decay, o.batch, accumulate, o.nbs));
-    ModelEMA ema(*model);
-    GradScalerOptions so;
-    so.enabled = amp->scaler;
-    GradScaler scaler(so);
-    DetectionLoss loss(nc, model->strides(), LossOptions{o.box, o.cls, o.dfl});
-    std::unique_ptr<FusedStep> fused;
-    if (o.fused_optimizer && FusedStep::Supported(*optimizer)) fused = std::make_unique<FusedStep>(*optimizer);
-    TrainStep train_step(model, *optimizer, ema, scaler, loss, *amp, o.clip_grad, device->type(), fused.get());
-    auto images = at::rand({o.batch, 3, o.imgsz, o.imgsz}, at::TensorOptions().device(*device));
-    if (channels_last) images = images.contiguous(at::MemoryFormat::ChannelsLast);
-    std::vector<ProbeLabels> labels;
-    for (const auto& l : real_labels) labels.push_back({l.table.to(*device), l.max_boxes});
-    if (labels.empty()) {
-      const int64_t per_image = 4;
-      labels.push_back({SyntheticLabels(o.batch, nc, per_image, *device), per_image});
-    }
+    TrainingStack stack;
+    YC_RETURN_IF_ERROR(BuildProbeStack(o, nc, &stack));
+    const at::Device device = stack.target.device;
+    auto images = at::rand({o.batch, 3, o.imgsz, o.imgsz}, at::TensorOptions().device(device));
+    if (stack.target.channels_last) images = images.contiguous(at::MemoryFormat::ChannelsLast);
+    const std::vector<ProbeLabels> labels = DeviceLabels(real_labels, o.batch, nc, device);
     auto run = [&](int n, int64_t* it) -> Status {
       for (int k = 0; k < n; ++k, ++*it) {
-        const bool step_now = (*it + 1) % accumulate == 0;
+        const bool step_now = (*it + 1) % stack.accumulate == 0;
         const ProbeLabels& l = labels[static_cast<size_t>(*it) % labels.size()];
-        Result<at::Tensor> items = train_step.ForwardBackward(images, l.table, l.max_boxes, step_now);
-        if (!items.ok()) return items.status();
-        if (step_now) YC_RETURN_IF_ERROR(train_step.OptimizerStep());
+        YC_RETURN_IF_ERROR(stack.step->ForwardBackward(images, l.table, l.max_boxes, step_now).status());
+        if (step_now) YC_RETURN_IF_ERROR(stack.step->OptimizerStep());
       }
       return Status::OK();
     };
     int64_t it = 0;
     SyntheticThroughput result;
-    result.fused_optimizer = fused != nullptr;
+    result.fused_optimizer = stack.fused != nullptr;
     const auto t_warm = Clock::now();
     YC_RETURN_IF_ERROR(run(std::min(5, iterations), &it));  // CUDA set-up, allocator warm-up, autotuning if on
-    SynchronizeDevice(*device);
+    SynchronizeDevice(device);
     result.warmup_seconds = Seconds(t_warm);
     const auto t0 = Clock::now();
     YC_RETURN_IF_ERROR(run(iterations, &it));
-    SynchronizeDevice(*device);
+    SynchronizeDevice(device);
     const double s = Seconds(t0);
     result.images_per_second = s > 0 ? static_cast<double>(o.batch) * iterations / s : 0.0;
     return result;
@@ -102,9 +92,7 @@ Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& o, in
 }
 
 Result<TrainLabelSample> SampleTrainLabels(const TrainOptions& o, int batches) {
-  Result<std::unique_ptr<Cache>> cache = Cache::Open(o.data);
-  if (!cache.ok()) return cache.status();
-  std::shared_ptr<Cache> shared(std::move(*cache));
+  YC_ASSIGN_OR_RETURN(std::shared_ptr<Cache> shared, Cache::Open(o.data));
   const RecordSource* train = shared->split(o.train_split);
   if (train == nullptr || train->size() == 0) {
     return Status::NotFound(Status::At(o.data, "no '" + o.train_split + "' split with images"));
@@ -119,12 +107,11 @@ Result<TrainLabelSample> SampleTrainLabels(const TrainOptions& o, int batches) {
   while (static_cast<int>(out.labels.size()) < batches) {
     YC_RETURN_IF_ERROR((*loader)->Next(&b));
     if (!b) break;
-    Result<int64_t> max_boxes = DeviceFeed::CheckLabels(*b, out.nc);
-    if (!max_boxes.ok()) return max_boxes.status();
+    YC_ASSIGN_OR_RETURN(int64_t max_boxes, DeviceFeed::CheckLabels(*b, out.nc));
     const auto n = static_cast<int64_t>(b->label_count());
     at::Tensor table = at::empty({n, 6}, at::kFloat);
     if (n > 0) std::memcpy(table.data_ptr<float>(), b->labels.data(), sizeof(float) * 6 * static_cast<size_t>(n));
-    out.labels.push_back({table, *max_boxes});
+    out.labels.push_back({table, max_boxes});
   }
   return out;
 }

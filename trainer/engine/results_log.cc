@@ -133,9 +133,8 @@ Result<std::unique_ptr<ResultsLog>> ResultsLog::Open(const fs::path& csv, int ke
     if (ec) return Status::IOError(Status::At(csv.parent_path().string(), ec.message()));
   }
   if (keep_epochs >= 0 && fs::exists(csv, ec)) {
-    Result<std::vector<EpochRecord>> old = ReadResultsCsv(csv);
-    if (!old.ok()) return old.status();
-    for (const EpochRecord& r : *old) {
+    YC_ASSIGN_OR_RETURN(std::vector<EpochRecord> old, ReadResultsCsv(csv));
+    for (const EpochRecord& r : old) {
       if (r.epoch <= keep_epochs) log->records_.push_back(r);
     }
   }

@@ -66,13 +66,12 @@ Result<at::Tensor> TrainStep::ForwardBackward(const at::Tensor& images, const at
     AutocastGuard autocast(device_type_, amp_.enabled, amp_.dtype);
     out = model_->forward(images);
   }
-  Result<LossOutput> loss = loss_(out.feats, labels, max_boxes);
-  if (!loss.ok()) return loss.status();
+  YC_ASSIGN_OR_RETURN(LossOutput loss, loss_(out.feats, labels, max_boxes));
   // Ultralytics multiplies the loss by world_size under DDP: the reducer averages like DDP, so the result
   // is the gradient of the summed global-batch loss.
-  at::Tensor total = world_size_ > 1 ? loss->total * static_cast<double>(world_size_) : loss->total;
+  at::Tensor total = world_size_ > 1 ? loss.total * static_cast<double>(world_size_) : loss.total;
   scaler_.Scale(total).backward();
-  return loss->items;
+  return loss.items;
 }
 
 Status TrainStep::OptimizerStep() {
@@ -85,8 +84,7 @@ Status TrainStep::OptimizerStep() {
     // Skips an overflowed step on the device: no host read of found_inf, no pipeline drain.
     fused_->Step(scaler_.found_inf());
   } else {
-    Result<bool> stepped = scaler_.Step(optimizer_);
-    if (!stepped.ok()) return stepped.status();
+    YC_RETURN_IF_ERROR(scaler_.Step(optimizer_).status());
   }
   scaler_.Update();
   optimizer_.zero_grad();

@@ -45,9 +45,8 @@ Result<std::unique_ptr<Predictor>> Predictor::Load(const fs::path& checkpoint, c
   };
   if (options.imgsz != 0) YC_RETURN_IF_ERROR(check_imgsz());
   // Either kind of weights file (a yolocache checkpoint or an Ultralytics .pt), with its class names.
-  Result<InferenceModel> loaded = LoadInferenceModel(checkpoint, device);
-  if (!loaded.ok()) return loaded.status();
-  if (options.imgsz == 0) options.imgsz = loaded->info.imgsz > 0 ? loaded->info.imgsz : 640;
+  YC_ASSIGN_OR_RETURN(InferenceModel loaded, LoadInferenceModel(checkpoint, device));
+  if (options.imgsz == 0) options.imgsz = loaded.info.imgsz > 0 ? loaded.info.imgsz : 640;
   YC_RETURN_IF_ERROR(check_imgsz());
   if (!(options.conf >= 0 && options.conf < 1) || !(options.iou > 0 && options.iou <= 1) || options.max_det < 1) {
     return Status::InvalidArgument("predict: need 0 <= conf < 1, 0 < iou <= 1, max_det >= 1");
@@ -55,8 +54,8 @@ Result<std::unique_ptr<Predictor>> Predictor::Load(const fs::path& checkpoint, c
   std::unique_ptr<Predictor> p(new Predictor());
   p->device_ = device;
   p->options_ = options;
-  p->names_ = loaded->info.names;
-  p->model_ = loaded->model;
+  p->names_ = loaded.info.names;
+  p->model_ = loaded.model;
   return p;
 }
 
@@ -218,8 +217,7 @@ Result<PredictResult> Predictor::PredictFile(const PredictInput& input, const fs
 
 Result<PredictResult> Predictor::PredictVideo(const PredictInput& input, const fs::path& save_dir,
                                               const std::atomic<bool>* cancel) {
-  Result<std::unique_ptr<VideoReader>> reader = VideoReader::Open(input.source);
-  if (!reader.ok()) return reader.status();
+  YC_ASSIGN_OR_RETURN(std::unique_ptr<VideoReader> reader, VideoReader::Open(input.source));
   PredictResult result;
   result.source = input.source;
   result.output = save_dir / input.output;
@@ -227,14 +225,12 @@ Result<PredictResult> Predictor::PredictVideo(const PredictInput& input, const f
   std::unique_ptr<VideoWriter> writer;
   cv::Mat frame;
   double ms = 0;
-  while ((*reader)->Next(&frame)) {
+  while (reader->Next(&frame)) {
     if (cancel != nullptr && cancel->load()) break;
     if (!writer) {
       result.width = frame.cols;
       result.height = frame.rows;
-      Result<std::unique_ptr<VideoWriter>> w = VideoWriter::Open(result.output, (*reader)->fps(), frame.size());
-      if (!w.ok()) return w.status();
-      writer = std::move(*w);
+      YC_ASSIGN_OR_RETURN(writer, VideoWriter::Open(result.output, reader->fps(), frame.size()));
     }
     if (frame.cols != result.width || frame.rows != result.height) {
       return Status::DataError(Status::At(input.source.string(), "frame " + std::to_string(result.frames + 1) +

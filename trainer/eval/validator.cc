@@ -130,30 +130,28 @@ Result<ValResult> Validator::Run(DetectionModelImpl& model, const std::function<
       if (cancel != nullptr && cancel->load()) return Status::Cancelled("validation interrupted");
       YC_RETURN_IF_ERROR(d.loader->Next(&next));
       if (next) YC_RETURN_IF_ERROR(d.feed->Stage(std::move(next)));
-      Result<DeviceBatch> db = d.feed->Take();
-      if (!db.ok()) return db.status();
+      YC_ASSIGN_OR_RETURN(DeviceBatch db, d.feed->Take());
       lap(&result.data_seconds);
       DetectOutput out;
       {
         AutocastGuard amp(d.device.type(), options_.amp, options_.amp_dtype);
-        out = model.forward(db->images);
+        out = model.forward(db.images);
       }
       if (d.loss) {
-        Result<LossOutput> l = (*d.loss)(out.feats, db->labels, db->max_boxes);
-        if (!l.ok()) return l.status();
-        loss_sum.add_(l->items);
+        YC_ASSIGN_OR_RETURN(LossOutput l, (*d.loss)(out.feats, db.labels, db.max_boxes));
+        loss_sum.add_(l.items);
         ++loss_batches;
       }
       SynchronizeDevice(d.device);  // NMS's first host read would wait here anyway
       lap(&result.model_seconds);
       std::vector<at::Tensor> dets = NonMaxSuppression(out.pred.to(at::kFloat), options_.nms);
       lap(&result.nms_seconds);
-      for (int i = 0; i < db->size; ++i) {
+      for (int i = 0; i < db.size; ++i) {
         // Matched in each original image's pixels, as Ultralytics does: boxes reaching into the letterbox
         // padding are clipped, which changes IoUs near the image border.
-        const SampleInfo& sample = db->host->samples[static_cast<size_t>(i)];
+        const SampleInfo& sample = db.host->samples[static_cast<size_t>(i)];
         at::Tensor gt_boxes, gt_cls;
-        BatchGroundTruth(*db->host, i, &gt_boxes, &gt_cls);
+        BatchGroundTruth(*db.host, i, &gt_boxes, &gt_cls);
         ToOriginalImage(sample, gt_boxes);
         at::Tensor det;
         if (i < static_cast<int>(dets.size())) {
@@ -164,7 +162,7 @@ Result<ValResult> Validator::Run(DetectionModelImpl& model, const std::function<
         confusion.Update(det, gt_boxes, gt_cls);
       }
       lap(&result.metrics_seconds);
-      result.images += db->size;
+      result.images += db.size;
       ++done;
       if (progress) progress(done, total);
     }
@@ -189,9 +187,8 @@ int ValImgsz(int requested, int checkpoint) { return requested > 0 ? requested :
 
 Result<int> CheckpointValImgsz(const std::string& weights, int imgsz) {
   if (imgsz != 0) return imgsz;  // a negative one is refused by ValidateCheckpoint
-  Result<ModelWeights> w = ReadModelWeights(weights);
-  if (!w.ok()) return w.status();
-  return ValImgsz(0, w->imgsz);
+  YC_ASSIGN_OR_RETURN(ModelWeights w, ReadModelWeights(weights));
+  return ValImgsz(0, w.imgsz);
 }
 
 Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
@@ -203,16 +200,12 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
   if (!(o.nms.iou > 0 && o.nms.iou <= 1)) return Status::InvalidArgument("--iou must be in (0, 1]");
   if (o.nms.max_det < 1) return Status::InvalidArgument("--max-det must be >= 1");
   if (o.threads < 0) return Status::InvalidArgument("--threads must be >= 0 (0: all cores)");
-  Result<at::Device> device = ParseDevice(o.device);
-  if (!device.ok()) return device.status();
-  ConfigureDevice(*device);
+  YC_ASSIGN_OR_RETURN(at::Device device, ParseDevice(o.device));
+  ConfigureDevice(device);
   // Either kind of weights file (a yolocache checkpoint or an Ultralytics .pt), with its class names.
-  Result<InferenceModel> loaded = LoadInferenceModel(o.weights, *device);
-  if (!loaded.ok()) return loaded.status();
-  const ModelWeights& info = loaded->info;
-  Result<std::unique_ptr<Cache>> opened = Cache::Open(o.data);
-  if (!opened.ok()) return opened.status();
-  std::shared_ptr<Cache> cache(std::move(*opened));
+  YC_ASSIGN_OR_RETURN(InferenceModel loaded, LoadInferenceModel(o.weights, device));
+  const ModelWeights& info = loaded.info;
+  YC_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(o.data));
   if (cache->manifest().names != info.names) {
     return Status::InvalidArgument(Status::At(o.data, "class names differ from the checkpoint's (" +
                                                           std::to_string(info.names.size()) + " classes)"));
@@ -222,9 +215,9 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
   CheckpointValReport report;
   report.names = info.names;
   report.imgsz = ValImgsz(o.imgsz, info.imgsz);
-  report.device = DeviceDescription(*device);
+  report.device = DeviceDescription(device);
   if (report.imgsz < 32 || report.imgsz % 32 != 0) return Status::InvalidArgument("--imgsz must be a multiple of 32");
-  DetectionModel model = loaded->model;
+  DetectionModel model = loaded.model;
   ValOptions vo;
   vo.batch = o.batch;
   vo.imgsz = report.imgsz;
@@ -233,17 +226,13 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
   vo.compute_loss = o.compute_loss;
   vo.loss = LossOptions{info.loss_gains[0], info.loss_gains[1], info.loss_gains[2]};
   vo.threads = o.threads;
-  Result<std::unique_ptr<Validator>> v =
-      Validator::Create(std::shared_ptr<const RecordSource>(cache, split), vo, *device, info.nc);
-  if (!v.ok()) return v.status();
-  Result<ValResult> r = (*v)->Run(*model, progress);
-  if (!r.ok()) return r.status();
-  report.result = *r;
-  Result<std::filesystem::path> dir = ResolveRunDir(o.out, o.project, o.name, o.exist_ok);
-  if (!dir.ok()) return dir.status();
-  report.save_dir = *dir;
+  YC_ASSIGN_OR_RETURN(std::unique_ptr<Validator> v,
+                      Validator::Create(std::shared_ptr<const RecordSource>(cache, split), vo, device, info.nc));
+  YC_ASSIGN_OR_RETURN(report.result, v->Run(*model, progress));
+  YC_ASSIGN_OR_RETURN(std::filesystem::path dir, ResolveRunDir(o.out, o.project, o.name, o.exist_ok));
+  report.save_dir = dir;
   if (o.plots) {
-    const Status plotted = WriteValidationPlots(report.result.metrics, report.result.confusion, info.names, *dir);
+    const Status plotted = WriteValidationPlots(report.result.metrics, report.result.confusion, info.names, dir);
     if (plotted.code() == Status::Code::kUnsupported) {
       report.plots = "plots skipped: " + plotted.message();
     } else if (!plotted.ok()) {

@@ -82,9 +82,8 @@ Result<std::unique_ptr<VideoWriter>> VideoWriter::Open(const fs::path& path, dou
   w->path_ = path;
   // The temp name keeps .avi: OpenCV chooses the container by it, and opens the file by name (it is
   // ours: just created exclusively).
-  Result<OutputFile> file = OutputFile::Create(path, VideoOutputExtension());
-  if (!file.ok()) return file.status();
-  w->file_.emplace(std::move(*file));
+  YC_ASSIGN_OR_RETURN(OutputFile file, OutputFile::Create(path, VideoOutputExtension()));
+  w->file_.emplace(std::move(file));
   try {
     if (!w->impl_->out.open(w->file_->temp_path().string(), cv::VideoWriter::fourcc('M', 'J', 'P', 'G'), fps, size, true)) {
       return Status::IOError(Status::At(path.string(), "cannot open the video for writing (MJPG/AVI)"));

@@ -280,8 +280,7 @@ Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const Check
     return Status::IOError(std::string("cannot snapshot checkpoint: ") + e.what());
   }
   if (!frozen) {  // live optimizer tensors: produce the bytes now, before training changes them
-    Result<std::shared_ptr<const std::string>> bytes = snap->Serialize();
-    if (!bytes.ok()) return bytes.status();
+    YC_RETURN_IF_ERROR(snap->Serialize().status());
   }
   return snap;
 }

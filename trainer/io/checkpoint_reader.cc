@@ -108,21 +108,19 @@ class ScriptTree {
   }
 
   Result<int64_t> Count(ValueId id, const std::string& what) {
-    Result<double> n = Number(id, what);
-    if (!n.ok()) return n.status();
-    if (!(*n >= 0 && *n <= kMaxListSize) || *n != static_cast<double>(static_cast<int64_t>(*n))) {
+    YC_ASSIGN_OR_RETURN(double n, Number(id, what));
+    if (!(n >= 0 && n <= kMaxListSize) || n != static_cast<double>(static_cast<int64_t>(n))) {
       return Bad(what + " is not a plausible count");
     }
-    return static_cast<int64_t>(*n);
+    return static_cast<int64_t>(n);
   }
 
   // LibTorch's optimizer archive (torch/optim/serialize.h): pytorch_version "1.5.0"; state: one module per
   // parameter key with its step and tensors; param_groups: "param_groups/size" and per group "params/size",
   // "params/<j>" (the parameter keys) and "options".
   Result<SavedOptimizer> Optimizer(ValueId opt) {
-    Result<std::string> version = String(Attr(opt, "pytorch_version"), "optimizer pytorch_version");
-    if (!version.ok()) return version.status();
-    if (*version != "1.5.0") return Bad("optimizer state of an unknown layout (pytorch_version " + *version + ")");
+    YC_ASSIGN_OR_RETURN(std::string version, String(Attr(opt, "pytorch_version"), "optimizer pytorch_version"));
+    if (version != "1.5.0") return Bad("optimizer state of an unknown layout (pytorch_version " + version + ")");
     const ValueId state = Attr(opt, "state"), groups = Attr(opt, "param_groups");
     if (!IsObject(state) || !IsObject(groups)) return Bad("optimizer state without state or param_groups");
     std::map<std::string, SavedParamState> states;
@@ -145,9 +143,8 @@ class ScriptTree {
       states[t_.at(key).text] = std::move(s);
     }
     SavedOptimizer out;
-    Result<int64_t> ngroups = Count(Attr(groups, "param_groups/size"), "optimizer param_groups/size");
-    if (!ngroups.ok()) return ngroups.status();
-    for (int64_t i = 0; i < *ngroups; ++i) {
+    YC_ASSIGN_OR_RETURN(int64_t ngroups, Count(Attr(groups, "param_groups/size"), "optimizer param_groups/size"));
+    for (int64_t i = 0; i < ngroups; ++i) {
       const std::string gname = "param_groups/" + std::to_string(i);
       const ValueId group = Attr(groups, gname);
       if (!IsObject(group)) return Bad("optimizer " + gname + " is missing");
@@ -160,23 +157,20 @@ class ScriptTree {
         const ValueId value = Unwrap(v);
         if (name == "betas" && value != kNoValue && t_.at(value).kind == Kind::kTuple && t_.at(value).items.size() == 2) {
           for (int b = 0; b < 2; ++b) {
-            Result<double> beta = Number(t_.at(value).items[static_cast<size_t>(b)], "optimizer option betas");
-            if (!beta.ok()) return beta.status();
-            g.options["betas." + std::to_string(b)] = *beta;
+            YC_ASSIGN_OR_RETURN(double beta, Number(t_.at(value).items[static_cast<size_t>(b)], "optimizer option betas"));
+            g.options["betas." + std::to_string(b)] = beta;
           }
         } else if (IsOptionName(name)) {
-          Result<double> x = Number(value, "optimizer option " + name);
-          if (!x.ok()) return x.status();
-          g.options[name] = *x;
+          YC_ASSIGN_OR_RETURN(double x, Number(value, "optimizer option " + name));
+          g.options[name] = x;
         }
       }
-      Result<int64_t> nparams = Count(Attr(group, "params/size"), "optimizer " + gname + " params/size");
-      if (!nparams.ok()) return nparams.status();
-      if (*nparams > static_cast<int64_t>(t_.size())) return Bad("optimizer " + gname + " lists more parameters than the file holds");
-      for (int64_t j = 0; j < *nparams; ++j) {
-        Result<std::string> key = String(Attr(group, "params/" + std::to_string(j)), "optimizer " + gname + " parameter key");
-        if (!key.ok()) return key.status();
-        auto it = states.find(*key);
+      YC_ASSIGN_OR_RETURN(int64_t nparams, Count(Attr(group, "params/size"), "optimizer " + gname + " params/size"));
+      if (nparams > static_cast<int64_t>(t_.size())) return Bad("optimizer " + gname + " lists more parameters than the file holds");
+      for (int64_t j = 0; j < nparams; ++j) {
+        YC_ASSIGN_OR_RETURN(std::string key,
+                            String(Attr(group, "params/" + std::to_string(j)), "optimizer " + gname + " parameter key"));
+        auto it = states.find(key);
         if (it == states.end()) {
           g.params.emplace_back();
         } else {
@@ -235,9 +229,8 @@ Result<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const fs::path&
     const ValueId root = (*archive)->tree().root();
     const ValueId meta_id = tree.Attr(root, "meta");
     if (meta_id == kNoValue) return Status::Corruption(Status::At(where, "not a yolocache checkpoint (no meta record)"));
-    Result<std::string> meta_text = tree.String(meta_id, "meta record");
-    if (!meta_text.ok()) return meta_text.status();
-    Json j = Json::parse(*meta_text, nullptr, /*allow_exceptions=*/false);
+    YC_ASSIGN_OR_RETURN(std::string meta_text, tree.String(meta_id, "meta record"));
+    Json j = Json::parse(meta_text, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) return Status::Corruption(Status::At(where, "meta record is not valid JSON"));
     Result<CheckpointMeta> m = MetaFromJson(j);
     if (!m.ok()) return Status(m.status()).WithContext(where);
@@ -246,28 +239,25 @@ Result<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const fs::path&
 
     // Everything is read (and so CRC-checked) now, and hashed in the writer's order when the file has a checksum.
     ChecksumInput checksum;
-    checksum.AddText("meta", *meta_text);
+    checksum.AddText("meta", meta_text);
     for (const char* section : kSections) {
       if (!impl.tensor_names.contains(section)) continue;
-      Result<std::vector<at::Tensor>> tensors = tree.TensorList(tree.Attr(root, section), section);
-      if (!tensors.ok()) return tensors.status();
-      for (size_t i = 0; i < tensors->size(); ++i) checksum.AddTensor(std::string(section) + "/" + std::to_string(i), (*tensors)[i]);
-      impl.sections[section] = std::move(*tensors);
+      YC_ASSIGN_OR_RETURN(std::vector<at::Tensor> tensors, tree.TensorList(tree.Attr(root, section), section));
+      for (size_t i = 0; i < tensors.size(); ++i) checksum.AddTensor(std::string(section) + "/" + std::to_string(i), tensors[i]);
+      impl.sections[section] = std::move(tensors);
     }
     const ValueId optimizer = tree.Attr(root, "optimizer");
     if (optimizer != kNoValue) {
       if (!tree.IsObject(optimizer)) return tree.Bad("the optimizer record is not an archive");
-      Result<SavedOptimizer> saved = tree.Optimizer(optimizer);
-      if (!saved.ok()) return saved.status();
-      AddToChecksum(*saved, &checksum);
-      impl.optimizer = std::move(*saved);
+      YC_ASSIGN_OR_RETURN(SavedOptimizer saved, tree.Optimizer(optimizer));
+      AddToChecksum(saved, &checksum);
+      impl.optimizer = std::move(saved);
     }
     if (const ValueId stored = tree.Attr(root, kChecksumRecord); stored != kNoValue) {
-      Result<std::string> want = tree.String(stored, "checksum record");
-      if (!want.ok()) return want.status();
+      YC_ASSIGN_OR_RETURN(std::string want, tree.String(stored, "checksum record"));
       const std::string got = checksum.Digest();
-      if (got != *want) {
-        return Status::Corruption(Status::At(where, "checksum mismatch (stored " + *want + ", contents " + got +
+      if (got != want) {
+        return Status::Corruption(Status::At(where, "checksum mismatch (stored " + want + ", contents " + got +
                                                         "): the file was changed or damaged after it was written"));
       }
     }
@@ -312,17 +302,16 @@ Result<std::map<std::string, at::Tensor>> NamedSection(const CheckpointReader::I
 
 Status CheckpointReader::LoadModule(const std::string& section, torch::nn::Module& module) const {
   try {
-    Result<std::map<std::string, at::Tensor>> saved = NamedSection(*impl_, section, path_.string());
-    if (!saved.ok()) return saved.status();
+    YC_ASSIGN_OR_RETURN(auto saved, NamedSection(*impl_, section, path_.string()));
     c10::NoGradGuard no_grad;
     auto state = NamedState(module);
-    if (state.size() != saved->size()) {
-      return Status::Corruption(Status::At(path_.string(), "'" + section + "' has " + std::to_string(saved->size()) +
+    if (state.size() != saved.size()) {
+      return Status::Corruption(Status::At(path_.string(), "'" + section + "' has " + std::to_string(saved.size()) +
                                                                " tensors, the model " + std::to_string(state.size())));
     }
     for (auto& [name, dst] : state) {
-      auto it = saved->find(name);
-      if (it == saved->end()) return Status::Corruption(Status::At(path_.string(), "'" + section + "' lacks " + name));
+      auto it = saved.find(name);
+      if (it == saved.end()) return Status::Corruption(Status::At(path_.string(), "'" + section + "' lacks " + name));
       // fp16 release weights load into an fp32 model; any other dtype change means another model.
       const bool widened = it->second.scalar_type() == at::kHalf && dst.is_floating_point();
       if (it->second.sizes() != dst.sizes() || (it->second.scalar_type() != dst.scalar_type() && !widened)) {
@@ -352,12 +341,11 @@ Status CheckpointReader::LoadOptimizer(torch::optim::Optimizer& optimizer) const
 Status CheckpointReader::LoadGrads(torch::nn::Module& module) const {
   if (!has_grads()) return Status::OK();
   try {
-    Result<std::map<std::string, at::Tensor>> saved = NamedSection(*impl_, "grads", path_.string());
-    if (!saved.ok()) return saved.status();
+    YC_ASSIGN_OR_RETURN(auto saved, NamedSection(*impl_, "grads", path_.string()));
     std::set<std::string> used;
     for (auto& p : module.named_parameters(true)) {
-      auto it = saved->find(p.key());
-      if (it == saved->end()) continue;
+      auto it = saved.find(p.key());
+      if (it == saved.end()) continue;
       if (it->second.sizes() != p.value().sizes()) {
         return Status::Corruption(Status::At(path_.string(), "gradient of " + p.key() + " has the wrong shape"));
       }
@@ -367,7 +355,7 @@ Status CheckpointReader::LoadGrads(torch::nn::Module& module) const {
       p.value().mutable_grad() = g;
       used.insert(p.key());
     }
-    if (used.size() != saved->size()) {
+    if (used.size() != saved.size()) {
       return Status::Corruption(Status::At(path_.string(), "gradients saved for parameters the model does not have"));
     }
   } catch (const std::exception& e) {

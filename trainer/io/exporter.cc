@@ -47,21 +47,20 @@ Status WriteExport(const std::filesystem::path& out, const std::string& bytes) {
 Result<ExportReport> ExportModel(ExportOptions o) {
   const auto t0 = std::chrono::steady_clock::now();
   ExportReport report;
-  Result<std::vector<std::string>> warnings = CheckExportOptions(&o);
-  if (!warnings.ok()) return warnings.status();
-  report.warnings = std::move(*warnings);
+  YC_ASSIGN_OR_RETURN(std::vector<std::string> warnings, CheckExportOptions(&o));
+  report.warnings = std::move(warnings);
   report.file = ExportPath(o);
   YC_RETURN_IF_ERROR(CheckExportPath(report.file, o.weights));
-  Result<at::Device> device = ParseDevice(o.device.empty() ? "cpu" : o.device);  // Ultralytics exports on CPU by default
-  if (!device.ok()) return device.status();
+  // Ultralytics exports on CPU by default.
+  YC_ASSIGN_OR_RETURN(at::Device device, ParseDevice(o.device.empty() ? "cpu" : o.device));
   // Ultralytics traces fp16 only on a GPU (CPU kernels lack half convolutions); ONNX fp16 is a weight
   // conversion here, so it works from any device.
-  if (o.half && o.format == ExportFormat::kTorchScript && device->is_cpu()) {
+  if (o.half && o.format == ExportFormat::kTorchScript && device.is_cpu()) {
     report.warnings.push_back("--half only compatible with a CUDA device for TorchScript, exporting fp32");
     o.half = false;
   }
 
-  Result<InferenceModel> loaded = LoadInferenceModel(o.weights, *device);
+  Result<InferenceModel> loaded = LoadInferenceModel(o.weights, device);
   // Whatever is wrong with the weights (unreadable, damaged, NaN) is an I/O-level failure: exit 3.
   if (!loaded.ok()) return Status::IOError(loaded.status().message());
   DetectionModel model = loaded->model;
@@ -82,19 +81,17 @@ Result<ExportReport> ExportModel(ExportOptions o) {
   const auto hw = o.hw();
   std::string bytes;
   if (o.format == ExportFormat::kOnnx) {
-    Result<OnnxFile> f = ExportOnnx(*model, o, meta);
-    if (!f.ok()) return f.status();
-    bytes = std::move(f->bytes);
-    report.input_shape = f->input_shape;
-    report.output_shape = f->output_shape;
-    report.opset = f->opset;
+    YC_ASSIGN_OR_RETURN(OnnxFile f, ExportOnnx(*model, o, meta));
+    bytes = std::move(f.bytes);
+    report.input_shape = f.input_shape;
+    report.output_shape = f.output_shape;
+    report.opset = f.opset;
   } else {
     if (o.half) model->to(at::kHalf);
     at::Tensor example = at::zeros({o.batch, model->options().in_channels, hw[0], hw[1]},
-                                   at::TensorOptions().device(*device).dtype(o.half ? at::kHalf : at::kFloat));
-    Result<std::string> b = ExportTorchScript(*model, example, meta.json);
-    if (!b.ok()) return b.status();
-    bytes = std::move(*b);
+                                   at::TensorOptions().device(device).dtype(o.half ? at::kHalf : at::kFloat));
+    YC_ASSIGN_OR_RETURN(std::string b, ExportTorchScript(*model, example, meta.json));
+    bytes = std::move(b);
     int64_t anchors = 0;
     for (double s : model->strides()) anchors += (hw[0] / static_cast<int64_t>(s)) * (hw[1] / static_cast<int64_t>(s));
     report.input_shape = example.sizes().vec();
@@ -108,7 +105,7 @@ Result<ExportReport> ExportModel(ExportOptions o) {
   report.model = meta_in.model_name;
   report.nc = model->nc();
   report.half = o.half;
-  report.device = device->str();
+  report.device = device.str();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return report;
 }

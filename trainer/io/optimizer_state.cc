@@ -160,12 +160,11 @@ Result<std::unique_ptr<OptimizerParamState>> MakeState(const OptimizerOptions& k
     return std::unique_ptr<OptimizerParamState>(std::move(out));
   }
   auto adam_like = [&](auto out) -> Result<std::unique_ptr<OptimizerParamState>> {
-    Result<int64_t> step = StateStep(s, where);
-    if (!step.ok()) return step.status();
+    YC_ASSIGN_OR_RETURN(int64_t step, StateStep(s, where));
     YC_STATE_TENSOR(m, "exp_avg", true);
     YC_STATE_TENSOR(v, "exp_avg_sq", true);
     YC_STATE_TENSOR(vmax, "max_exp_avg_sq", false);
-    out->step(*step).exp_avg(*m).exp_avg_sq(*v).max_exp_avg_sq(*vmax);
+    out->step(step).exp_avg(*m).exp_avg_sq(*v).max_exp_avg_sq(*vmax);
     return std::unique_ptr<OptimizerParamState>(std::move(out));
   };
   if (dynamic_cast<const torch::optim::AdamOptions*>(&kind) != nullptr) {
@@ -175,13 +174,12 @@ Result<std::unique_ptr<OptimizerParamState>> MakeState(const OptimizerOptions& k
     return adam_like(std::make_unique<torch::optim::AdamWParamState>());
   }
   if (dynamic_cast<const torch::optim::RMSpropOptions*>(&kind) != nullptr) {
-    Result<int64_t> step = StateStep(s, where);
-    if (!step.ok()) return step.status();
+    YC_ASSIGN_OR_RETURN(int64_t step, StateStep(s, where));
     YC_STATE_TENSOR(sq, "square_avg", true);
     YC_STATE_TENSOR(buf, "momentum_buffer", false);
     YC_STATE_TENSOR(avg, "grad_avg", false);
     auto out = std::make_unique<torch::optim::RMSpropParamState>();
-    out->step(*step).square_avg(*sq).momentum_buffer(*buf).grad_avg(*avg);
+    out->step(step).square_avg(*sq).momentum_buffer(*buf).grad_avg(*avg);
     return std::unique_ptr<OptimizerParamState>(std::move(out));
   }
 #undef YC_STATE_TENSOR
@@ -243,10 +241,10 @@ Status RestoreOptimizer(const SavedOptimizer& saved, torch::optim::Optimizer& op
     }
     for (size_t j = 0; j < params.size(); ++j) {
       if (!saved.groups[i].params[j]) continue;
-      Result<std::unique_ptr<OptimizerParamState>> s =
-          MakeState(groups[i].options(), *saved.groups[i].params[j], params[j], where + " parameter " + std::to_string(j));
-      if (!s.ok()) return s.status();
-      states.emplace_back(StateKey(params[j]), std::move(*s));
+      YC_ASSIGN_OR_RETURN(std::unique_ptr<OptimizerParamState> s,
+                          MakeState(groups[i].options(), *saved.groups[i].params[j], params[j],
+                                    where + " parameter " + std::to_string(j)));
+      states.emplace_back(StateKey(params[j]), std::move(s));
     }
   }
   for (size_t i = 0; i < groups.size(); ++i) {

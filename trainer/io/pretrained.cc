@@ -72,19 +72,18 @@ Result<ModelWeights> ReadModelWeights(const fs::path& path) {
                                "when explicitly asked to for that type of file (not implemented yet): give the .pt weights");
   }
   if (IsLibTorchArchive(path)) return CheckImgsz(path, ReadYolocache(path));
-  Result<UltralyticsCheckpoint> ck = ReadUltralyticsCheckpoint(path);
-  if (!ck.ok()) return ck.status();
+  YC_ASSIGN_OR_RETURN(UltralyticsCheckpoint ck, ReadUltralyticsCheckpoint(path));
   ModelWeights w;
   w.format = "ultralytics";
-  Result<ModelName> name = ParseModelName(ck->family + ck->scale);
+  Result<ModelName> name = ParseModelName(ck.family + ck.scale);
   if (!name.ok()) return Status::Unsupported(Status::At(path.string(), name.status().message()));
   w.name = *name;
-  w.nc = ck->nc;
-  w.names = ck->names;
-  w.imgsz = ck->imgsz;
-  w.description = "Ultralytics" + (ck->version.empty() ? std::string() : " " + ck->version) + " " + ck->family +
-                  ck->scale + " (" + ck->source + ", " + std::to_string(ck->nc) + " classes)";
-  w.tensors = std::move(ck->state_dict);
+  w.nc = ck.nc;
+  w.names = ck.names;
+  w.imgsz = ck.imgsz;
+  w.description = "Ultralytics" + (ck.version.empty() ? std::string() : " " + ck.version) + " " + ck.family +
+                  ck.scale + " (" + ck.source + ", " + std::to_string(ck.nc) + " classes)";
+  w.tensors = std::move(ck.state_dict);
   return w;
 }
 
@@ -159,13 +158,12 @@ int64_t FreezeLayers(torch::nn::Module& model, int layers) {
 }
 
 Result<InferenceModel> LoadInferenceModel(const fs::path& path, const at::Device& device) {
-  Result<ModelWeights> w = ReadModelWeights(path);
-  if (!w.ok()) return w.status();
-  DetectionModel model(ModelOptions(w->name, w->nc));
-  TransferReport r = TransferWeights(*w, *model);
+  YC_ASSIGN_OR_RETURN(ModelWeights w, ReadModelWeights(path));
+  DetectionModel model(ModelOptions(w.name, w.nc));
+  TransferReport r = TransferWeights(w, *model);
   if (r.transferred != r.total) {
     return Status::IOError(path.string() + ": " + std::to_string(r.total - r.transferred) + " of the " +
-                           ModelNameString(w->name) + " model's " + std::to_string(r.total) + " tensors are missing or differ in shape: " +
+                           ModelNameString(w.name) + " model's " + std::to_string(r.total) + " tensors are missing or differ in shape: " +
                            CompactNames(r.not_transferred));
   }
   // A diverged run's weights (or a damaged file's) would print garbage detections.
@@ -176,7 +174,7 @@ Result<InferenceModel> LoadInferenceModel(const fs::path& path, const at::Device
   m.model->to(device);
   m.model->eval();
   for (auto& p : m.model->parameters(true)) p.set_requires_grad(false);
-  m.info = std::move(*w);
+  m.info = std::move(w);
   m.info.tensors.clear();
   return m;
 }

@@ -61,21 +61,14 @@ Result<std::unique_ptr<TorchArchive>> TorchArchive::Open(const fs::path& path) {
     why = why.substr(0, why.find('\n'));
     return a->Bad("damaged or truncated zip archive (" + why + ")");
   }
-  Result<ZipDirectory> directory = ReadZipDirectory(path);
-  if (!directory.ok()) return directory.status();
-  a->directory_ = std::move(*directory);
+  YC_ASSIGN_OR_RETURN(a->directory_, ReadZipDirectory(path));
   if (!a->HasRecord("data.pkl")) return a->Bad("zip archive without data.pkl: not a torch.save file");
   if (a->HasRecord("byteorder")) {
-    Result<std::string> order = a->Record("byteorder", 64);
-    if (!order.ok()) return order.status();
-    if (*order != "little") return a->Bad("byte order '" + *order + "' is not supported");
+    YC_ASSIGN_OR_RETURN(std::string order, a->Record("byteorder", 64));
+    if (order != "little") return a->Bad("byte order '" + order + "' is not supported");
   }
-  Result<std::string> data = a->Record("data.pkl", std::numeric_limits<uint32_t>::max() - 1);
-  if (!data.ok()) return data.status();
-  pickle = std::move(*data);
-  Result<PickleTree> tree = Unpickle(pickle, path.string() + " (data.pkl)");
-  if (!tree.ok()) return tree.status();
-  a->tree_ = std::move(*tree);
+  YC_ASSIGN_OR_RETURN(pickle, a->Record("data.pkl", std::numeric_limits<uint32_t>::max() - 1));
+  YC_ASSIGN_OR_RETURN(a->tree_, Unpickle(pickle, path.string() + " (data.pkl)"));
   return a;
 }
 
@@ -120,8 +113,7 @@ Status TorchArchive::CheckCrc(const std::string& name, const ZipMember& member, 
 }
 
 Result<std::string> TorchArchive::Record(const std::string& name, uint64_t max_bytes) {
-  Result<const ZipMember*> member = Member(name, max_bytes);
-  if (!member.ok()) return member.status();
+  YC_ASSIGN_OR_RETURN(const ZipMember* member, Member(name, max_bytes));
   std::string out;
   try {
     auto [ptr, n] = zip_->getRecord(name);
@@ -131,7 +123,7 @@ Result<std::string> TorchArchive::Record(const std::string& name, uint64_t max_b
     why = why.substr(0, why.find('\n'));
     return Bad("cannot read " + name + " (" + why + ")");
   }
-  YC_RETURN_IF_ERROR(CheckCrc(name, **member, out.data(), out.size()));
+  YC_RETURN_IF_ERROR(CheckCrc(name, *member, out.data(), out.size()));
   return out;
 }
 
@@ -174,17 +166,16 @@ Result<at::Tensor> TorchArchive::Storage(ValueId persid) {
   const int64_t elem = static_cast<int64_t>(c10::elementSize(dtype));
   if (numel.integer > std::numeric_limits<int64_t>::max() / elem) return Bad("storage size overflows");
   const int64_t nbytes = numel.integer * elem;
-  Result<const ZipMember*> member = Member(record, std::numeric_limits<uint64_t>::max());
-  if (!member.ok()) return member.status();
-  if (static_cast<int64_t>((*member)->size) != nbytes) {
-    return Bad("storage " + record + " holds " + std::to_string((*member)->size) + " bytes, its header says " +
+  YC_ASSIGN_OR_RETURN(const ZipMember* member, Member(record, std::numeric_limits<uint64_t>::max()));
+  if (static_cast<int64_t>(member->size) != nbytes) {
+    return Bad("storage " + record + " holds " + std::to_string(member->size) + " bytes, its header says " +
                std::to_string(numel.integer) + " x " + std::to_string(elem));
   }
   YC_RETURN_IF_ERROR(Charge(static_cast<uint64_t>(nbytes), "storage " + record));
   at::Tensor storage;
   try {
     auto [ptr, n] = zip_->getRecord(record);
-    YC_RETURN_IF_ERROR(CheckCrc(record, **member, ptr.get(), n));
+    YC_RETURN_IF_ERROR(CheckCrc(record, *member, ptr.get(), n));
     storage = at::empty({numel.integer}, at::TensorOptions().dtype(dtype));
     if (n > 0) std::memcpy(storage.data_ptr(), ptr.get(), n);
   } catch (const std::exception& e) {
@@ -208,9 +199,7 @@ Status TorchArchive::Charge(uint64_t bytes, const std::string& what) {
 
 Result<at::Tensor> TorchArchive::Materialize(ValueId id) {
   if (auto it = materialized_.find(id); it != materialized_.end()) return it->second;
-  Result<at::Tensor> view = Tensor(id);
-  if (!view.ok()) return view.status();
-  const at::Tensor& v = *view;
+  YC_ASSIGN_OR_RETURN(at::Tensor v, Tensor(id));
   std::string key = std::to_string(reinterpret_cast<uintptr_t>(v.storage().data())) + ":" +
                     std::to_string(static_cast<int>(v.scalar_type())) + ":" + std::to_string(v.storage_offset());
   for (int64_t s : v.sizes()) key += "," + std::to_string(s);
@@ -261,8 +250,7 @@ Result<at::Tensor> TorchArchive::View(ValueId args_id) {
   const std::vector<ValueId>& args = t.at(args_id).items;
   // _rebuild_tensor(_v2)(storage, storage_offset, size, stride, ...)
   if (args.size() < 4) return Bad("tensor rebuild with " + std::to_string(args.size()) + " arguments");
-  Result<at::Tensor> storage = Storage(args[0]);
-  if (!storage.ok()) return storage.status();
+  YC_ASSIGN_OR_RETURN(at::Tensor storage, Storage(args[0]));
   const PyValue& off = t.at(args[1]);
   const PyValue& size = t.at(args[2]);
   const PyValue& stride = t.at(args[3]);
@@ -271,7 +259,7 @@ Result<at::Tensor> TorchArchive::View(ValueId args_id) {
   }
   if (size.items.size() != stride.items.size()) return Bad("tensor size and stride differ in length");
   if (size.items.size() > 16) return Bad("tensor with " + std::to_string(size.items.size()) + " dimensions");
-  const int64_t n = storage->numel();
+  const int64_t n = storage.numel();
   if (off.integer < 0 || off.integer > n) return Bad("tensor offset " + std::to_string(off.integer) + " outside its storage");
   std::vector<int64_t> sizes, strides;
   int64_t count = 1;
@@ -300,7 +288,7 @@ Result<at::Tensor> TorchArchive::View(ValueId args_id) {
     }
     if (last >= n) return Bad("tensor view runs past the end of its storage");
   }
-  return storage->as_strided(sizes, strides, off.integer);
+  return storage.as_strided(sizes, strides, off.integer);
 }
 
 }  // namespace yc::trainer

@@ -100,9 +100,8 @@ class Reader {
     YC_RETURN_IF_ERROR(Children(dict, prefix, &children));
     size_t n = own.size();
     for (const auto& [name, child] : children) {
-      Result<size_t> c = CountTensors(child, prefix + name + ".", depth + 1);
-      if (!c.ok()) return c.status();
-      n = std::min(n + *c, kMaxTensors + 1);
+      YC_ASSIGN_OR_RETURN(size_t c, CountTensors(child, prefix + name + ".", depth + 1));
+      n = std::min(n + c, kMaxTensors + 1);
       height = std::max(height, height_.at(child) + 1);
     }
     counted_[module] = n;
@@ -222,9 +221,8 @@ Result<UltralyticsCheckpoint> Reader::Read() {
   }
   const ValueId stride = t_.Find(dict, "stride");
   if (stride != kNoValue && a_.IsTensor(stride)) {
-    Result<at::Tensor> s = a_.Tensor(stride);
-    if (!s.ok()) return s.status();
-    at::Tensor f = s->to(at::kDouble).reshape({-1});
+    YC_ASSIGN_OR_RETURN(at::Tensor s, a_.Tensor(stride));
+    at::Tensor f = s.to(at::kDouble).reshape({-1});
     for (int64_t i = 0; i < f.numel() && i < 8; ++i) ck.stride.push_back(f[i].item<double>());
   }
   const ValueId train_args = t_.Find(root, "train_args");
@@ -239,9 +237,8 @@ Result<UltralyticsCheckpoint> Reader::Read() {
   ck.version = Str(root, "version");
   ck.date = Str(root, "date");
 
-  Result<size_t> tensors = CountTensors(model, "", 0);
-  if (!tensors.ok()) return tensors.status();
-  if (*tensors > kMaxTensors) {
+  YC_ASSIGN_OR_RETURN(size_t tensors, CountTensors(model, "", 0));
+  if (tensors > kMaxTensors) {
     return Bad("the module tree lists more than " + std::to_string(kMaxTensors) +
                " tensors (modules shared many times over?): refused");
   }
@@ -254,9 +251,8 @@ Result<UltralyticsCheckpoint> Reader::Read() {
 
 Result<UltralyticsCheckpoint> ReadUltralyticsCheckpoint(const fs::path& path) {
   try {
-    Result<std::unique_ptr<TorchArchive>> a = TorchArchive::Open(path);
-    if (!a.ok()) return a.status();
-    Reader reader(**a);
+    YC_ASSIGN_OR_RETURN(std::unique_ptr<TorchArchive> a, TorchArchive::Open(path));
+    Reader reader(*a);
     return reader.Read();
   } catch (const std::exception& e) {  // LibTorch errors (allocation of a huge storage, ...) stay Status
     std::string why = e.what();

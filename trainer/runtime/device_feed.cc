@@ -251,13 +251,12 @@ Status DeviceFeed::Stage(std::shared_ptr<Batch> batch) {
     return Status::InvalidArgument("device feed: batch layout does not match the feed's (set LoaderOptions::layout "
                                    "from DeviceFeed::layout())");
   }
-  Result<int64_t> max_boxes = CheckLabels(*batch, impl_->nc);
-  if (!max_boxes.ok()) return max_boxes.status();
+  YC_ASSIGN_OR_RETURN(int64_t max_boxes, CheckLabels(*batch, impl_->nc));
   const int64_t b = batch->size, h = batch->height, w = batch->width;
   const std::vector<int64_t> sizes = nhwc ? std::vector<int64_t>{b, h, w, 3} : std::vector<int64_t>{b, 3, h, w};
   const int64_t nlabels = static_cast<int64_t>(batch->label_count());
   DeviceBatch out;
-  out.max_boxes = *max_boxes;
+  out.max_boxes = max_boxes;
   out.size = batch->size;
   out.height = batch->height;
   out.width = batch->width;

@@ -126,10 +126,9 @@ Result<onnx::ModelProto> ReadModel(const std::filesystem::path& path) {
 }  // namespace
 
 Status CheckOnnxFile(const std::filesystem::path& path) {
-  Result<onnx::ModelProto> proto = ReadModel(path);
-  if (!proto.ok()) return proto.status();
+  YC_ASSIGN_OR_RETURN(onnx::ModelProto proto, ReadModel(path));
   try {
-    onnx::checker::check_model(*proto);
+    onnx::checker::check_model(proto);
   } catch (const std::exception& e) {
     return Status::Corruption(path.string() + ": onnx::checker: " + e.what());
   }
@@ -137,10 +136,9 @@ Status CheckOnnxFile(const std::filesystem::path& path) {
 }
 
 Result<std::vector<std::pair<std::string, std::string>>> ReadOnnxMetadata(const std::filesystem::path& path) {
-  Result<onnx::ModelProto> proto = ReadModel(path);
-  if (!proto.ok()) return proto.status();
+  YC_ASSIGN_OR_RETURN(onnx::ModelProto proto, ReadModel(path));
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& p : proto->metadata_props()) out.emplace_back(p.key(), p.value());
+  for (const auto& p : proto.metadata_props()) out.emplace_back(p.key(), p.value());
   return out;
 }
 

@@ -1,0 +1,192 @@
+// TrainRun::EndEpoch: after an epoch's last batch (trainer/engine/train_run.h): the weight check every
+// rank agrees on, then on rank 0 validation, the results row, last.pt / best.pt / epochN.pt and
+// results.png (written by the background writer while the next epoch trains), and early stopping.
+#include <algorithm>
+
+#include "libcache/format/manifest.h"
+#include "trainer/engine/train_run.h"
+#include "trainer/plots/charts.h"
+
+namespace yc::trainer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+nlohmann::json SummaryJson(const MetricsSummary& m) {
+  return {{"precision", m.precision}, {"recall", m.recall}, {"mAP50", m.map50}, {"mAP50-95", m.map50_95},
+          {"fitness", m.fitness}};
+}
+
+// Keeps the newest `keep` of the epochN.pt files this run wrote (`own`, oldest first; keep 0: all).
+// Only those are ever deleted: another run's epochN.pt in the folder (--exist-ok), or a stale higher
+// number, is neither deleted nor counted.
+void RotateEpochCheckpoints(std::vector<fs::path>* own, int keep) {
+  if (keep <= 0) return;
+  std::error_code ec;
+  while (own->size() > static_cast<size_t>(keep)) {
+    fs::remove(own->front(), ec);
+    own->erase(own->begin());
+  }
+}
+
+}  // namespace
+
+Status TrainRun::EndEpoch(int epoch, bool* stop) {
+  *stop = false;
+  // Finite losses can still end in inf weights (the epoch's last step); neither they nor an EMA of them
+  // are validated or saved. Every rank checks its own (BatchNorm statistics are per rank).
+  std::string bad = FindNonFiniteWeights();
+  bool diverged = !bad.empty();
+  if (Distributed()) {
+    YC_ASSIGN_OR_RETURN(StopVote agreed, AgreeStop(diverged));
+    diverged = agreed.diverged;
+    if (bad.empty()) bad = "on another rank";
+  }
+  if (diverged) return Diverged("non-finite weights after epoch " + std::to_string(epoch + 1) + "/" +
+                                std::to_string(o_.epochs) + ": " + bad);
+  // Gradients pending for the next epoch's step go into last.pt; under DDP they are this rank's own
+  // (no_sync) sums, so average them first (exact: the next synced step averages linearly anyway).
+  if (Distributed() && epoch + 1 < o_.epochs && last_ni_ > state_.last_opt_step) YC_RETURN_IF_ERROR(AverageGrads());
+  if (IsMain()) {
+    YC_RETURN_IF_ERROR(EndEpochMain(epoch, stop));
+  } else {
+    AdvanceState(epoch);  // the bookkeeping the loop needs; rank 0 keeps the run's record
+  }
+  if (Distributed()) {  // rank 0's early-stop decision, so every rank leaves the loop together
+    std::vector<at::Tensor> flag{at::full({1}, *stop ? 1 : 0, at::TensorOptions().dtype(at::kInt))};
+    YC_RETURN_IF_ERROR(dist_->Broadcast(flag, 0));
+    *stop = flag[0].item<int>() != 0;
+    if (!IsMain()) state_.finished = *stop || epoch + 1 >= o_.epochs;
+  }
+  return Status::OK();
+}
+
+Status TrainRun::EndEpochMain(int epoch, bool* stop) {
+  EpochRecord rec = TrainRecord(epoch);
+  const bool final_epoch = epoch + 1 >= o_.epochs;
+  const bool validate = validator_ && (final_epoch || (o_.val_every > 0 && (epoch + 1) % o_.val_every == 0));
+  *stop = false;
+  bool improved = false;
+  const auto t_val = Clock::now();
+  if (validate) YC_RETURN_IF_ERROR(Validate(epoch, &rec, stop, &improved));
+  rec.val_seconds = validate ? Seconds(t_val) : 0.0;
+  const auto t_save = Clock::now();
+  AdvanceState(epoch);
+  state_.finished = final_epoch || *stop;
+  rec.time = state_.train_seconds;
+  YC_ASSIGN_OR_RETURN(EpochSnapshots snaps, TakeEpochSnapshots(improved));
+  YC_RETURN_IF_ERROR(results_->Append(rec));
+  // The files are written while the next epoch trains; the previous epoch's must be complete first
+  // (and its error, if any, stops the run here).
+  YC_RETURN_IF_ERROR(writer_.Wait());
+  SubmitCheckpoints(epoch, snaps);
+  SubmitResultsPlot();
+  rec.save_seconds = Seconds(t_save);
+  summary_.epoch_gap_seconds += rec.val_seconds + rec.save_seconds;
+  if (hooks_.observer) hooks_.observer->OnEpochEnd(rec);
+  if (*stop) {
+    Say("early stopping: no improvement in the last " + std::to_string(o_.patience) + " epochs; best was epoch " +
+        std::to_string(state_.best_epoch));
+  }
+  return Status::OK();
+}
+
+// The epoch's row so far: mean train losses, the learning rates, its train and data-wait times.
+EpochRecord TrainRun::TrainRecord(int epoch) {
+  EpochRecord rec;
+  rec.epoch = epoch + 1;
+  auto mean = (epoch_loss_ / static_cast<double>(std::max<int64_t>(epoch_batches_, 1))).to(at::kCPU).to(at::kDouble);
+  for (int k = 0; k < 3; ++k) {
+    rec.train_loss[k] = mean[k].item<double>();
+    rec.lr[k] = GetLearningRate(*stack_.optimizer, static_cast<size_t>(k));
+  }
+  rec.epoch_train_seconds = epoch_train_s_;
+  rec.data_wait_seconds = epoch_data_wait_s_;
+  return rec;
+}
+
+// The EMA model on the val split: metrics into the row and the summary, then the early-stop verdict.
+Status TrainRun::Validate(int epoch, EpochRecord* rec, bool* stop, bool* improved) {
+  if (hooks_.observer) hooks_.observer->OnValStart(epoch + 1, validator_->batches());
+  auto ema_model = stack_.ema->as<DetectionModelImpl>();
+  std::function<void(size_t, size_t)> progress;
+  if (hooks_.observer) progress = [this](size_t d, size_t t) { hooks_.observer->OnValProgress(d, t); };
+  YC_ASSIGN_OR_RETURN(ValResult v, validator_->Run(*ema_model, progress));
+  rec->validated = true;
+  rec->precision = v.metrics.precision;
+  rec->recall = v.metrics.recall;
+  rec->map50 = v.metrics.map50;
+  rec->map50_95 = v.metrics.map50_95;
+  rec->has_val_loss = v.has_loss;
+  rec->val_loss = v.loss;
+  summary_.final_metrics = v.metrics;
+  summary_.has_metrics = true;
+  last_confusion_ = v.confusion;
+  last_metrics_ = SummaryJson(v.metrics);
+  last_metrics_["epoch"] = epoch + 1;
+  *stop = stopper_->Update(epoch + 1, v.metrics.fitness);
+  *improved = stopper_->improved();
+  state_.best_fitness = stopper_->best_fitness();
+  state_.best_epoch = stopper_->best_epoch();
+  return Status::OK();
+}
+
+void TrainRun::AdvanceState(int epoch) {
+  state_.epoch = epoch + 1;
+  state_.next_batch = 0;
+  state_.epoch_loss_sum = {};
+  state_.epoch_loss_batches = 0;
+  state_.train_seconds += Seconds(epoch_t0_);
+}
+
+Result<TrainRun::EpochSnapshots> TrainRun::TakeEpochSnapshots(bool improved) {
+  EpochSnapshots snaps;
+  // Gradients still waiting for an optimizer step carry over into the next epoch; a finished run has
+  // no next epoch, so they are not worth storing.
+  YC_ASSIGN_OR_RETURN(snaps.last, SnapshotLast(/*pending_grads=*/!state_.finished && last_ni_ > state_.last_opt_step));
+  // best.pt: the release weights of the best epoch so far; a run that never validated (best_fitness still
+  // < 0) keeps its final EMA, written once since `finished` is set only by the last epoch.
+  if (improved || (state_.finished && state_.best_fitness < 0)) {
+    YC_ASSIGN_OR_RETURN(snaps.best, SnapshotBest());
+  }
+  return snaps;
+}
+
+void TrainRun::SubmitCheckpoints(int epoch, const EpochSnapshots& snaps) {
+  const fs::path epoch_file = o_.save_every > 0 && (epoch + 1) % o_.save_every == 0
+                                  ? weights_ / ("epoch" + std::to_string(epoch + 1) + ".pt")
+                                  : fs::path();
+  saved_epoch_ = epoch + 1;
+  writer_.Submit([this, snapshot = snaps.last, best = snaps.best, epoch_file]() -> Status {
+    // Serialised once (Serialize keeps the bytes), written once or twice.
+    YC_RETURN_IF_ERROR(snapshot->WriteTo(last_));
+    if (best) YC_RETURN_IF_ERROR(best->WriteTo(best_));
+    if (!epoch_file.empty()) {
+      YC_RETURN_IF_ERROR(snapshot->WriteTo(epoch_file));
+      epoch_files_.erase(std::remove(epoch_files_.begin(), epoch_files_.end(), epoch_file), epoch_files_.end());
+      epoch_files_.push_back(epoch_file);
+      RotateEpochCheckpoints(&epoch_files_, o_.keep);
+    }
+    return Status::OK();
+  });
+}
+
+void TrainRun::SubmitResultsPlot() {
+  if (plot_disabled_ || !o_.plots || !IsMain()) return;
+  if (std::string(ResultsPlotEncoder()) == "none") {
+    plot_disabled_ = true;
+    summary_.plot = "results.png and the other plots skipped: this build has no PLplot or no PNG encoder";
+    Say(summary_.plot);
+    return;
+  }
+  summary_.plot = "results.png written (" + std::string(ResultsPlotEncoder()) + ")";
+  writer_.Submit([records = results_->records(), png = out_ / "results.png"]() -> Status {
+    Status st = WriteResultsPlot(records, png);
+    // A plot that cannot be drawn is not worth stopping a run for.
+    if (!st.ok()) std::fprintf(stderr, "warning: %s\n", st.ToString().c_str());
+    return Status::OK();
+  });
+}
+
+}  // namespace yc::trainer

@@ -1,0 +1,92 @@
+// A run's checkpoints (trainer/engine/train_run.h): what last.pt and best.pt hold, the check that a
+// resumed checkpoint trained on this cache, and the DDP gradient average before pending gradients are saved.
+#include "libcache/format/manifest.h"
+#include "trainer/engine/run_identity.h"
+#include "trainer/engine/train_run.h"
+
+namespace yc::trainer {
+
+CheckpointMeta TrainRun::Meta() const {
+  CheckpointMeta m;
+  m.model_family = ModelFamilyName(model_name_.family);
+  m.model_scale = ModelScaleName(model_name_.scale);
+  m.nc = nc_;
+  m.names = names_;
+  m.options = o_;
+  m.state = state_;
+  m.created = ManifestTimestampNow();
+  m.metrics = last_metrics_;
+  m.run_id = run_id_;
+  m.data_identity = data_identity_;
+  return m;
+}
+
+Status TrainRun::CheckResumedData(const CheckpointMeta& meta) {
+  const std::string resumed = hooks_.resume.string();
+  if (meta.data_identity.empty()) {
+    Say("warning: " + resumed + " predates checkpoints recording their cache; cannot check that --data " + o_.data +
+        " is the dataset it trained on");
+    return Status::OK();
+  }
+  if (meta.data_identity == data_identity_) return Status::OK();
+  const std::string what = resumed + " trained on " + meta.options.data + " (" + DescribeCacheIdentity(meta.data_identity) +
+                           "); --data " + o_.data + " is another cache (" + DescribeCacheIdentity(data_identity_) + ")";
+  if (!hooks_.resume_other_data) {
+    return Status::InvalidArgument("--resume " + what + "; give --resume-other-data to continue on it anyway");
+  }
+  Say("warning: --resume-other-data: " + what + "; continuing on it");
+  return Status::OK();
+}
+
+Result<std::shared_ptr<CheckpointSnapshot>> TrainRun::SnapshotBest() {
+  Result<std::shared_ptr<CheckpointSnapshot>> snap =
+      CheckpointSnapshot::Take(ReleaseContents(Meta(), *stack_.ema->module()));
+  if (!snap.ok()) return Status(snap.status()).WithContext(best_.string());
+  return snap;
+}
+
+Result<std::shared_ptr<CheckpointSnapshot>> TrainRun::SnapshotLast(bool pending_grads) {
+  state_.ema_updates = stack_.ema->updates();
+  if (stack_.target.amp.scaler) {
+    state_.scaler_scale = stack_.scaler->scale_value();
+    state_.scaler_growth = stack_.scaler->growth_value();
+  }
+  CheckpointContents c;
+  c.meta = Meta();
+  c.model = stack_.model.get();
+  c.ema = stack_.ema->module().get();
+  if (stack_.fused) stack_.fused->SyncState();  // Adam step counts live on the device while training
+  c.optimizer = stack_.optimizer.get();
+  c.grads = pending_grads;
+  Result<std::shared_ptr<CheckpointSnapshot>> snap = CheckpointSnapshot::Take(c);
+  if (!snap.ok()) return Status(snap.status()).WithContext(last_.string());
+  return snap;
+}
+
+Status TrainRun::SaveLast(bool pending_grads) {
+  YC_RETURN_IF_ERROR(writer_.Wait());  // an earlier background write must not land after this one
+  YC_ASSIGN_OR_RETURN(std::shared_ptr<CheckpointSnapshot> snap, SnapshotLast(pending_grads));
+  return snap->WriteTo(last_);
+}
+
+Status TrainRun::AverageGrads() {
+  std::vector<at::Tensor> grads;
+  for (const auto& p : stack_.model->parameters()) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  if (grads.empty()) return Status::OK();
+  std::vector<at::Tensor> flat;
+  flat.reserve(grads.size());
+  for (const auto& g : grads) flat.push_back(g.reshape({-1}).to(at::kFloat));
+  at::Tensor all = at::cat(flat);  // one collective for all of them
+  YC_RETURN_IF_ERROR(dist_->AllReduce(all, ReduceKind::kAvg));
+  int64_t offset = 0;
+  for (auto& g : grads) {
+    const int64_t n = g.numel();
+    g.copy_(all.narrow(0, offset, n).view(g.sizes()));
+    offset += n;
+  }
+  return Status::OK();
+}
+
+}  // namespace yc::trainer

@@ -1,0 +1,350 @@
+// TrainRun::Setup: everything a run needs before its first batch, one step per concern, in the order the
+// run's log tells them (trainer/engine/train_run.h).
+#include <fstream>
+
+#include <ATen/Parallel.h>
+#include <torch/utils.h>
+
+#include "libcache/base/pid_files.h"
+#include "libcache/build/output_guard.h"
+#include "libcache/format/manifest.h"
+#include "trainer/config/run_dir.h"
+#include "trainer/config/sample_order.h"
+#include "trainer/engine/run_identity.h"
+#include "trainer/engine/train_run.h"
+#include "trainer/model/sync_batch_norm.h"
+#include "trainer/plots/charts.h"
+
+namespace yc::trainer {
+
+namespace fs = std::filesystem;
+
+Status TrainRun::Setup() {
+  YC_RETURN_IF_ERROR(ValidateTrainOptions(o_));
+  YC_RETURN_IF_ERROR(ReadWeightsAndModelName());
+  YC_RETURN_IF_ERROR(SetupDevice());
+  YC_RETURN_IF_ERROR(OpenData());
+  YC_RETURN_IF_ERROR(ResolveOrder());
+  YC_RETURN_IF_ERROR(OpenResume());
+  YC_RETURN_IF_ERROR(PrepareRunDir());
+  YC_RETURN_IF_ERROR(BuildModel());
+  YC_RETURN_IF_ERROR(BuildLoader());
+  YC_RETURN_IF_ERROR(BuildTraining());
+  YC_RETURN_IF_ERROR(BuildValidator());
+  return OpenRecords();
+}
+
+// --weights (a fresh run; a resumed one has its weights in the checkpoint): read first, so a bad file
+// fails before any work, and the architecture comes from it unless --model names one.
+Status TrainRun::ReadWeightsAndModelName() {
+  if (!o_.weights.empty() && hooks_.resume.empty()) {
+    YC_ASSIGN_OR_RETURN(ModelWeights weights, ReadModelWeights(o_.weights));
+    pretrained_ = std::make_unique<ModelWeights>(std::move(weights));
+    if (o_.model.empty()) o_.model = ModelNameString(pretrained_->name);
+  }
+  Result<ModelName> model_name = ParseModelName(o_.model);
+  if (!model_name.ok()) return Status::InvalidArgument("--model: " + model_name.status().message());
+  model_name_ = *model_name;
+  return Status::OK();
+}
+
+// The device, the data-parallel ranks (torchrun or a shell loop setting RANK/WORLD_SIZE/...; none set:
+// one process) and AMP on this rank's device.
+Status TrainRun::SetupDevice() {
+  YC_ASSIGN_OR_RETURN(at::Device device, ParseDevice(o_.device));
+  YC_ASSIGN_OR_RETURN(DistEnv env, DistEnvFromEnvironment());
+  if (env.world_size > 1 && o_.batch % env.world_size != 0) {
+    return Status::InvalidArgument("--batch " + std::to_string(o_.batch) + " is the global batch; it must be a multiple of "
+                                   "WORLD_SIZE " + std::to_string(env.world_size));
+  }
+  YC_ASSIGN_OR_RETURN(dist_, InitDistributed(env, device.is_cuda() ? DistBackend::kNccl : DistBackend::kGloo));
+  if (device.is_cuda() && dist_->distributed()) device = dist_->device();  // cuda:LOCAL_RANK
+  if (!dist_->is_main()) hooks_.observer = nullptr;  // rank 0 alone logs (and validates and saves)
+  YC_ASSIGN_OR_RETURN(stack_.target, PrepareDevice(o_, device));
+  if (o_.torch_threads > 0) at::set_num_threads(o_.torch_threads);
+  const TrainDevice& t = stack_.target;
+  Say("device: " + DeviceDescription(t.device) + (t.device.is_cuda() ? "; " + t.tuning : std::string()) +
+      (t.channels_last ? "; channels_last" : ""));
+  if (dist_->distributed()) {
+    Say(std::string("distributed: ") + std::to_string(dist_->world_size()) + " ranks (" +
+        DistBackendName(dist_->backend()) + "), global batch " + std::to_string(o_.batch) + " = " +
+        std::to_string(o_.batch / dist_->world_size()) + " per rank");
+  }
+  Say("amp: " + DescribeAmp(t.amp));
+  return Status::OK();
+}
+
+// The cache, its classes and identity, and the train and val splits.
+Status TrainRun::OpenData() {
+  YC_ASSIGN_OR_RETURN(cache_, Cache::Open(o_.data));
+  names_ = cache_->manifest().names;
+  nc_ = static_cast<int64_t>(names_.size());
+  if (nc_ < 1) return Status::DataError(Status::At(o_.data, "the cache's manifest names no classes"));
+  YC_ASSIGN_OR_RETURN(data_identity_, CacheIdentity(*cache_));
+  train_split_ = cache_->split(o_.train_split);
+  if (train_split_ == nullptr) return Status::NotFound(Status::At(o_.data, "no '" + o_.train_split + "' split"));
+  if (train_split_->size() == 0) {
+    return Status::DataError(Status::At(o_.data, "the '" + o_.train_split + "' split is empty"));
+  }
+  val_split_ = o_.val ? cache_->split(o_.val_split) : nullptr;
+  if (o_.val && (val_split_ == nullptr || val_split_->size() == 0)) {
+    Say("warning: no '" + o_.val_split + "' split with images: training without validation (no best.pt)");
+    o_.val = false;
+  }
+  if (cache_->manifest().imgsz > 0 && cache_->manifest().imgsz < o_.imgsz) {
+    Say("warning: the cache holds images at " + std::to_string(cache_->manifest().imgsz) + " px, training at " +
+        std::to_string(o_.imgsz) + " upsamples them");
+  }
+  return Status::OK();
+}
+
+// Sampling order: resolved once (a resumed run's checkpoint holds the resolved one) and stored in o_,
+// so args.json and the checkpoints repeat it.
+Status TrainRun::ResolveOrder() {
+  if (o_.order == "auto" || (o_.order == "windowed" && o_.window_mb <= 0)) {
+    Result<uint64_t> budget = PageCacheBudget(o_.ram_budget_gb);
+    if (!budget.ok()) return Status(budget.status()).WithContext("--order auto (give --ram-budget GB)");
+    const OrderChoice choice = ChooseSampleOrder(o_, train_split_->data_bytes(), *budget,
+                                                 cache_->manifest().codec.kind != Codec::Kind::kNone);
+    o_.order = choice.order;
+    o_.window_mb = choice.window_mb;
+    if (Distributed()) {  // rank 0's choice: each rank reads its own MemAvailable, and all must agree
+      std::vector<at::Tensor> pick{
+          at::tensor({o_.order == "windowed" ? 1.0 : 0.0, o_.window_mb}, at::TensorOptions().dtype(at::kDouble))};
+      YC_RETURN_IF_ERROR(dist_->Broadcast(pick, 0));
+      o_.order = pick[0][0].item<double>() != 0 ? "windowed" : "shuffle";
+      o_.window_mb = pick[0][1].item<double>();
+    }
+    Say(choice.reason);
+  } else {
+    const std::string window = std::to_string(static_cast<int64_t>(o_.window_mb));
+    Say("order: " + o_.order + (o_.order == "windowed" ? ", window " + window + " MiB" : std::string()) +
+        " (given, or kept from the resumed run)");
+  }
+  if (o_.order == "windowed") {
+    const int ranks = dist_->world_size();
+    Say(WindowIoFor(o_, ranks) == WindowIo::kDirect
+            ? "windows: read with O_DIRECT into the loader's buffers, around the page cache (--window-io " +
+                  o_.window_io + ")"
+            : "windows: read through the page cache" +
+                  (ranks > 1 ? ", which the " + std::to_string(ranks) + " ranks share" : std::string()) +
+                  " (--window-io " + o_.window_io + ")");
+  }
+  return Status::OK();
+}
+
+// --resume: the checkpoint must be a training one of this model and data, not finished.
+Status TrainRun::OpenResume() {
+  if (!hooks_.resume.empty()) {
+    YC_ASSIGN_OR_RETURN(resume_, CheckpointReader::Open(hooks_.resume, stack_.target.device));
+    const CheckpointMeta& meta = resume_->meta();
+    const std::string resumed = hooks_.resume.string();
+    if (resume_->is_release()) {
+      return Status::InvalidArgument(Status::At(resumed, "release weights (EMA only, fp16) cannot be "
+                                                         "resumed; resume from the run's weights/last.pt"));
+    }
+    if (meta.state.finished) return Status::InvalidArgument(Status::At(resumed, "this run already finished; nothing to resume"));
+    if (meta.nc != nc_ || meta.names != names_ || meta.model_scale != ModelScaleName(model_name_.scale) ||
+        meta.model_family != ModelFamilyName(model_name_.family)) {
+      return Status::InvalidArgument(Status::At(resumed, "checkpoint is a " + MetaModelName(meta) + " for " +
+                                                             std::to_string(meta.nc) +
+                                                             " classes; it does not fit this model/data"));
+    }
+    if (!resume_->has_optimizer()) return Status::InvalidArgument(Status::At(resumed, "has no optimizer state; cannot resume"));
+    YC_RETURN_IF_ERROR(CheckResumedData(meta));
+    state_ = meta.state;
+    last_metrics_ = meta.metrics;
+    run_id_ = meta.run_id;
+  }
+  if (run_id_.empty()) run_id_ = NewRunId();
+  return Status::OK();
+}
+
+// Output directory: an explicit --out as given, else <project>/<name> incremented as Ultralytics does.
+// Only rank 0 picks (and creates) it; other ranks write nothing there. The choice goes into o_.out, so
+// args.json and the checkpoints name it and --resume continues in it.
+// Not inside the dataset or the cache (libcache/build/output_guard.h): checked on <project>/<name> before
+// it is created (the incremented siblings are in the same folder).
+Status TrainRun::PrepareRunDir() {
+  YC_RETURN_IF_ERROR(CheckOutsideCacheData(o_.out.empty() ? fs::path(o_.project) / o_.name : fs::path(o_.out),
+                                           cache_->dir(), cache_->manifest()));
+  if (o_.out.empty()) {
+    YC_ASSIGN_OR_RETURN(fs::path dir, ResolveRunDir("", o_.project, o_.name, o_.exist_ok, /*create=*/IsMain()));
+    o_.out = dir.string();
+  }
+  out_ = o_.out;
+  if (IsMain()) Say("run directory: " + out_.string());
+  weights_ = out_ / "weights";
+  last_ = weights_ / "last.pt";
+  best_ = weights_ / "best.pt";
+  std::error_code ec;
+  // Every rank checks (the same answer on one host); only rank 0 writes into the run directory.
+  if (resume_) YC_RETURN_IF_ERROR(CheckRunFolder(out_, hooks_.resume, resume_->meta()));
+  if (resume_ == nullptr && !o_.exist_ok && fs::exists(last_, ec)) {
+    return Status::InvalidArgument(Status::At(out_.string(), "already holds a run (weights/last.pt); use --resume "
+                                                             "to continue it, --exist-ok to overwrite, or another --out"));
+  }
+  return IsMain() ? WriteArgs() : Status::OK();
+}
+
+// Rank 0: weights/ created, a killed run's half-written files removed, args.json written.
+Status TrainRun::WriteArgs() {
+  std::error_code ec;
+  fs::create_directories(weights_, ec);
+  if (ec) return Status::IOError(Status::At(weights_.string(), ec.message()));
+  for (const fs::path& dir : {out_, weights_}) RemoveStaleTempFiles(dir);
+  std::ofstream args(out_ / "args.json", std::ios::trunc);
+  nlohmann::json args_json = ToJson(o_);
+  args_json["run_id"] = run_id_;  // whose folder this is (run_identity.h)
+  args << args_json.dump(2) << "\n";
+  if (!args) return Status::IOError(Status::At((out_ / "args.json").string(), "cannot write"));
+  return Status::OK();
+}
+
+// Model: same init as Ultralytics' DetectionModel, from the seeded default generator; then the resumed
+// or pretrained weights, frozen layers and (DDP) the same start on every rank.
+Status TrainRun::BuildModel() {
+  torch::manual_seed(o_.seed);
+  stack_.model = NewModel(model_name_, nc_, stack_.target);
+  DetectionModel& model = stack_.model;
+  if (resume_) YC_RETURN_IF_ERROR(resume_->LoadModule("model", *model));
+  if (pretrained_) TransferPretrained();
+  if (o_.freeze > 0) {  // before the optimizer is built: frozen parameters join no group (resume too)
+    const int64_t frozen = FreezeLayers(*model, o_.freeze);
+    Say("freeze: layers model.0-" + std::to_string(o_.freeze - 1) + " and .dfl (" + std::to_string(frozen) +
+        " parameter tensors)");
+  }
+  if (Distributed()) {
+    // Identical start on every rank (seeded init or the same checkpoint already give it; this makes it
+    // a guarantee), then the gradient all-reduce hooked onto the parameters on their final device.
+    YC_RETURN_IF_ERROR(dist_->BroadcastModule(*model));
+    reducer_ = std::make_unique<GradReducer>(*model, dist_->group());
+  }
+  model->train();
+  Say("model: " + ModelNameString(model_name_) + ", " + std::to_string(nc_) + " classes, " +
+      std::to_string(CountParameters(*model)) + " parameters");
+  return Status::OK();
+}
+
+// Ultralytics' intersect_dicts: every tensor whose name and shape match.
+void TrainRun::TransferPretrained() {
+  const TransferReport t = TransferWeights(*pretrained_, *stack_.model);
+  Say("Transferred " + std::to_string(t.transferred) + "/" + std::to_string(t.total) +
+      " items from pretrained weights " + o_.weights + " (" + pretrained_->description + ")");
+  if (!t.not_transferred.empty()) Say("left at init: " + CompactNames(t.not_transferred));
+  if (pretrained_->nc != nc_) {
+    Say("classes: the weights have " + std::to_string(pretrained_->nc) + ", the data " + std::to_string(nc_) +
+        "; the class branches start from init");
+  }
+  if (ModelNameString(pretrained_->name) != ModelNameString(model_name_)) {
+    Say("--model " + ModelNameString(model_name_) + " differs from the weights' " + ModelNameString(pretrained_->name) +
+        ": only tensors of matching name and shape were taken");
+  }
+  pretrained_.reset();  // the tensors are in the model now
+}
+
+// The train loader and the device feed.
+Status TrainRun::BuildLoader() {
+  feed_ = std::make_unique<DeviceFeed>(stack_.target.device, stack_.target.channels_last, nc_);
+  LoaderOptions lo = TrainLoaderOptions(o_, dist_->rank(), dist_->world_size());
+  lo.layout = feed_->layout();
+  lo.allocator = MakeBatchAllocator(stack_.target.device);
+  std::shared_ptr<const RecordSource> train_source(cache_, train_split_);  // aliasing: keeps the cache alive
+  Result<std::unique_ptr<Loader>> loader = Loader::Create(train_source, lo);
+  if (!loader.ok()) return Status(loader.status()).WithContext("train loader");
+  loader_ = std::move(*loader);
+  nb_ = loader_->batches_per_epoch();
+  if (o_.plots && IsMain() && resume_ == nullptr) PlotLabelsInBackground(train_source);
+  Say("data: " + o_.data + ": " + std::to_string(loader_->dataset_size()) + " train images, " +
+      (o_.val ? std::to_string(val_split_->size()) + " val images" : std::string("no validation")) + "; imgsz " +
+      std::to_string(o_.imgsz) + ", batch " + std::to_string(o_.batch) + ", " + std::to_string(nb_) + " batches/epoch" +
+      (Distributed() ? " per rank" : ""));
+  return Status::OK();
+}
+
+// labels.jpg from every label of the train split, drawn by the background writer while training starts.
+void TrainRun::PlotLabelsInBackground(std::shared_ptr<const RecordSource> train_source) {
+  writer_.Submit([source = std::move(train_source), names = names_, jpg = out_ / "labels.jpg"]() -> Status {
+    std::vector<Box> boxes;
+    ScratchBuffer scratch;
+    RecordView view;
+    for (size_t r = 0; r < source->size(); ++r) {
+      if (!source->Read(r, &view, &scratch).ok()) continue;  // the loader reports damaged records itself
+      boxes.insert(boxes.end(), view.boxes, view.boxes + view.box_count);
+    }
+    WarnIfNotPlotted(PlotLabels(boxes, names, jpg));
+    return Status::OK();
+  });
+}
+
+// The training stack around the model (Ultralytics build_optimizer, EMA, scaler, loss, step;
+// trainer/engine/training_stack.h), the lr schedule and early stopping.
+Status TrainRun::BuildTraining() {
+  const int64_t iterations =
+      OptimizerIterations(static_cast<int64_t>(loader_->dataset_size()), o_.batch, o_.nbs, o_.epochs);
+  YC_RETURN_IF_ERROR(BuildStackOptimizer(&stack_, o_, nc_, iterations));
+  Say(DescribeOptimizer(stack_));
+  YC_RETURN_IF_ERROR(BuildStep(&stack_, o_, nc_, StackRestore{resume_.get(), &state_},
+                               StepSync{reducer_.get(), dist_->world_size()}));
+  LrScheduleOptions lso;
+  lso.epochs = o_.epochs;
+  lso.lrf = o_.lrf;
+  lso.cos_lr = o_.cos_lr;
+  lso.warmup_epochs = o_.warmup_epochs;
+  lso.warmup_momentum = o_.warmup_momentum;
+  lso.warmup_bias_lr = stack_.spec.warmup_bias_lr;
+  lso.momentum = o_.momentum;  // Ultralytics warms up to args.momentum even after the auto rule
+  lso.nbs = o_.nbs;
+  lso.batch = o_.batch;
+  schedule_ = std::make_unique<LrSchedule>(lso);
+  if (o_.sync_bn && Distributed()) {
+    auto reducer = std::make_shared<StatsReducer>(*dist_);
+    EnableSyncBatchNorm(*stack_.model, reducer);
+    stack_.loss->set_global_normaliser(reducer);
+    Say("distributed: SyncBatchNorm and the loss normaliser over the global batch (--sync-bn)");
+  } else if (o_.sync_bn) {
+    Say("--sync-bn: one process, nothing to synchronise");
+  }
+  if (stack_.fused) Say("optimizer step: fused multi-tensor kernels, inf/nan steps skipped on the device");
+  stopper_ = std::make_unique<EarlyStopping>(o_.patience, state_.best_fitness, state_.best_epoch);
+  return Status::OK();
+}
+
+// Rank 0 validates (the EMA is identical on every rank).
+Status TrainRun::BuildValidator() {
+  if (!o_.val || !IsMain()) return Status::OK();
+  ValOptions vo;
+  vo.batch = 2 * o_.batch;
+  vo.imgsz = o_.imgsz;
+  vo.nms.conf = o_.val_conf;
+  vo.nms.iou = o_.val_iou;
+  vo.nms.max_det = o_.max_det;
+  vo.compute_loss = o_.val_loss;
+  vo.loss = LossOptions{o_.box, o_.cls, o_.dfl};
+  vo.amp = stack_.target.amp.enabled;
+  vo.amp_dtype = stack_.target.amp.dtype;
+  vo.channels_last = stack_.target.channels_last;
+  vo.threads = o_.threads;
+  vo.prefetch = o_.prefetch;
+  std::shared_ptr<const RecordSource> val_source(cache_, val_split_);
+  YC_ASSIGN_OR_RETURN(validator_, Validator::Create(val_source, vo, stack_.target.device, nc_));
+  return Status::OK();
+}
+
+// results.csv (rank 0), the GPU monitor, and where a resumed run continues.
+Status TrainRun::OpenRecords() {
+  if (IsMain()) {
+    YC_ASSIGN_OR_RETURN(results_, ResultsLog::Open(out_ / "results.csv", resume_ ? state_.epoch : -1));
+  }
+  if (stack_.target.device.is_cuda()) {
+    gpu_ = std::make_unique<GpuMonitor>(stack_.target.device.index());
+    if (!gpu_->available()) Say("gpu busy %: n/a (" + gpu_->unavailable_reason() + ")");
+  }
+  if (resume_) {
+    Say("resumed from " + hooks_.resume.string() + " at epoch " + std::to_string(state_.epoch + 1) +
+        (state_.next_batch > 0 ? ", batch " + std::to_string(state_.next_batch) : std::string()));
+  }
+  return Status::OK();
+}
+
+}  // namespace yc::trainer

@@ -1,0 +1,183 @@
+// TrainRun::TrainEpoch: one epoch's batch loop (trainer/engine/train_run.h). Per batch: stage the next
+// one, train this one, report progress at log points, then the stop checks (NaN/inf, cancel; agreed
+// across ranks under DDP) and, on a cancel, the interrupt checkpoint.
+#include <algorithm>
+
+#include "trainer/engine/train_run.h"
+#include "trainer/plots/batch_grid.h"
+#include "trainer/plots/image_file.h"
+
+namespace yc::trainer {
+
+Status TrainRun::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
+  *interrupted = false;
+  BeginEpoch(epoch, first_batch);
+  EpochCursor c;
+  c.epoch = epoch;
+  c.first = c.i = first_batch;
+  c.t_train = Clock::now();
+  // After the previous epoch the loader has run ahead into this one (its first batches were prepared
+  // while the GPU validated); StartEpoch adopts them, or starts afresh on resume.
+  YC_RETURN_IF_ERROR(loader_->StartEpoch(epoch, first_batch));
+  YC_RETURN_IF_ERROR(StageNextBatch());
+  while (feed_->staged() > 0) {
+    // Stage batch i + 1 before computing batch i: on CUDA its copy overlaps this batch's compute.
+    YC_RETURN_IF_ERROR(StageNextBatch());
+    YC_ASSIGN_OR_RETURN(DeviceBatch db, feed_->Take());
+    YC_RETURN_IF_ERROR(TrainBatch(db, &c));
+    const bool last = feed_->staged() == 0;
+    const bool log_point = (c.i - first_batch) % static_cast<size_t>(o_.log_every) == 0 || last;
+    if (hooks_.observer && log_point) ReportProgress(c, db);
+    YC_ASSIGN_OR_RETURN(bool cancel, CheckStop(c, log_point));
+    if (cancel && c.i < nb_) {
+      YC_RETURN_IF_ERROR(SaveInterrupted(c));
+      *interrupted = true;
+      return Status::OK();
+    }
+  }
+  FinishEpoch(c);
+  return Status::OK();
+}
+
+void TrainRun::BeginEpoch(int epoch, size_t first_batch) {
+  stack_.model->train();
+  if (hooks_.observer) hooks_.observer->OnEpochStart(epoch + 1, o_.epochs, nb_);
+  epoch_t0_ = Clock::now();
+  const at::TensorOptions on_device = at::TensorOptions().dtype(at::kFloat).device(stack_.target.device);
+  epoch_loss_ = at::zeros({3}, on_device);
+  if (!loss_history_.defined()) loss_history_ = at::zeros({static_cast<int64_t>(nb_), 3}, on_device);
+  losses_checked_ = first_batch;
+  epoch_batches_ = 0;
+  if (first_batch > 0) {  // resumed inside this epoch: continue its running means
+    epoch_loss_.copy_(at::tensor(std::vector<float>(state_.epoch_loss_sum.begin(), state_.epoch_loss_sum.end())));
+    epoch_batches_ = state_.epoch_loss_batches;
+  }
+  if (gpu_) gpu_->Start();
+  epoch_data_wait_s_ = 0;
+}
+
+// The loader's next batch onto the feed; the time blocked in the loader is what the GPU may have idled for.
+Status TrainRun::StageNextBatch() {
+  std::shared_ptr<Batch> next;
+  const auto t = Clock::now();
+  const Status st = loader_->Next(&next);
+  epoch_data_wait_s_ += Seconds(t);
+  YC_RETURN_IF_ERROR(st);
+  return next ? feed_->Stage(std::move(next)) : Status::OK();
+}
+
+Status TrainRun::TrainBatch(const DeviceBatch& db, EpochCursor* c) {
+  const int64_t ni = static_cast<int64_t>(c->i) + static_cast<int64_t>(nb_) * c->epoch;
+  if (o_.plots && IsMain() && ni < 3 && resume_ == nullptr && db.host) PlotTrainBatch(*db.host, ni);
+  const StepSettings s = schedule_->At(c->epoch, ni, static_cast<int64_t>(nb_), stack_.spec.lr);
+  ApplyStepSettings(*stack_.optimizer, s);
+  const bool step_now = ni - state_.last_opt_step >= s.accumulate;  // before backward: DDP sync or no_sync
+  if (o_.synthetic_input && c->i - c->first < kProbeBatches) {
+    if (c->i == c->first) probe_labels_.clear();
+    probe_labels_.push_back({db.labels, db.max_boxes});
+  }
+  YC_ASSIGN_OR_RETURN(at::Tensor items, stack_.step->ForwardBackward(db.images, db.labels, db.max_boxes, step_now));
+  epoch_loss_.add_(items);  // this rank's losses (Ultralytics logs rank 0's too)
+  loss_history_[static_cast<int64_t>(c->i)].copy_(items);  // on the device; scanned at the next log point
+  ++epoch_batches_;
+  last_ni_ = ni;
+  if (step_now) {
+    YC_RETURN_IF_ERROR(stack_.step->OptimizerStep());
+    state_.last_opt_step = ni;
+    ++state_.optimizer_steps;
+  }
+  c->images += db.size;
+  ++c->i;
+  return Status::OK();
+}
+
+// train_batch0-2.jpg, as Ultralytics' plot_training_samples: the grid is copied out here (the host
+// buffer goes back to the loader), encoded and written by the background writer.
+void TrainRun::PlotTrainBatch(const Batch& host, int64_t ni) {
+  cv::Mat grid = RenderBatchGrid(host, names_);
+  writer_.Submit([grid, jpg = out_ / ("train_batch" + std::to_string(ni) + ".jpg")]() -> Status {
+    WarnIfNotPlotted(WriteImageFile(jpg, grid));
+    return Status::OK();
+  });
+}
+
+// The one host read of the losses per log interval.
+void TrainRun::ReportProgress(const EpochCursor& c, const DeviceBatch& db) {
+  auto mean = (epoch_loss_ / static_cast<double>(std::max<int64_t>(epoch_batches_, 1))).to(at::kCPU).to(at::kDouble);
+  BatchProgress p;
+  p.epoch = c.epoch + 1;
+  p.epochs = o_.epochs;
+  p.batch = c.i;
+  p.batches = nb_;
+  for (int k = 0; k < 3; ++k) p.loss[k] = mean[k].item<double>();
+  p.instances = static_cast<int64_t>(db.host->label_count());
+  p.imgsz = o_.imgsz;
+  p.images_per_second = static_cast<double>(c.images) / std::max(Seconds(c.t_train), 1e-9);
+  p.gpu_mem_gb = DeviceMemoryReservedBytes(stack_.target.device) / 1e9;
+  hooks_.observer->OnTrainProgress(p);
+}
+
+// One process: checked every batch. DDP: agreed at the log points (a collective, and on CUDA a host
+// sync the log point pays anyway), so a stop takes effect within --log-every batches on all ranks.
+// The losses since the last log point are scanned for NaN/inf there too, and before an interrupt's
+// checkpoint: a diverged run stops (every rank) without saving its weights.
+Result<bool> TrainRun::CheckStop(const EpochCursor& c, bool log_point) {
+  bool cancel = Distributed() ? false : Cancelled();
+  std::string bad_loss;
+  const size_t unchecked = losses_checked_;
+  if (log_point || cancel) {
+    bad_loss = FindNonFiniteLoss(c.epoch, losses_checked_, c.i);
+    losses_checked_ = c.i;
+  }
+  bool diverged = !bad_loss.empty();
+  if (Distributed() && log_point) {
+    YC_ASSIGN_OR_RETURN(StopVote agreed, AgreeStop(diverged));
+    cancel = agreed.cancel;
+    diverged = agreed.diverged;
+  }
+  if (diverged) {
+    if (bad_loss.empty()) {
+      bad_loss = "non-finite loss on another rank at epoch " + std::to_string(c.epoch + 1) + "/" +
+                 std::to_string(o_.epochs) + ", batches " + std::to_string(unchecked + 1) + ".." + std::to_string(c.i);
+    }
+    return Diverged(bad_loss);
+  }
+  return cancel;
+}
+
+// Stopped inside the epoch: last.pt with the exact position (batch i next), so --resume continues.
+Status TrainRun::SaveInterrupted(const EpochCursor& c) {
+  if (gpu_) gpu_->Stop();
+  auto sums = epoch_loss_.to(at::kCPU).to(at::kDouble);
+  for (int k = 0; k < 3; ++k) state_.epoch_loss_sum[k] = sums[k].item<double>();
+  state_.epoch_loss_batches = epoch_batches_;
+  state_.epoch = c.epoch;
+  state_.next_batch = static_cast<int64_t>(c.i);
+  state_.train_seconds += Seconds(epoch_t0_);
+  state_.images_seen += c.images;
+  summary_.train_images += c.images;
+  summary_.train_seconds += Seconds(c.t_train);
+  const bool pending = last_ni_ > state_.last_opt_step;
+  // Pending no-sync gradients differ per rank; their average is what the next synced step would
+  // have reduced (it is linear), so every rank resuming from the averaged .grad continues exactly.
+  if (pending && Distributed()) YC_RETURN_IF_ERROR(AverageGrads());
+  if (!IsMain()) return Status::OK();
+  // The losses were finite, but the last step may still have produced inf weights.
+  const std::string bad = FindNonFiniteWeights();
+  if (!bad.empty()) {
+    return Diverged("non-finite weights at epoch " + std::to_string(c.epoch + 1) + " batch " + std::to_string(c.i) +
+                    ": " + bad);
+  }
+  return SaveLast(pending);
+}
+
+void TrainRun::FinishEpoch(const EpochCursor& c) {
+  SynchronizeDevice(stack_.target.device);
+  if (gpu_) gpu_->Stop();
+  epoch_train_s_ = Seconds(c.t_train);
+  summary_.train_seconds += epoch_train_s_;
+  summary_.train_images += c.images;
+  state_.images_seen += c.images;
+}
+
+}  // namespace yc::trainer

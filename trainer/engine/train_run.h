@@ -1,0 +1,193 @@
+// One training run's state and its steps, behind Train() (trainer/engine/trainer.h). Internal to
+// trainer/engine; its steps live in files by job:
+//   trainer.cc        Train(), the epoch loop (Execute) and the run's summary
+//   run_setup.cc      Setup: options, device and ranks, data, order, resume, run directory, model, loader,
+//                     training stack, validator, records
+//   train_epoch.cc    one epoch's batch loop: train step, plots, progress, the stop checks, the interrupt
+//   end_epoch.cc      after an epoch: validation, results row, checkpoints, plots, early stop
+//   run_guards.cc     what stops a run: the DDP stop vote, NaN/inf scans, divergence
+//   run_checkpoint.cc last.pt / best.pt contents, the resumed data check, gradient averaging
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "libcache/cache.h"
+#include "loader/loader.h"
+#include "trainer/distributed/distributed.h"
+#include "trainer/distributed/grad_reducer.h"
+#include "trainer/engine/ceiling_probe.h"
+#include "trainer/engine/lr_schedule.h"
+#include "trainer/engine/trainer.h"
+#include "trainer/engine/training_stack.h"
+#include "trainer/eval/validator.h"
+#include "trainer/io/checkpoint.h"
+#include "trainer/io/pretrained.h"
+#include "trainer/runtime/background_writer.h"
+#include "trainer/runtime/device_feed.h"
+#include "trainer/runtime/gpu_monitor.h"
+
+namespace yc::trainer {
+
+using Clock = std::chrono::steady_clock;
+
+inline double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// A picture that cannot be drawn is not worth stopping a run for; a build without PLplot says so once
+// (in the run summary), not per picture.
+void WarnIfNotPlotted(const Status& st);
+
+// Label tables the synthetic-input probe cycles through (from the run's last epoch).
+constexpr size_t kProbeBatches = 8;
+
+class TrainRun {
+ public:
+  TrainRun(const TrainOptions& options, const TrainHooks& hooks) : o_(options), hooks_(hooks) {}
+  Result<TrainSummary> Execute();
+
+ private:
+  void Say(const std::string& line) {
+    if (hooks_.observer != nullptr) hooks_.observer->OnMessage(line);
+  }
+  bool Cancelled() const { return hooks_.cancel != nullptr && hooks_.cancel->load(); }
+  bool IsMain() const { return dist_ == nullptr || dist_->is_main(); }
+  bool Distributed() const { return dist_ != nullptr && dist_->distributed(); }
+
+  // Set-up (run_setup.cc), in this order.
+  Status Setup();
+  Status ReadWeightsAndModelName();
+  Status SetupDevice();
+  Status OpenData();
+  Status ResolveOrder();
+  Status OpenResume();
+  Status PrepareRunDir();
+  Status WriteArgs();
+  Status BuildModel();
+  void TransferPretrained();
+  Status BuildLoader();
+  void PlotLabelsInBackground(std::shared_ptr<const RecordSource> train_source);
+  Status BuildTraining();
+  Status BuildValidator();
+  Status OpenRecords();
+
+  // The epoch loop (trainer.cc).
+  Status RunEpochs();
+  Status RunSyntheticProbe();
+  Status SaveRankWeights();
+  void Summarise();
+
+  // One epoch (train_epoch.cc). Where the batch loop is: `i` is the next batch of this epoch.
+  struct EpochCursor {
+    int epoch = 0;
+    size_t first = 0, i = 0;
+    int64_t images = 0;  // trained on in this call
+    Clock::time_point t_train;
+  };
+  Status TrainEpoch(int epoch, size_t first_batch, bool* interrupted);
+  void BeginEpoch(int epoch, size_t first_batch);
+  Status StageNextBatch();
+  Status TrainBatch(const DeviceBatch& db, EpochCursor* c);
+  void PlotTrainBatch(const Batch& host, int64_t ni);
+  void ReportProgress(const EpochCursor& c, const DeviceBatch& db);
+  // Whether to stop for a cancel agreed by every rank; a non-finite loss on any rank is Diverged.
+  Result<bool> CheckStop(const EpochCursor& c, bool log_point);
+  Status SaveInterrupted(const EpochCursor& c);
+  void FinishEpoch(const EpochCursor& c);
+
+  // After an epoch (end_epoch.cc).
+  Status EndEpoch(int epoch, bool* stop);
+  Status EndEpochMain(int epoch, bool* stop);  // rank 0: validation, checkpoints, results
+  EpochRecord TrainRecord(int epoch);
+  Status Validate(int epoch, EpochRecord* rec, bool* stop, bool* improved);
+  void AdvanceState(int epoch);  // the epoch is done: the resume position moves to the next one
+  struct EpochSnapshots {
+    std::shared_ptr<CheckpointSnapshot> last, best;  // best: null when not written this epoch
+  };
+  Result<EpochSnapshots> TakeEpochSnapshots(bool improved);
+  void SubmitCheckpoints(int epoch, const EpochSnapshots& snaps);
+  void SubmitResultsPlot();
+
+  // What stops a run (run_guards.cc).
+  // Whether any rank was asked to stop (cancel) or found a non-finite loss or weight (diverged; this
+  // rank's own finding comes in). Under DDP a collective, so every rank must call it at the same point;
+  // all ranks then leave at the same batch (the resume position is one for all of them).
+  struct StopVote {
+    bool cancel = false, diverged = false;
+  };
+  Result<StopVote> AgreeStop(bool diverged);
+  Result<bool> AgreeCancel();
+  // The first batch in [from, to) of this epoch whose loss items (box, cls, dfl) are not all finite, as
+  // "non-finite box loss at epoch E/N batch B/NB (box nan, cls 1.2, dfl 0.9)"; empty when all are.
+  std::string FindNonFiniteLoss(int epoch, size_t from, size_t to);
+  // The first parameter or buffer of the model or its EMA holding NaN/inf ("model.0.conv.weight (EMA)");
+  // empty when all are finite.
+  std::string FindNonFiniteWeights();
+  // The run stops here: the checkpoint still being written (taken from finite weights) is completed and
+  // nothing is saved from the current weights. DataError (exit 1) saying what diverged and what is kept.
+  Status Diverged(const std::string& what);
+
+  // Checkpoints (run_checkpoint.cc).
+  // Under DDP: averages every defined .grad across ranks (pending accumulated gradients before an
+  // interrupt's checkpoint; see TrainEpoch).
+  Status AverageGrads();
+  // last.pt's contents now (a snapshot: it is serialised and written during the next epoch).
+  Result<std::shared_ptr<CheckpointSnapshot>> SnapshotLast(bool pending_grads);
+  // best.pt's contents now: the release form (EMA only, fp16; see trainer/io/checkpoint.h).
+  Result<std::shared_ptr<CheckpointSnapshot>> SnapshotBest();
+  CheckpointMeta Meta() const;  // the run as it stands, for either file
+  // The resumed checkpoint's cache is --data's, or hooks_.resume_other_data allows another.
+  Status CheckResumedData(const CheckpointMeta& meta);
+  Status SaveLast(bool pending_grads);  // written before returning (interrupts)
+
+  TrainOptions o_;
+  TrainHooks hooks_;
+  Clock::time_point wall0_ = Clock::now();
+
+  std::shared_ptr<Cache> cache_;
+  const RecordSource* train_split_ = nullptr;
+  const RecordSource* val_split_ = nullptr;  // null without validation
+  std::vector<std::string> names_;
+  int64_t nc_ = 0;
+  ModelName model_name_;
+  std::unique_ptr<CheckpointReader> resume_;
+  std::string run_id_;             // kept across resumes (run_identity.h)
+  nlohmann::json data_identity_;   // the cache's
+  std::unique_ptr<ModelWeights> pretrained_;  // --weights, until transferred into the model
+  TrainState state_;
+  std::filesystem::path out_, weights_, last_, best_;
+  std::unique_ptr<DistContext> dist_;       // world 1: a local no-op context
+  std::unique_ptr<GradReducer> reducer_;   // only when distributed
+
+  TrainingStack stack_;  // device, AMP, model, optimizer, EMA, scaler, loss, step (training_stack.h)
+  std::unique_ptr<DeviceFeed> feed_;
+  std::unique_ptr<Loader> loader_;
+  size_t nb_ = 0;
+  std::unique_ptr<LrSchedule> schedule_;
+  std::unique_ptr<Validator> validator_;
+  std::unique_ptr<ResultsLog> results_;
+  std::unique_ptr<GpuMonitor> gpu_;
+  std::unique_ptr<EarlyStopping> stopper_;
+  BackgroundWriter writer_;  // checkpoints and results.png after each epoch
+  std::vector<ProbeLabels> probe_labels_;  // --synthetic-input: the last epoch's first label tables
+
+  // Epoch accumulators (device) and bookkeeping.
+  at::Tensor epoch_loss_;
+  at::Tensor loss_history_;  // (nb_, 3): this epoch's loss items per batch, scanned for NaN/inf at log points
+  size_t losses_checked_ = 0;  // batches of this epoch before this one were scanned
+  int saved_epoch_ = 0;        // epochs completed in the last.pt this run wrote (0: none yet)
+  std::vector<std::filesystem::path> epoch_files_;  // weights/epochN.pt this run wrote, oldest first (writer thread only)
+  int64_t epoch_batches_ = 0;
+  int64_t last_ni_ = -1;
+  Clock::time_point epoch_t0_;
+  double epoch_train_s_ = 0;
+  double epoch_data_wait_s_ = 0;
+  nlohmann::json last_metrics_ = nlohmann::json::object();
+  bool plot_disabled_ = false;
+  std::vector<double> last_confusion_;  // of the last validation, for the final plots
+
+  TrainSummary summary_;
+};
+
+}  // namespace yc::trainer

@@ -1,0 +1,74 @@
+#include "trainer/engine/training_stack.h"
+
+#include <cstdio>
+
+#include "trainer/runtime/device_feed.h"
+
+namespace yc::trainer {
+
+namespace {
+
+std::string Fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+}  // namespace
+
+Result<TrainDevice> PrepareDevice(const TrainOptions& o, const at::Device& device) {
+  TrainDevice d;
+  d.device = device;
+  YC_ASSIGN_OR_RETURN(d.amp, ResolveAmp(o, device));
+  d.tuning = ConfigureDevice(device, o.cudnn_benchmark);
+  d.channels_last = device.is_cuda() && o.channels_last;
+  return d;
+}
+
+DetectionModel NewModel(const ModelName& name, int64_t nc, const TrainDevice& target) {
+  DetectionModel model(ModelOptions(name, nc));
+  model->to(target.device);
+  if (target.channels_last) ToChannelsLast(*model);
+  return model;
+}
+
+Status BuildStackOptimizer(TrainingStack* s, const TrainOptions& o, int64_t nc, int64_t iterations) {
+  s->accumulate = AccumulateSteps(o.nbs, o.batch);
+  s->weight_decay = ScaledWeightDecay(o.weight_decay, o.batch, s->accumulate, o.nbs);
+  YC_ASSIGN_OR_RETURN(s->spec, ResolveOptimizer(o.optimizer, o.lr0, o.momentum, o.warmup_bias_lr, nc, iterations));
+  s->optimizer = BuildOptimizer(*s->model, s->spec, s->weight_decay);
+  return Status::OK();
+}
+
+Status BuildStep(TrainingStack* s, const TrainOptions& o, int64_t nc, const StackRestore& restore, const StepSync& sync) {
+  const CheckpointReader* resume = restore.reader;
+  const TrainState fresh;
+  const TrainState& state = resume != nullptr ? *restore.state : fresh;
+  if (resume != nullptr) {
+    YC_RETURN_IF_ERROR(resume->LoadOptimizer(*s->optimizer));
+    YC_RETURN_IF_ERROR(resume->LoadGrads(*s->model));
+  }
+  s->ema = std::make_unique<ModelEMA>(*s->model, 0.9999, 2000.0, state.ema_updates);
+  if (resume != nullptr && resume->has_ema()) YC_RETURN_IF_ERROR(resume->LoadModule("ema", *s->ema->module()));
+  GradScalerOptions so;
+  so.enabled = s->target.amp.scaler;
+  s->scaler = std::make_unique<GradScaler>(so);
+  if (resume != nullptr && so.enabled) s->scaler->LoadState(state.scaler_scale, state.scaler_growth, s->target.device);
+  s->loss = std::make_unique<DetectionLoss>(nc, s->model->strides(), LossOptions{o.box, o.cls, o.dfl});
+  if (o.fused_optimizer && FusedStep::Supported(*s->optimizer)) s->fused = std::make_unique<FusedStep>(*s->optimizer);
+  s->step = std::make_unique<TrainStep>(s->model, *s->optimizer, *s->ema, *s->scaler, *s->loss, s->target.amp,
+                                        o.clip_grad, s->target.device.type(), s->fused.get(), sync.reducer,
+                                        sync.world_size);
+  return Status::OK();
+}
+
+std::string DescribeOptimizer(const TrainingStack& s) {
+  const ParamGroups g = SplitParameters(*s.model);
+  return std::string("optimizer: ") + OptimizerName(s.spec.kind) + "(lr=" + Fmt("%g", s.spec.lr) +
+         ", momentum=" + Fmt("%g", s.spec.momentum) + ") with parameter groups " + std::to_string(g.norm_weights.size()) +
+         " weight(decay=0.0), " + std::to_string(g.decay.size()) + " weight(decay=" + Fmt("%g", s.weight_decay) +
+         "), " + std::to_string(g.biases.size()) + " bias(decay=0.0); accumulate " + std::to_string(s.accumulate) +
+         " batches per step";
+}
+
+}  // namespace yc::trainer
