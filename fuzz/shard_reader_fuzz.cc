@@ -25,7 +25,9 @@ namespace {
 
 void ReadAll(const uint8_t* d, size_t size) {
   for (bool verify : {false, true}) {
-    auto reader = yc::ShardReader::OpenBuffer(d, size, "fuzz.shard", yc::ShardReaderOptions{verify});
+    yc::ShardReaderOptions options;
+    options.verify_checksums = verify;
+    auto reader = yc::ShardReader::OpenBuffer(d, size, "fuzz.shard", options);
     if (!reader.ok()) {
       if (reader.status().code() != yc::Status::Code::kCorruption) std::abort();
       continue;

@@ -106,9 +106,8 @@ Result<std::unique_ptr<RecordSource>> OpenShardSplit(const fs::path& dir, const 
   for (const ShardEntry& e : split.shards) {
     const fs::path path = dir / e.file;
     YC_RETURN_IF_ERROR(CheckDataFile(path, split.name, e.bytes));
-    auto reader = ShardReader::Open(path, ro);
-    if (!reader.ok()) return reader.status();
-    const ShardReader& r = *reader.value();
+    YC_ASSIGN_OR_RETURN(std::unique_ptr<ShardReader> reader, ShardReader::Open(path, ro));
+    const ShardReader& r = *reader;
     if (r.footer().record_count != e.records)
       return Status::Corruption(Status::At(path.string(), "holds " + std::to_string(r.footer().record_count) +
                                                               " records, manifest.json says " + std::to_string(e.records)));
@@ -122,7 +121,7 @@ Result<std::unique_ptr<RecordSource>> OpenShardSplit(const fs::path& dir, const 
         return Status::Corruption(Status::At(path.string(), "content checksum mismatch (computed " + ChecksumToHex(actual) +
                                                                 ", expected " + ChecksumToHex(e.checksum) + ")"));
     }
-    readers.push_back(std::move(reader.value()));
+    readers.push_back(std::move(reader));
   }
   return std::unique_ptr<RecordSource>(new ShardSetSource(std::move(readers)));
 }
@@ -139,12 +138,12 @@ Result<std::unique_ptr<RecordSource>> OpenLmdbSplit(const fs::path& dir, const S
       return Status::Corruption(Status::At(path.string(), "content checksum mismatch (computed " + ChecksumToHex(actual) +
                                                               ", expected " + ChecksumToHex(e.checksum) + ")"));
   }
-  auto reader = LmdbReader::Open(path, LmdbReaderOptions{options.verify_checksums, limits, options.verify_first_read});
-  if (!reader.ok()) return reader.status();
-  if (reader.value()->size() != e.records)
-    return Status::Corruption(Status::At(path.string(), "holds " + std::to_string(reader.value()->size()) +
+  YC_ASSIGN_OR_RETURN(std::unique_ptr<LmdbReader> reader,
+                      LmdbReader::Open(path, LmdbReaderOptions{options.verify_checksums, limits, options.verify_first_read}));
+  if (reader->size() != e.records)
+    return Status::Corruption(Status::At(path.string(), "holds " + std::to_string(reader->size()) +
                                                             " records, manifest.json says " + std::to_string(e.records)));
-  return std::unique_ptr<RecordSource>(std::move(reader.value()));
+  return std::unique_ptr<RecordSource>(std::move(reader));
 }
 
 std::string ShardFileName(const std::string& split, int number) {
@@ -177,22 +176,21 @@ Cache::~Cache() = default;
 Result<std::unique_ptr<Cache>> Cache::Open(const fs::path& dir, const OpenOptions& options) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Status::NotFound(Status::At(dir.string(), "not a cache directory"));
-  auto manifest = ReadManifest(dir);
-  if (!manifest.ok()) return manifest.status();
-  if (manifest->audit_report) YC_RETURN_IF_ERROR(CheckMetadataFile(dir, *manifest->audit_report));
+  YC_ASSIGN_OR_RETURN(Manifest manifest, ReadManifest(dir));
+  if (manifest.audit_report) YC_RETURN_IF_ERROR(CheckMetadataFile(dir, *manifest.audit_report));
   std::unique_ptr<Cache> cache(new Cache());
   cache->dir_ = dir;
-  cache->manifest_ = std::move(manifest.value());
+  cache->manifest_ = std::move(manifest);
   const RecordLimits limits = ManifestRecordLimits(cache->manifest_);
   for (const SplitManifest& split : cache->manifest_.splits) {
-    auto source = cache->manifest_.backend == Backend::kLmdb ? OpenLmdbSplit(dir, split, limits, options)
-                                                             : OpenShardSplit(dir, split, limits, options);
-    if (!source.ok()) return source.status();
-    if (source.value()->size() != split.records)
+    YC_ASSIGN_OR_RETURN(std::unique_ptr<RecordSource> source,
+                        cache->manifest_.backend == Backend::kLmdb ? OpenLmdbSplit(dir, split, limits, options)
+                                                                   : OpenShardSplit(dir, split, limits, options));
+    if (source->size() != split.records)
       return Status::Corruption(Status::At((dir / kManifestFileName).string(),
                                            "split '" + split.name + "' lists " + std::to_string(split.records) +
-                                               " records, its files hold " + std::to_string(source.value()->size())));
-    cache->sources_[split.name] = std::move(source.value());
+                                               " records, its files hold " + std::to_string(source->size())));
+    cache->sources_[split.name] = std::move(source);
   }
   return cache;
 }
@@ -244,18 +242,14 @@ Status CacheWriter::BeginSplit(const std::string& name) {
   if (options_.backend == Backend::kLmdb) {
     LmdbWriterOptions lo;
     lo.initial_map_size = options_.lmdb_initial_map_size;
-    auto w = LmdbWriter::Create(dir_ / (name + ".lmdb"), lo);
-    if (!w.ok()) return w.status();
-    backends_->lmdb = std::move(w.value());
+    YC_ASSIGN_OR_RETURN(backends_->lmdb, LmdbWriter::Create(dir_ / (name + ".lmdb"), lo));
   }
   return Status::OK();
 }
 
 Status CacheWriter::StartShard() {
   const std::string file = ShardFileName(split_, backends_->shard_number++);
-  auto w = ShardWriter::Create(dir_ / file);
-  if (!w.ok()) return w.status();
-  backends_->shard = std::move(w.value());
+  YC_ASSIGN_OR_RETURN(backends_->shard, ShardWriter::Create(dir_ / file));
   return Status::OK();
 }
 

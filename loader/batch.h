@@ -1,5 +1,5 @@
-// One collated batch as the consumer (trainer, bench, tools) sees it: Ultralytics' collate_fn
-// output (§2.6) with the image tensor in memory from the loader's BufferAllocator.
+// One collated batch as the consumer (trainer, bench, tools) sees it: Ultralytics' collate_fn output
+// (`ultralytics/data/dataset.py` YOLODataset.collate_fn), image tensor from the loader's BufferAllocator.
 #pragma once
 
 #include <cstddef>

@@ -8,7 +8,10 @@ cd "$(dirname "$0")/.."
 work=${1:-out/demo}
 bash scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)"
+# Only the programs the demo runs; the test suites are built by scripts/test.sh.
+targets=(yolocache)
+if grep -q '^YOLOCACHE_WITH_TORCH:BOOL=ON$' build/CMakeCache.txt; then targets+=(yolocache-train); fi
+cmake --build build -j"$(nproc)" --target "${targets[@]}"
 yc=build/tools/yolocache
 rm -rf "$work" && mkdir -p "$work"
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine and runs every test suite:
-#   1. Release build + all GoogleTest suites (ctest), then the Python package's pytest suite (python/tests,
+#   1. Release build (-Werror) + all GoogleTest suites (ctest), then the Python package's pytest suite (python/tests,
 #      against the module of that build, once),
 #   2. ASan+UBSan build of the data-side libraries, running the libcache and loader suites
 #      (every odd image, every corrupt cache byte, under the sanitizers),
@@ -12,7 +12,7 @@ jobs=$(nproc)
 bash scripts/install-deps.sh
 
 echo "== [1/3] release build + tests"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DYOLOCACHE_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs" | tee build/ctest.log
 passed=$(grep -oE '[0-9]+ tests failed out of [0-9]+' build/ctest.log | awk '{print $6 - $1}')

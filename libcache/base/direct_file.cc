@@ -11,12 +11,11 @@ namespace yc {
 
 Result<std::unique_ptr<DirectFile>> DirectFile::Open(const std::string& path) {
   uint64_t size = 0;
-  Result<ScopedFd> plain = OpenRegularFile(path, &size);  // refuses FIFOs and devices first
-  if (!plain.ok()) return plain.status();
+  YC_ASSIGN_OR_RETURN(ScopedFd plain, OpenRegularFile(path, &size));  // refuses FIFOs and devices first
   // Reopen the file we checked (through /proc/self/fd, so a rename in between cannot swap it).
-  const std::string self = "/proc/self/fd/" + std::to_string(plain->get());
+  const std::string self = "/proc/self/fd/" + std::to_string(plain.get());
   const int fd = ::open(self.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-  if (fd < 0) return std::unique_ptr<DirectFile>(new DirectFile(path, std::move(plain.value()), size, false));
+  if (fd < 0) return std::unique_ptr<DirectFile>(new DirectFile(path, std::move(plain), size, false));
   return std::unique_ptr<DirectFile>(new DirectFile(path, ScopedFd(fd), size, true));
 }
 

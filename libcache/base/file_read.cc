@@ -57,8 +57,7 @@ namespace {
 template <typename Buffer>
 Status ReadWholeRegularFile(const std::filesystem::path& path, uint64_t max_bytes, Buffer* out) {
   uint64_t size = 0;
-  Result<ScopedFd> fd = OpenRegularFile(path, &size);
-  if (!fd.ok()) return fd.status();
+  YC_ASSIGN_OR_RETURN(const ScopedFd fd, OpenRegularFile(path, &size));
   const std::string p = path.string();
   const auto too_large = [&](uint64_t bytes) {
     return Status::IOError(Status::At(p, "file is " + std::to_string(bytes) + " bytes, more than the " +
@@ -72,7 +71,7 @@ Status ReadWholeRegularFile(const std::filesystem::path& path, uint64_t max_byte
       // The file may have grown since fstat: read on, within the bound, until EOF.
       if (out->size() >= max_bytes) {
         char probe;
-        const ssize_t more = ::read(fd->get(), &probe, 1);
+        const ssize_t more = ::read(fd.get(), &probe, 1);
         if (more > 0) return too_large(out->size() + 1);
         if (more == 0) break;
         if (errno == EINTR) continue;
@@ -80,7 +79,7 @@ Status ReadWholeRegularFile(const std::filesystem::path& path, uint64_t max_byte
       }
       out->resize(static_cast<size_t>(std::min<uint64_t>(max_bytes, out->size() + (uint64_t{1} << 16))));
     }
-    const ssize_t n = ::read(fd->get(), reinterpret_cast<char*>(out->data()) + done, out->size() - done);
+    const ssize_t n = ::read(fd.get(), reinterpret_cast<char*>(out->data()) + done, out->size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
       return Status::IOError(Status::At(p, std::string("read: ") + std::strerror(errno)));

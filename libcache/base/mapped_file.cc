@@ -26,18 +26,18 @@ Result<std::unique_ptr<MappedFile>> MappedFile::Open(const std::filesystem::path
                                                      bool willneed) {
   const std::string p = path.string();
   uint64_t file_size = 0;
-  Result<ScopedFd> fd = OpenRegularFile(path, &file_size);  // a FIFO or device is refused, not waited on
-  if (!fd.ok()) return fd.status();
+  // A FIFO or device is refused, not waited on.
+  YC_ASSIGN_OR_RETURN(ScopedFd fd, OpenRegularFile(path, &file_size));
   const size_t size = static_cast<size_t>(file_size);
-  if (size == 0) return std::unique_ptr<MappedFile>(new MappedFile(p, nullptr, 0, std::move(fd.value())));
-  void* addr = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd->get(), 0);
+  if (size == 0) return std::unique_ptr<MappedFile>(new MappedFile(p, nullptr, 0, std::move(fd)));
+  void* addr = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
   if (addr == MAP_FAILED) return Status::IOError(Status::At(p, Errno("mmap")));
   int flag = MADV_NORMAL;
   if (advice == AccessAdvice::kRandom) flag = MADV_RANDOM;
   if (advice == AccessAdvice::kSequential) flag = MADV_SEQUENTIAL;
   if (flag != MADV_NORMAL) ::madvise(addr, size, flag);  // advisory: failure changes nothing
   if (willneed) ::madvise(addr, size, MADV_WILLNEED);
-  return std::unique_ptr<MappedFile>(new MappedFile(p, static_cast<const uint8_t*>(addr), size, std::move(fd.value())));
+  return std::unique_ptr<MappedFile>(new MappedFile(p, static_cast<const uint8_t*>(addr), size, std::move(fd)));
 }
 
 MappedFile::~MappedFile() {
@@ -68,9 +68,7 @@ Status DropPages(const uint8_t* map, size_t size, int fd, const std::string& pat
 
 Status HashFile(const std::filesystem::path& path, uint64_t* hash, uint64_t* size) {
   const std::string p = path.string();
-  Result<ScopedFd> opened = OpenRegularFile(path);
-  if (!opened.ok()) return opened.status();
-  const ScopedFd& fd = opened.value();
+  YC_ASSIGN_OR_RETURN(const ScopedFd fd, OpenRegularFile(path));
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   XXH3_state_t* state = XXH3_createState();
   if (state == nullptr) return Status::IOError(Status::At(p, "out of memory for the hash state"));

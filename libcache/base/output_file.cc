@@ -117,10 +117,9 @@ Status OutputFile::Commit() {
 }
 
 Status WriteFileAtomically(const fs::path& path, std::string_view bytes) {
-  Result<OutputFile> f = OutputFile::Create(path);
-  if (!f.ok()) return f.status();
-  YC_RETURN_IF_ERROR(f->Write(bytes));
-  return f->Commit();
+  YC_ASSIGN_OR_RETURN(OutputFile f, OutputFile::Create(path));
+  YC_RETURN_IF_ERROR(f.Write(bytes));
+  return f.Commit();
 }
 
 }  // namespace yc

@@ -207,24 +207,118 @@ struct SplitResult {
   SplitManifest manifest;
 };
 
-Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpec& split,
-                  const std::vector<SourceItem>& items, const std::vector<SourceItem>& other_items,
-                  const PreviousBuild& prev, CacheWriter* writer, SplitResult* result) {
-  SplitBuildStats& stats = result->stats;
-  stats.split = split.name;
-  SplitAudit& audit = stats.audit;
-  audit.split = split.name;
-  audit.images.resize(items.size());
-  SplitManifest& sm = result->manifest;
-  sm.name = split.name;
-  sm.sources.resize(items.size());
+void InitSplitResult(const std::string& name, size_t images, SplitResult* result) {
+  result->stats.split = name;
+  result->stats.audit.split = name;
+  result->stats.audit.images.resize(images);
+  result->manifest.name = name;
+  result->manifest.sources.resize(images);
+}
 
+ScanOptions SplitScanOptions(const BuildOptions& o, const DatasetSpec& spec, const std::string& split) {
   ScanOptions opt;
   opt.imgsz = o.imgsz;
   opt.nc = spec.nc();
   opt.keep_pixels = true;
-  opt.split = split.name;
+  opt.split = split;
+  return opt;
+}
 
+// The pipeline's parallel stage: the image's encoded record, reused from the previous build (--update)
+// or decoded afresh; a record that fails to encode excludes its image as corrupt-data.
+void PrepareRecord(const BuildOptions& o, const PreviousBuild& prev, const std::string& split, const SourceItem& item,
+                   const ScanOptions& opt, const Codec& codec, Work* w) {
+  // Stat before reading: an edit during the build then shows as a newer mtime later.
+  w->mtime_ns = MtimeNs(item.image);
+  w->label_mtime_ns = MtimeNs(item.label);
+  const Reuse reuse = o.update ? TryReuse(prev, split, item, opt, codec, w) : Reuse::kNotReusable;
+  w->old_record_corrupt = reuse == Reuse::kOldCorrupt;
+  if (reuse != Reuse::kDone) {
+    w->scanned = ScanImage(item, opt);
+    if (!w->scanned.excluded && w->scanned.fatal.ok()) {
+      const Status st = EncodeScanned(*w, item, codec, &w->record);
+      if (!st.ok()) {
+        w->scanned.problems.push_back({split, item.rel, st.message(), ProblemCode::kCorruptData, Severity::kError});
+        w->scanned.excluded = true;
+      }
+    }
+  }
+  w->scanned.rgb.release();  // pixels live on in the encoded record only
+}
+
+// What --update compares the source files against next time: the image's and label's bytes as read.
+void SetFingerprint(const SourceItem& item, const Work& w, SourceFingerprint* fp) {
+  const ScannedImage& s = w.scanned;
+  fp->path = item.rel;
+  fp->size = s.file_size;
+  fp->hash = s.hash;
+  fp->mtime_ns = w.mtime_ns;
+  fp->has_label = s.label_found;
+  fp->label_size = s.label_size;
+  fp->label_hash = s.label_hash;
+  fp->label_mtime_ns = s.label_found ? w.label_mtime_ns : 0;
+}
+
+// Appends the image's record to the split and counts it; *fp gets its index.
+Status AddRecord(const Work& w, CacheWriter* writer, SourceFingerprint* fp, SplitResult* result) {
+  SplitBuildStats& stats = result->stats;
+  SplitManifest& sm = result->manifest;
+  uint64_t index = 0;
+  const Status written = writer->AddEncoded(w.record, &index);
+  fp->record = static_cast<int64_t>(index);
+  ++stats.records;
+  stats.reused += w.reused ? 1 : 0;
+  RecordHeader header;
+  if (ParseRecordHeader(reinterpret_cast<const uint8_t*>(w.record.data()), w.record.size(), &header).ok()) {
+    stats.pixel_bytes += header.raw_pixel_bytes;
+    sm.pixel_bytes += header.raw_pixel_bytes;
+  }
+  sm.boxes += w.scanned.boxes.size();
+  sm.backgrounds += w.scanned.boxes.empty() ? 1 : 0;
+  return written;
+}
+
+// The pipeline's serial last stage, in source order: the record written (unless the image is excluded
+// or writing already failed), its fingerprint and audit entry kept. *write_status keeps the first failure.
+void CollectRecord(const SourceItem& item, Work* w, CacheWriter* writer, Status* write_status, SplitResult* result) {
+  ScannedImage& s = w->scanned;
+  if (!s.fatal.ok() && write_status->ok()) *write_status = s.fatal;  // out of memory: stop the build
+  SourceFingerprint& fp = result->manifest.sources[w->index];
+  if (w->old_record_corrupt) result->stats.redecoded_corrupt.push_back(item.rel);
+  SetFingerprint(item, *w, &fp);
+  if (!s.excluded && write_status->ok()) {
+    *write_status = AddRecord(*w, writer, &fp, result);
+  } else {
+    ++result->manifest.excluded;
+  }
+  result->stats.audit.images[w->index] = std::move(s);
+}
+
+// Closes the split's files and completes its audit (orphan labels, duplicates against the other splits).
+Status FinishSplit(const DatasetSpec& spec, const std::vector<SourceItem>& items,
+                   const std::vector<SourceItem>& other_items, CacheWriter* writer, SplitResult* result) {
+  SplitManifest& sm = result->manifest;
+  SplitFiles files;
+  YC_RETURN_IF_ERROR(writer->EndSplit(&files));
+  sm.records = files.records;
+  sm.shards = std::move(files.shards);
+  sm.lmdb = std::move(files.lmdb);
+
+  AuditContext ctx;
+  ctx.root = spec.root;
+  ctx.other_splits = &other_items;
+  ctx.nc = spec.nc();
+  FinishSplitAudit(items, ctx, &result->stats.audit);
+  return Status::OK();
+}
+
+bool Cancelled(const BuildOptions& o) { return o.cancel != nullptr && o.cancel->load(); }
+
+Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpec& split,
+                  const std::vector<SourceItem>& items, const std::vector<SourceItem>& other_items,
+                  const PreviousBuild& prev, CacheWriter* writer, SplitResult* result) {
+  InitSplitResult(split.name, items.size(), result);
+  const ScanOptions opt = SplitScanOptions(o, spec, split.name);
   YC_RETURN_IF_ERROR(writer->BeginSplit(split.name));
   Status write_status;
   size_t next = 0, done = 0;
@@ -237,8 +331,7 @@ Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpe
       tokens,
       tbb::make_filter<void, Work*>(tbb::filter_mode::serial_in_order,
                                     [&](tbb::flow_control& fc) -> Work* {
-                                      const bool cancelled = o.cancel != nullptr && o.cancel->load();
-                                      if (next >= items.size() || cancelled || !write_status.ok()) {
+                                      if (next >= items.size() || Cancelled(o) || !write_status.ok()) {
                                         fc.stop();
                                         return nullptr;
                                       }
@@ -246,79 +339,21 @@ Status BuildSplit(const BuildOptions& o, const DatasetSpec& spec, const SplitSpe
                                       w->index = next++;
                                       return w;
                                     }) &
-          tbb::make_filter<Work*, Work*>(
-              tbb::filter_mode::parallel,
-              [&](Work* w) -> Work* {
-                const SourceItem& item = items[w->index];
-                // Stat before reading: an edit during the build then shows as a newer mtime later.
-                w->mtime_ns = MtimeNs(item.image);
-                w->label_mtime_ns = MtimeNs(item.label);
-                const Reuse reuse = o.update ? TryReuse(prev, split.name, item, opt, codec, w) : Reuse::kNotReusable;
-                w->old_record_corrupt = reuse == Reuse::kOldCorrupt;
-                if (reuse != Reuse::kDone) {
-                  w->scanned = ScanImage(item, opt);
-                  if (!w->scanned.excluded && w->scanned.fatal.ok()) {
-                    const Status st = EncodeScanned(*w, item, codec, &w->record);
-                    if (!st.ok()) {
-                      w->scanned.problems.push_back({split.name, item.rel, st.message(), ProblemCode::kCorruptData,
-                                                     Severity::kError});
-                      w->scanned.excluded = true;
-                    }
-                  }
-                }
-                w->scanned.rgb.release();  // pixels live on in the encoded record only
-                return w;
-              }) &
+          tbb::make_filter<Work*, Work*>(tbb::filter_mode::parallel,
+                                         [&](Work* w) -> Work* {
+                                           PrepareRecord(o, prev, split.name, items[w->index], opt, codec, w);
+                                           return w;
+                                         }) &
           tbb::make_filter<Work*, void>(tbb::filter_mode::serial_in_order, [&](Work* w) {
-            const SourceItem& item = items[w->index];
-            ScannedImage& s = w->scanned;
-            if (!s.fatal.ok() && write_status.ok()) write_status = s.fatal;  // out of memory: stop the build
-            SourceFingerprint& fp = sm.sources[w->index];
-            if (w->old_record_corrupt) stats.redecoded_corrupt.push_back(item.rel);
-            fp.path = item.rel;
-            fp.size = s.file_size;
-            fp.hash = s.hash;
-            fp.mtime_ns = w->mtime_ns;
-            fp.has_label = s.label_found;
-            fp.label_size = s.label_size;
-            fp.label_hash = s.label_hash;
-            fp.label_mtime_ns = s.label_found ? w->label_mtime_ns : 0;
-            if (!s.excluded && write_status.ok()) {
-              uint64_t index = 0;
-              write_status = writer->AddEncoded(w->record, &index);
-              fp.record = static_cast<int64_t>(index);
-              ++stats.records;
-              stats.reused += w->reused ? 1 : 0;
-              RecordHeader header;
-              if (ParseRecordHeader(reinterpret_cast<const uint8_t*>(w->record.data()), w->record.size(), &header).ok()) {
-                stats.pixel_bytes += header.raw_pixel_bytes;
-                sm.pixel_bytes += header.raw_pixel_bytes;
-              }
-              sm.boxes += s.boxes.size();
-              sm.backgrounds += s.boxes.empty() ? 1 : 0;
-            } else {
-              ++sm.excluded;
-            }
-            audit.images[w->index] = std::move(s);
+            CollectRecord(items[w->index], w, writer, &write_status, result);
             pool.Put(w);
             ++done;
             if (o.progress) o.progress(split.name, done, items.size());
           }));
 
-  if (o.cancel != nullptr && o.cancel->load()) return Status::Cancelled("build interrupted; nothing was written at " + o.out.string());
+  if (Cancelled(o)) return Status::Cancelled("build interrupted; nothing was written at " + o.out.string());
   YC_RETURN_IF_ERROR(write_status);
-  SplitFiles files;
-  YC_RETURN_IF_ERROR(writer->EndSplit(&files));
-  sm.records = files.records;
-  sm.shards = std::move(files.shards);
-  sm.lmdb = std::move(files.lmdb);
-
-  AuditContext ctx;
-  ctx.root = spec.root;
-  ctx.other_splits = &other_items;
-  ctx.nc = spec.nc();
-  FinishSplitAudit(items, ctx, &audit);
-  return Status::OK();
+  return FinishSplit(spec, items, other_items, writer, result);
 }
 
 // A path the build reads, which the cache must stay clear of.
@@ -399,6 +434,129 @@ Status WriteAuditReport(const fs::path& path, const BuildReport& report, Metadat
   return Status::OK();
 }
 
+Status CheckBuildOptions(const BuildOptions& o) {
+  if (o.imgsz < 0 || o.imgsz > kMaxImgsz)
+    return Status::InvalidArgument("--imgsz must be 0.." + std::to_string(kMaxImgsz));
+  if (const std::string bad = ThreadCountError("--threads", o.threads); !bad.empty()) return Status::InvalidArgument(bad);
+  return Status::OK();
+}
+
+// The splits to build, in the dataset's order: those named by --split (every one when none is named).
+Result<std::vector<const SplitSpec*>> ChosenSplits(const DatasetSpec& spec, const std::vector<std::string>& names) {
+  std::vector<const SplitSpec*> chosen;
+  for (const SplitSpec& s : spec.splits) {
+    if (names.empty() || std::find(names.begin(), names.end(), s.name) != names.end()) chosen.push_back(&s);
+  }
+  for (const std::string& want : names) {
+    if (spec.split(want) == nullptr)
+      return Status::InvalidArgument(Status::At(spec.source.string(), "no split named '" + want + "'"));
+  }
+  return chosen;
+}
+
+Result<std::vector<std::vector<SourceItem>>> ListSplits(const DatasetSpec& spec,
+                                                        const std::vector<const SplitSpec*>& chosen) {
+  std::vector<std::vector<SourceItem>> lists;
+  for (const SplitSpec* s : chosen) {
+    Result<std::vector<SourceItem>> items = ListSplitFiles(spec, *s);
+    if (!items.ok()) return items.status().WithContext("split " + s->name);
+    lists.push_back(std::move(items.value()));
+  }
+  return lists;
+}
+
+WriterOptions WriterOptionsFor(const BuildOptions& o) {
+  WriterOptions wo;
+  wo.backend = o.backend;
+  wo.codec = o.codec;
+  wo.shard_size = o.shard_size;
+  return wo;
+}
+
+// The manifest's build-wide fields; the splits, audit and class names are added as the build goes.
+Manifest NewManifest(const BuildOptions& o, const DatasetSpec& spec) {
+  Manifest manifest;
+  manifest.tool_version = "0.1.0";
+  manifest.created = ManifestTimestampNow();
+  manifest.dataset_yaml = spec.source.string();
+  manifest.dataset_root = spec.root.string();
+  {
+    std::error_code cwd_ec;
+    manifest.working_dir = fs::current_path(cwd_ec).string();  // a relative `path:` resolved against it
+  }
+  manifest.names = spec.names;
+  manifest.imgsz = o.imgsz;
+  manifest.backend = o.backend;
+  manifest.codec = o.codec;
+  manifest.shard_size = o.backend == Backend::kShards ? o.shard_size : 0;
+  manifest.build_options = {{"imgsz", o.imgsz},
+                            {"backend", BackendName(o.backend)},
+                            {"compress", std::string(CodecKindName(o.codec.kind)) +
+                                             (o.codec.kind == Codec::Kind::kZstd ? ":" + std::to_string(o.codec.level) : "")},
+                            {"shard_size", o.shard_size},
+                            {"update", o.update}};
+  return manifest;
+}
+
+// Every chosen split through the pipeline, then the duplicate images found across splits.
+Status BuildSplits(const BuildOptions& o, const DatasetSpec& spec, const std::vector<const SplitSpec*>& chosen,
+                   const std::vector<std::vector<SourceItem>>& lists, const PreviousBuild& prev, CacheWriter* writer,
+                   BuildReport* report, Manifest* manifest) {
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    std::vector<SourceItem> others;
+    for (size_t j = 0; j < lists.size(); ++j) {
+      if (j != i) others.insert(others.end(), lists[j].begin(), lists[j].end());
+    }
+    SplitResult result;
+    YC_RETURN_IF_ERROR(BuildSplit(o, spec, *chosen[i], lists[i], others, prev, writer, &result));
+    report->splits.push_back(std::move(result.stats));
+    manifest->splits.push_back(std::move(result.manifest));
+  }
+  std::vector<SplitAudit*> audits;
+  for (SplitBuildStats& s : report->splits) audits.push_back(&s.audit);
+  AddCrossSplitDuplicates(lists, audits);
+  return Status::OK();
+}
+
+// The report's totals and the manifest's audit summary, from the splits built.
+void Summarise(const DatasetSpec& spec, BuildReport* report, Manifest* manifest) {
+  nlohmann::ordered_json audit_json = nlohmann::ordered_json::object();
+  for (const SplitBuildStats& s : report->splits) {
+    audit_json[s.split] = nlohmann::json(s.audit.summary);
+    report->total.Add(s.audit.summary);
+    report->records += s.records;
+    report->reused += s.reused;
+    report->redecoded_corrupt += s.redecoded_corrupt.size();
+    report->pixel_bytes += s.pixel_bytes;
+  }
+  manifest->audit = {{"splits", audit_json}, {"report", kAuditFileName}};
+  // A folder without a data YAML names no classes: call them class_0..class_N as Ultralytics does for a
+  // YAML with only `nc`, N the largest id in the labels, so the cache trains as it is.
+  if (manifest->names.empty()) {
+    for (size_t c = 0; c < report->total.class_counts.size(); ++c) manifest->names.push_back("class_" + std::to_string(c));
+  }
+  report->names = manifest->names;
+  report->root = spec.root;
+  report->root_from = spec.root_from;
+}
+
+// The staged cache's last files: the writer's own, audit.json, then the manifest that lists them.
+Status FinishStagedCache(const fs::path& dir, const BuildReport& report, CacheWriter* writer, Manifest* manifest) {
+  YC_RETURN_IF_ERROR(writer->Finish());
+  manifest->audit_report.emplace();
+  YC_RETURN_IF_ERROR(WriteAuditReport(dir / kAuditFileName, report, &*manifest->audit_report));
+  return WriteManifest(dir, *manifest);
+}
+
+void MeasureOutput(const fs::path& out, BuildReport* report) {
+  std::error_code ec;
+  report->cache_dir = fs::absolute(out, ec);
+  report->audit_report = report->cache_dir / kAuditFileName;
+  for (const fs::directory_entry& e : fs::directory_iterator(report->cache_dir, ec)) {
+    if (e.is_regular_file(ec)) report->bytes_on_disk += e.file_size(ec);
+  }
+}
+
 }  // namespace
 
 Status CheckOutputOutsideDataset(const DatasetSpec& spec, const fs::path& out) {
@@ -433,118 +591,32 @@ double BuildReport::images_per_second() const {
 
 Result<BuildReport> BuildCache(const BuildOptions& o) {
   const auto start = std::chrono::steady_clock::now();
-  if (o.imgsz < 0 || o.imgsz > kMaxImgsz)
-    return Status::InvalidArgument("--imgsz must be 0.." + std::to_string(kMaxImgsz));
-  if (const std::string bad = ThreadCountError("--threads", o.threads); !bad.empty()) return Status::InvalidArgument(bad);
-  Result<DatasetSpec> spec = LoadDatasetSpec(o.source);
-  if (!spec.ok()) return spec.status();
+  YC_RETURN_IF_ERROR(CheckBuildOptions(o));
+  YC_ASSIGN_OR_RETURN(const DatasetSpec spec, LoadDatasetSpec(o.source));
   // Before any work (and before --update opens what is there): where the cache goes must be safe to
   // replace. StagingDir checks the target again when it starts and when it swaps.
-  YC_RETURN_IF_ERROR(CheckOutputOutsideDataset(*spec, o.out));
+  YC_RETURN_IF_ERROR(CheckOutputOutsideDataset(spec, o.out));
   YC_RETURN_IF_ERROR(CheckReplaceableCacheDir(o.out));
-
-  std::vector<const SplitSpec*> chosen;
-  for (const SplitSpec& s : spec->splits) {
-    if (o.splits.empty() || std::find(o.splits.begin(), o.splits.end(), s.name) != o.splits.end()) chosen.push_back(&s);
-  }
-  for (const std::string& want : o.splits) {
-    if (spec->split(want) == nullptr)
-      return Status::InvalidArgument(Status::At(spec->source.string(), "no split named '" + want + "'"));
-  }
-  std::vector<std::vector<SourceItem>> lists;
-  for (const SplitSpec* s : chosen) {
-    Result<std::vector<SourceItem>> items = ListSplitFiles(*spec, *s);
-    if (!items.ok()) return items.status().WithContext("split " + s->name);
-    lists.push_back(std::move(items.value()));
-  }
-
+  YC_ASSIGN_OR_RETURN(const std::vector<const SplitSpec*> chosen, ChosenSplits(spec, o.splits));
+  YC_ASSIGN_OR_RETURN(const std::vector<std::vector<SourceItem>> lists, ListSplits(spec, chosen));
   PreviousBuild prev;
   if (o.update) {
-    Result<PreviousBuild> opened = OpenPrevious(o);
-    if (!opened.ok()) return opened.status();
-    prev = std::move(opened.value());
+    YC_ASSIGN_OR_RETURN(prev, OpenPrevious(o));
   }
-
-  Result<StagingDir> staging = StagingDir::Create(o.out);
-  if (!staging.ok()) return staging.status();
-  WriterOptions wo;
-  wo.backend = o.backend;
-  wo.codec = o.codec;
-  wo.shard_size = o.shard_size;
-  Result<std::unique_ptr<CacheWriter>> writer = CacheWriter::Create(staging->path(), wo);
-  if (!writer.ok()) return writer.status();
-
+  YC_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::Create(o.out));
+  YC_ASSIGN_OR_RETURN(std::unique_ptr<CacheWriter> writer, CacheWriter::Create(staging.path(), WriterOptionsFor(o)));
   std::unique_ptr<tbb::global_control> limit;
   if (o.threads > 0) limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, o.threads);
 
   BuildReport report;
-  Manifest manifest;
-  manifest.tool_version = "0.1.0";
-  manifest.created = ManifestTimestampNow();
-  manifest.dataset_yaml = spec->source.string();
-  manifest.dataset_root = spec->root.string();
-  {
-    std::error_code cwd_ec;
-    manifest.working_dir = fs::current_path(cwd_ec).string();  // a relative `path:` resolved against it
-  }
-  manifest.names = spec->names;
-  manifest.imgsz = o.imgsz;
-  manifest.backend = o.backend;
-  manifest.codec = o.codec;
-  manifest.shard_size = o.backend == Backend::kShards ? o.shard_size : 0;
-  manifest.build_options = {{"imgsz", o.imgsz},
-                            {"backend", BackendName(o.backend)},
-                            {"compress", std::string(CodecKindName(o.codec.kind)) +
-                                             (o.codec.kind == Codec::Kind::kZstd ? ":" + std::to_string(o.codec.level) : "")},
-                            {"shard_size", o.shard_size},
-                            {"update", o.update}};
-
-  std::vector<SplitAudit*> audits;
-  for (size_t i = 0; i < chosen.size(); ++i) {
-    std::vector<SourceItem> others;
-    for (size_t j = 0; j < lists.size(); ++j) {
-      if (j != i) others.insert(others.end(), lists[j].begin(), lists[j].end());
-    }
-    SplitResult result;
-    YC_RETURN_IF_ERROR(BuildSplit(o, *spec, *chosen[i], lists[i], others, prev, writer.value().get(), &result));
-    report.splits.push_back(std::move(result.stats));
-    manifest.splits.push_back(std::move(result.manifest));
-  }
-  for (SplitBuildStats& s : report.splits) audits.push_back(&s.audit);
-  AddCrossSplitDuplicates(lists, audits);
-
-  nlohmann::ordered_json audit_json = nlohmann::ordered_json::object();
-  for (const SplitBuildStats& s : report.splits) {
-    audit_json[s.split] = nlohmann::json(s.audit.summary);
-    report.total.Add(s.audit.summary);
-    report.records += s.records;
-    report.reused += s.reused;
-    report.redecoded_corrupt += s.redecoded_corrupt.size();
-    report.pixel_bytes += s.pixel_bytes;
-  }
-  manifest.audit = {{"splits", audit_json}, {"report", kAuditFileName}};
-  // A folder without a data YAML names no classes: call them class_0..class_N as Ultralytics does for a
-  // YAML with only `nc`, N the largest id in the labels, so the cache trains as it is.
-  if (manifest.names.empty()) {
-    for (size_t c = 0; c < report.total.class_counts.size(); ++c) manifest.names.push_back("class_" + std::to_string(c));
-  }
-  report.names = manifest.names;
-  report.root = spec->root;
-  report.root_from = spec->root_from;
-  YC_RETURN_IF_ERROR(writer.value()->Finish());
-  manifest.audit_report.emplace();
-  YC_RETURN_IF_ERROR(WriteAuditReport(staging->path() / kAuditFileName, report, &*manifest.audit_report));
-  YC_RETURN_IF_ERROR(WriteManifest(staging->path(), manifest));
+  Manifest manifest = NewManifest(o, spec);
+  YC_RETURN_IF_ERROR(BuildSplits(o, spec, chosen, lists, prev, writer.get(), &report, &manifest));
+  Summarise(spec, &report, &manifest);
+  YC_RETURN_IF_ERROR(FinishStagedCache(staging.path(), report, writer.get(), &manifest));
   prev.cache.reset();  // the old cache's files are about to be swapped out
-  if (o.cancel != nullptr && o.cancel->load()) return Status::Cancelled("build interrupted; nothing was written at " + o.out.string());
-  YC_RETURN_IF_ERROR(staging->Commit());
-
-  std::error_code ec;
-  report.cache_dir = fs::absolute(o.out, ec);
-  report.audit_report = report.cache_dir / kAuditFileName;
-  for (const fs::directory_entry& e : fs::directory_iterator(report.cache_dir, ec)) {
-    if (e.is_regular_file(ec)) report.bytes_on_disk += e.file_size(ec);
-  }
+  if (Cancelled(o)) return Status::Cancelled("build interrupted; nothing was written at " + o.out.string());
+  YC_RETURN_IF_ERROR(staging.Commit());
+  MeasureOutput(o.out, &report);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

@@ -70,9 +70,7 @@ Result<SourceCheck> CheckCacheSource(const Manifest& manifest, const std::atomic
   o.quick = true;
   o.working_dir = manifest.working_dir;
   o.cancel = cancel;
-  Result<std::vector<SourceChange>> diff = DiffSources(manifest, manifest.dataset_yaml, o);
-  if (!diff.ok()) return diff.status();
-  check.changes = std::move(diff.value());
+  YC_ASSIGN_OR_RETURN(check.changes, DiffSources(manifest, manifest.dataset_yaml, o));
   check.files = CountSources(manifest);
   check.seconds = SecondsSince(start);
   return check;
@@ -96,10 +94,9 @@ Result<PreparedCache> PrepareCache(const PrepareOptions& options) {
     out.dir = options.data;
     return out;
   }
-  Result<DatasetSpec> spec = LoadDatasetSpec(options.data);
-  if (!spec.ok()) return spec.status();
+  YC_ASSIGN_OR_RETURN(const DatasetSpec spec, LoadDatasetSpec(options.data));
   const fs::path root = options.cache_root.empty() ? DefaultCacheRoot() : options.cache_root;
-  out.dir = CachePathFor(root, *spec, options.imgsz);
+  out.dir = CachePathFor(root, spec, options.imgsz);
 
   BuildOptions build;
   build.source = options.data;
@@ -115,7 +112,7 @@ Result<PreparedCache> PrepareCache(const PrepareOptions& options) {
     if (!m.ok()) {
       out.action = PrepareAction::kRebuilt;
       out.rebuilt_because = m.status().ToString();
-    } else if (m->imgsz != options.imgsz || fs::path(m->dataset_yaml) != spec->source) {
+    } else if (m->imgsz != options.imgsz || fs::path(m->dataset_yaml) != spec.source) {
       out.action = PrepareAction::kRebuilt;  // the hash collided with another dataset's name: never reuse it
       out.rebuilt_because = "it was built from " + m->dataset_yaml + " at imgsz " + std::to_string(m->imgsz);
     } else {
@@ -123,23 +120,20 @@ Result<PreparedCache> PrepareCache(const PrepareOptions& options) {
       DiffOptions d;
       d.quick = true;
       d.cancel = options.cancel;
-      Result<std::vector<SourceChange>> diff = DiffSources(*m, options.data, d);
-      if (!diff.ok()) return diff.status();
+      YC_ASSIGN_OR_RETURN(std::vector<SourceChange> diff, DiffSources(*m, options.data, d));
       out.check_seconds = SecondsSince(start);
-      if (diff->empty()) {
+      if (diff.empty()) {
         out.action = PrepareAction::kReused;
         return out;
       }
-      out.changes = std::move(diff.value());
+      out.changes = std::move(diff);
       out.action = PrepareAction::kUpdated;
       build.update = true;
     }
   }
   fs::create_directories(root, ec);
   if (ec) return Status::IOError(Status::At(root.string(), "cannot create the cache folder: " + ec.message()));
-  Result<BuildReport> report = BuildCache(build);
-  if (!report.ok()) return report.status();
-  out.build = std::move(report.value());
+  YC_ASSIGN_OR_RETURN(out.build, BuildCache(build));
   return out;
 }
 

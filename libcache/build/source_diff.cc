@@ -48,14 +48,13 @@ Result<std::vector<SourceChange>> DiffSources(const Manifest& manifest, const st
   const auto cancelled = [cancel] { return cancel != nullptr && cancel->load(std::memory_order_relaxed); };
   SpecOptions spec_options;
   spec_options.working_dir = options.working_dir;
-  Result<DatasetSpec> spec = LoadDatasetSpec(source, spec_options);
-  if (!spec.ok()) return spec.status();
+  YC_ASSIGN_OR_RETURN(const DatasetSpec spec, LoadDatasetSpec(source, spec_options));
   std::vector<SourceChange> changes;
   for (const SplitManifest& sm : manifest.splits) {
-    const SplitSpec* split = spec->split(sm.name);
+    const SplitSpec* split = spec.split(sm.name);
     std::vector<SourceItem> items;
     if (split != nullptr) {
-      Result<std::vector<SourceItem>> listed = ListSplitFiles(*spec, *split);
+      Result<std::vector<SourceItem>> listed = ListSplitFiles(spec, *split);
       if (!listed.ok()) return listed.status().WithContext("split " + sm.name);
       items = std::move(listed.value());
     }

@@ -453,9 +453,8 @@ Status OlderFormat(int version, const std::string& where) {
 
 // A manifest without a checksum line: say why it cannot be trusted, as precisely as its content allows.
 Status ExplainMissingChecksum(std::string_view text, const std::string& where) {
-  Result<Manifest> content = ParseManifestContent(text, where);
-  if (!content.ok()) return content.status();
-  if (content->format_version < kManifestFormatVersion) return OlderFormat(content->format_version, where);
+  YC_ASSIGN_OR_RETURN(const Manifest content, ParseManifestContent(text, where));
+  if (content.format_version < kManifestFormatVersion) return OlderFormat(content.format_version, where);
   return Status::Corruption(where + ": manifest_checksum: missing or not the last line (manifest.json was edited or "
                                     "damaged; rebuild the cache)");
 }

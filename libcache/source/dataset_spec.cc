@@ -90,17 +90,15 @@ Status ReadSplit(const fs::path& yaml, const YAML::Node& node, const std::string
   if (node.IsNull()) return Status::OK();
   if (ScalarText(node, &text)) {
     if (text.empty()) return Status::OK();
-    Result<fs::path> p = ResolveEntry(yaml, key, root, text);
-    if (!p.ok()) return p.status();
-    spec.inputs.push_back(std::move(p.value()));
+    YC_ASSIGN_OR_RETURN(fs::path p, ResolveEntry(yaml, key, root, text));
+    spec.inputs.push_back(std::move(p));
   } else if (node.IsSequence()) {
     for (size_t i = 0; i < node.size(); ++i) {
       if (!ScalarText(node[i], &text)) {
         return Bad(yaml, key + ": entry " + std::to_string(i) + " is not a path");
       }
-      Result<fs::path> p = ResolveEntry(yaml, key, root, text);
-      if (!p.ok()) return p.status();
-      spec.inputs.push_back(std::move(p.value()));
+      YC_ASSIGN_OR_RETURN(fs::path p, ResolveEntry(yaml, key, root, text));
+      spec.inputs.push_back(std::move(p));
     }
   } else {
     return Bad(yaml, key + ": expected a path or a list of paths");

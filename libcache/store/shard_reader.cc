@@ -7,10 +7,8 @@ namespace yc {
 
 Result<std::unique_ptr<ShardReader>> ShardReader::Open(const std::filesystem::path& path,
                                                        const ShardReaderOptions& options) {
-  auto file = MappedFile::Open(path, options.advice, options.willneed);
-  if (!file.ok()) return file.status();
   std::unique_ptr<ShardReader> r(new ShardReader());
-  r->file_ = std::move(file.value());
+  YC_ASSIGN_OR_RETURN(r->file_, MappedFile::Open(path, options.advice, options.willneed));
   r->data_ = r->file_->data();
   r->size_ = r->file_->size();
   r->name_ = path.string();

@@ -96,14 +96,13 @@ Result<OrderStats> MeasureOrderStats(std::shared_ptr<const RecordSource> source,
   OrderHistogram files = CountHistogram("data files one batch reads", 1, 16);
 
   // What the batches hold: the emitted labels.
-  Result<std::unique_ptr<Loader>> loader = Loader::Create(source, options);
-  if (!loader.ok()) return loader.status();
+  YC_ASSIGN_OR_RETURN(const std::unique_ptr<Loader> loader, Loader::Create(source, options));
   std::vector<int> per_sample;
   for (int e = 0; e < epochs; ++e) {
-    YC_RETURN_IF_ERROR((*loader)->StartEpoch(e));
+    YC_RETURN_IF_ERROR(loader->StartEpoch(e));
     std::shared_ptr<Batch> b;
     for (;;) {
-      YC_RETURN_IF_ERROR((*loader)->Next(&b));
+      YC_RETURN_IF_ERROR(loader->Next(&b));
       if (!b) break;
       per_sample.assign(static_cast<size_t>(b->size), 0);
       for (size_t r = 0; r < b->label_count(); ++r) {

@@ -24,9 +24,8 @@ int64_t ProcessDiskReadBytes() {
 Result<Throughput> MeasureThroughput(std::shared_ptr<const RecordSource> source, const LoaderOptions& options,
                                      const ThroughputRun& run) {
   if (run.cold) YC_RETURN_IF_ERROR(source->DropCachedPages());
-  Result<std::unique_ptr<Loader>> created = Loader::Create(source, options);
-  if (!created.ok()) return created.status();
-  Loader& loader = *created.value();
+  YC_ASSIGN_OR_RETURN(const std::unique_ptr<Loader> created, Loader::Create(source, options));
+  Loader& loader = *created;
   using Clock = std::chrono::steady_clock;
   Throughput r;
   const std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> hash(XXH64_createState(), XXH64_freeState);
@@ -112,11 +111,9 @@ Result<Scaling> MeasureScaling(std::shared_ptr<const RecordSource> source, Loade
       options.threads = t;
       ThroughputRun run = per_thread;
       run.batches = per_thread.batches * t;
-      Result<Throughput> measured = MeasureThroughput(source, options, run);
-      if (!measured.ok()) return measured.status();
       ScalingPoint p;
       p.threads = t;
-      p.run = *measured;
+      YC_ASSIGN_OR_RETURN(p.run, MeasureThroughput(source, options, run));
       const ScalingPoint& first = round.empty() ? p : round.front();
       const double base = first.run.images_per_second / first.threads;
       p.efficiency = base > 0 ? p.run.images_per_second / t / base : 0;

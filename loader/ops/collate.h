@@ -1,5 +1,5 @@
-// Ultralytics Format + collate (§1.10, §2.6): images leave as uint8 RGB (NCHW or NHWC), labels as
-// rows (batch_idx, cls, cx, cy, w, h) normalised by the final image width and height.
+// Ultralytics Format + collate (`ultralytics/data/augment.py` Format, `ultralytics/data/dataset.py`
+// YOLODataset.collate_fn): uint8 RGB images (NCHW or NHWC), rows (batch_idx, cls, cx, cy, w, h) normalised to 0..1.
 #pragma once
 
 #include <cstddef>

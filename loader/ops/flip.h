@@ -1,5 +1,5 @@
-// Ultralytics RandomFlip (§1.9): vertical (p = flipud) then horizontal (p = fliplr); each draws once
-// even when p = 0. Boxes use continuous coordinates: x -> w - x (not w - 1 - x).
+// Ultralytics RandomFlip (`ultralytics/data/augment.py`): vertical (p = flipud) then horizontal (p = fliplr);
+// each draws once even when p = 0. Boxes use continuous coordinates: x -> w - x (not w - 1 - x).
 #pragma once
 
 #include <opencv2/core.hpp>

@@ -1,4 +1,4 @@
-// Ultralytics RandomHSV in its 8.3.79+ form (§1.8): gains g = U(-1,1)^3 * (hsv_h, hsv_s, hsv_v),
+// Ultralytics RandomHSV, 8.3.79+ (`ultralytics/data/augment.py`): gains g = U(-1,1)^3 * (hsv_h, hsv_s, hsv_v),
 // lut_h = ((x + g_h*180) % 180) (additive hue, wraps), lut_s = clip(x*(1+g_s)) with lut_s[0] = 0,
 // lut_v = clip(x*(1+g_v)), float->uint8 casts truncate; applied in OpenCV's 8-bit HSV space.
 // Our pixels are RGB, and RGB2HSV on RGB gives the same H, S, V as BGR2HSV on BGR.

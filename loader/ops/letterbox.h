@@ -1,6 +1,6 @@
-// Ultralytics LetterBox (§1.6): scale to fit new_shape (optionally never up), Python round()
-// (half to even) for the unpadded size, centre padding split as round(d - 0.1) / round(d + 0.1),
-// fill 114, INTER_LINEAR. Used by the non-mosaic train path (scaleup) and by val (no scaleup).
+// Ultralytics LetterBox (`ultralytics/data/augment.py`): scale to fit new_shape (optionally never up), Python
+// round() (half to even) for the unpadded size, centre padding split as round(d - 0.1) / round(d + 0.1), fill
+// 114, INTER_LINEAR. Used by the non-mosaic train path (scaleup) and by val (no scaleup).
 #pragma once
 
 #include <opencv2/core.hpp>

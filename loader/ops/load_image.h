@@ -1,6 +1,6 @@
-// Ultralytics' load_image (§1.3): every image enters augmentation resized so that its long side is
-// imgsz, aspect kept, size rounded up (ceil) and capped at imgsz, INTER_LINEAR. Cached records are
-// normally stored at exactly that size already, in which case the record's pixels are used in place.
+// Ultralytics' load_image (`ultralytics/data/base.py` BaseDataset.load_image): every image enters augmentation
+// resized so that its long side is imgsz, aspect kept, size rounded up (ceil) and capped at imgsz, INTER_LINEAR.
+// Cached records are normally stored at exactly that size already; then the record's pixels are used in place.
 #pragma once
 
 #include <opencv2/core.hpp>

@@ -1,5 +1,5 @@
-// Ultralytics MixUp (§1.7): r ~ Beta(32, 32); img = (img1 * r + img2 * (1 - r)).astype(uint8), which
-// truncates; the second sample's boxes are appended after the first's.
+// Ultralytics MixUp (`ultralytics/data/augment.py`): r ~ Beta(32, 32); img = (img1 * r + img2 * (1 - r))
+// .astype(uint8), which truncates; the second sample's boxes are appended after the first's.
 #pragma once
 
 #include <cstddef>

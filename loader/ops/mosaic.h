@@ -1,4 +1,4 @@
-// Mosaic-4 placement (Ultralytics Mosaic._mosaic4, §1.4): four loaded images around a centre
+// Mosaic-4 placement (`ultralytics/data/augment.py` Mosaic._mosaic4): four loaded images around a centre
 // (xc, yc) of a 2s x 2s canvas filled with 114; image 0 (the sample itself) top-left, then the
 // three partners top-right, bottom-left, bottom-right. Boxes follow their tile into canvas pixels,
 // are clipped to [0, 2s] and those of zero area are dropped.

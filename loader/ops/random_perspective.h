@@ -1,7 +1,7 @@
-// Ultralytics RandomPerspective (§1.5): M = T * S * R * P * C applied to the (mosaic canvas or
-// letterboxed) image, output size = input + 2 * border, fill 114, INTER_LINEAR; boxes are mapped by
-// their four corners, clipped to the output, and filtered by box_candidates against the pre-warp
-// (clipped) box scaled by the drawn scale.
+// Ultralytics RandomPerspective (`ultralytics/data/augment.py`): M = T * S * R * P * C applied to the (mosaic
+// canvas or letterboxed) image, output size = input + 2 * border, fill 114, INTER_LINEAR; boxes are mapped by
+// their four corners, clipped to the output, and filtered by box_candidates against the pre-warp (clipped)
+// box scaled by the drawn scale.
 #pragma once
 
 #include <opencv2/core.hpp>

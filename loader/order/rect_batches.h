@@ -1,5 +1,5 @@
-// Ultralytics' rectangular val batches (BaseDataset.set_rectangle, §6.1): images sorted by aspect
-// ratio h/w; batch i gets shape factors [max_ar, 1] when all its ratios are < 1, [1, 1/min_ar] when
+// Ultralytics' rectangular val batches (`ultralytics/data/base.py` BaseDataset.set_rectangle): images sorted
+// by aspect ratio h/w; batch i gets shape factors [max_ar, 1] when all its ratios are < 1, [1, 1/min_ar] when
 // all are > 1, else [1, 1]; its size is ceil(factor * imgsz / stride + pad) * stride.
 #pragma once
 

@@ -1,5 +1,5 @@
-// The val sample: load_image, then LetterBox(shape, scaleup=False, centre) into the batch's shape
-// (the rect batch shape, or imgsz x imgsz), no other augmentation (§1.2, §6.1).
+// The val sample: load_image, then LetterBox(shape, scaleup=False, centre) into the batch's shape (rect batch
+// shape or imgsz x imgsz), no augmentation (`ultralytics/data/dataset.py` YOLODataset.build_transforms).
 #pragma once
 
 #include <opencv2/core.hpp>

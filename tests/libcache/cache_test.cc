@@ -110,7 +110,9 @@ TEST(CacheTest, ExtentsNameEachRecordsBytesInItsDataFile) {
     if (split.lmdb) files.push_back(dir / split.lmdb->file);
     for (const auto& f : files) total += std::filesystem::file_size(f);
     EXPECT_EQ(train->data_bytes(), total) << BackendName(backend);
-    if (backend == Backend::kShards) EXPECT_GT(files.size(), 1u);
+    if (backend == Backend::kShards) {
+      EXPECT_GT(files.size(), 1u);
+    }
     ScratchBuffer scratch;
     for (size_t i = 0; i < train->size(); ++i) {
       RecordExtent extent;

@@ -22,6 +22,12 @@ using testing::MakeRecords;
 using testing::SynthRecord;
 using testing::TempDir;
 
+LmdbReaderOptions VerifyingChecksums() {
+  LmdbReaderOptions options;
+  options.verify_checksums = true;
+  return options;
+}
+
 LmdbFileInfo WriteLmdb(const std::filesystem::path& path, const std::vector<std::string>& encoded,
                        const LmdbWriterOptions& options = {}, uint64_t* final_map_size = nullptr) {
   auto w = LmdbWriter::Create(path, options);
@@ -56,7 +62,7 @@ TEST(LmdbTest, RoundTripWithMapGrowthFromTinyMap) {
   ASSERT_TRUE(HashFile(dir / "train.lmdb", &hash, nullptr).ok());
   EXPECT_EQ(hash, info.checksum);
 
-  auto reader = LmdbReader::Open(dir / "train.lmdb", LmdbReaderOptions{true});
+  auto reader = LmdbReader::Open(dir / "train.lmdb", VerifyingChecksums());
   ASSERT_TRUE(reader.ok()) << reader.status().ToString();
   ASSERT_EQ(reader.value()->size(), records.size());
   ScratchBuffer scratch;
@@ -93,7 +99,7 @@ TEST(LmdbTest, ConcurrentReadsFromEightThreads) {
   std::vector<std::string> encoded;
   for (size_t i = 0; i < records.size(); ++i) encoded.push_back(records[i].Encode(i % 3 ? Codec{Codec::Kind::kZstd, 1} : Codec{}));
   WriteLmdb(dir / "c.lmdb", encoded);
-  auto reader = LmdbReader::Open(dir / "c.lmdb", LmdbReaderOptions{true});
+  auto reader = LmdbReader::Open(dir / "c.lmdb", VerifyingChecksums());
   ASSERT_TRUE(reader.ok());
   EXPECT_EQ(ConcurrentReadMismatches(*reader.value(), records, 2000), 0);
 }
@@ -125,7 +131,7 @@ TEST(LmdbTest, EveryByteFlipInAStoredValueNamesTheRecord) {
       EXPECT_EQ(result.problems[0].source.size(), records[target].source.size()) << "flip at value byte " << k;
     }
     // The hot-path reader with verification on refuses exactly that record.
-    auto reader = LmdbReader::Open(path, LmdbReaderOptions{true});
+    auto reader = LmdbReader::Open(path, VerifyingChecksums());
     ASSERT_TRUE(reader.ok());
     ScratchBuffer scratch;
     for (size_t i = 0; i < records.size(); ++i) {

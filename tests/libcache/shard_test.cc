@@ -22,6 +22,12 @@ using testing::MakeRecords;
 using testing::SynthRecord;
 using testing::TempDir;
 
+ShardReaderOptions Checksums(bool verify) {
+  ShardReaderOptions options;
+  options.verify_checksums = verify;
+  return options;
+}
+
 ShardInfo WriteShard(const std::filesystem::path& path, const std::vector<std::string>& encoded) {
   auto w = ShardWriter::Create(path);
   EXPECT_TRUE(w.ok()) << w.status().ToString();
@@ -75,7 +81,7 @@ TEST(ShardTest, RoundTripZstdWithVerification) {
   TempDir dir;
   const auto records = MakeRecords(25, 2, 64, /*smooth=*/true);
   WriteShard(dir / "z.shard", EncodeAll(records, Codec{Codec::Kind::kZstd, 5}));
-  auto reader = ShardReader::Open(dir / "z.shard", ShardReaderOptions{/*verify_checksums=*/true});
+  auto reader = ShardReader::Open(dir / "z.shard", Checksums(/*verify=*/true));
   ASSERT_TRUE(reader.ok());
   ScratchBuffer scratch;
   for (size_t i = 0; i < records.size(); ++i) {
@@ -127,7 +133,7 @@ TEST(ShardTest, ConcurrentReadsFromEightThreads) {
   std::vector<SynthRecord> expected = records;
   expected.insert(expected.end(), smooth.begin(), smooth.end());
 
-  auto reader = ShardReader::Open(dir / "c.shard", ShardReaderOptions{true});
+  auto reader = ShardReader::Open(dir / "c.shard", Checksums(true));
   ASSERT_TRUE(reader.ok());
   EXPECT_EQ(ConcurrentReadMismatches(*reader.value(), expected, 2000), 0);
 }
@@ -184,7 +190,7 @@ TEST(ShardTest, EverySingleByteFlipIsDetectedAndLocated) {
     }
     // The reader must never crash on the damaged image, verified or not.
     for (bool verify : {false, true}) {
-      auto reader = ShardReader::OpenBuffer(bytes.data(), bytes.size(), "flipped", ShardReaderOptions{verify});
+      auto reader = ShardReader::OpenBuffer(bytes.data(), bytes.size(), "flipped", Checksums(verify));
       if (!reader.ok()) continue;
       ScratchBuffer scratch;
       bool any_failed = false;

@@ -1,4 +1,4 @@
-// RandomFlip (§1.9) and MixUp (§1.7).
+// RandomFlip and MixUp (`ultralytics/data/augment.py`).
 #include <gtest/gtest.h>
 
 #include <opencv2/core.hpp>

@@ -1,4 +1,4 @@
-// Format/collate (§1.10, §2.6): label rows and image layouts.
+// Format/collate (`ultralytics/data/augment.py` Format, `ultralytics/data/dataset.py` collate_fn): rows, layouts.
 #include "loader/ops/collate.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// RandomHSV (§1.8): LUT values and the fast path against the cvtColor baseline.
+// RandomHSV (`ultralytics/data/augment.py`): LUT values and the fast path against the cvtColor baseline.
 #include "loader/ops/hsv.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// LetterBox (§1.6): Python rounding, padding split, scaleup, boxes.
+// LetterBox (`ultralytics/data/augment.py`): Python rounding, padding split, scaleup, boxes.
 #include "loader/ops/letterbox.h"
 
 #include <gtest/gtest.h>

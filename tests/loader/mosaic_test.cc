@@ -1,4 +1,4 @@
-// Mosaic-4 placement math (§1.4) against hand-computed rectangles and boxes.
+// Mosaic-4 placement (`ultralytics/data/augment.py` Mosaic._mosaic4) against hand-computed rectangles, boxes.
 #include "loader/ops/mosaic.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// RandomPerspective (§1.5): matrix construction, corner box transform, clip and box_candidates.
+// RandomPerspective (`ultralytics/data/augment.py`): matrix, corner box transform, clip and box_candidates.
 #include "loader/ops/random_perspective.h"
 
 #include <gtest/gtest.h>

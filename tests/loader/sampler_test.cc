@@ -1,4 +1,4 @@
-// Epoch order, rank slicing and rect batches (§6.1).
+// Epoch order, rank slicing and rect batches (`ultralytics/data/base.py` BaseDataset.set_rectangle).
 #include "loader/order/sampler.h"
 
 #include <gtest/gtest.h>

@@ -123,8 +123,11 @@ TEST(WindowOrderTest, RankSlicesCoverEveryRecordWithoutOverlapBesidesPadding) {
     }
     EXPECT_EQ(static_cast<size_t>(twice), padded - 47) << world << " ranks";
     // The global order is the single-rank order: ranks interleave positions of one walk.
-    for (const SampleSlot& s : single)
-      if (record_at.count(s.position)) EXPECT_EQ(record_at[s.position], s.record);
+    for (const SampleSlot& s : single) {
+      if (record_at.count(s.position)) {
+        EXPECT_EQ(record_at[s.position], s.record);
+      }
+    }
   }
 }
 
@@ -174,8 +177,9 @@ std::vector<uint64_t> EpochHashes(const std::shared_ptr<const RecordSource>& src
   std::shared_ptr<Batch> b;
   while (loader.value()->Next(&b).ok() && b) {
     out.push_back(testing::HashBatch(*b));
-    if (records)
+    if (records != nullptr) {
       for (const SampleInfo& s : b->samples) EXPECT_TRUE(records->insert(s.record).second) << s.record << " twice";
+    }
   }
   return out;
 }

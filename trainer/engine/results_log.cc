@@ -101,7 +101,7 @@ Result<std::vector<EpochRecord>> ReadResultsCsv(const fs::path& path) {
     for (int k = 0; k < 3; ++k) {
       if (!ParseField(cells[2 + k], &r.train_loss[k])) return bad("bad train loss");
     }
-    double m[4];
+    double m[4] = {};  // read only when all four parse
     int present = 0;
     for (int k = 0; k < 4; ++k) present += ParseField(cells[5 + k], &m[k]) ? 1 : 0;
     if (present != 0 && present != 4) return bad("partial metrics");

@@ -1,4 +1,4 @@
-// The training loop (Ultralytics engine/trainer.py recipe, §5.6 of the reference):
+// The training loop (`ultralytics/engine/trainer.py` BaseTrainer._setup_train and _do_train's recipe):
 //
 //   per batch i of epoch e (ni = i + nb * e):
 //     warmup / schedule -> lr and momentum of the 3 parameter groups, accumulation count

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 
 namespace yc::trainer {
@@ -156,11 +157,38 @@ class Unpickler {
     stack_.push_back(id);
     return Status::OK();
   }
+  Status PushBool(bool v) {
+    ValueId id = New(Kind::kBool);
+    V(id).boolean = v;
+    stack_.push_back(id);
+    return Status::OK();
+  }
+  Status PushFloat(double v) {
+    ValueId id = New(Kind::kFloat);
+    V(id).real = v;
+    stack_.push_back(id);
+    return Status::OK();
+  }
   Status PushLong(size_t len);
+  Status PushTextInt(unsigned char op);
+  Status PushBinFloat();
+  Status PushTextFloat();
+  Status PushTuple(size_t k);
   Status PushGlobal(std::string module, std::string name);
   Status Apply(ValueId callable, ValueId args);  // REDUCE / NEWOBJ
   Status SetItems(ValueId target, const std::vector<ValueId>& kv);
   Status Append(ValueId target, const std::vector<ValueId>& items);
+  Status ReadMemoId(unsigned char op, unsigned char text_op, unsigned char one_byte_op, uint64_t* id);
+
+  // One handler per opcode group. Each returns std::nullopt for an opcode outside its group, else the
+  // opcode's outcome; Run offers every opcode to each group in turn.
+  std::optional<Status> StreamOp(unsigned char op);     // PROTO, FRAME, MARK, POP, POP_MARK, DUP, READONLY_BUFFER
+  std::optional<Status> ScalarOp(unsigned char op);     // None, bools, ints, floats
+  std::optional<Status> StringOp(unsigned char op);     // str and bytes
+  std::optional<Status> ContainerOp(unsigned char op);  // tuples, lists, dicts, sets and their updates
+  std::optional<Status> ObjectOp(unsigned char op);     // globals, calls, BUILD, persistent ids
+  std::optional<Status> MemoOp(unsigned char op);       // GET, PUT, MEMOIZE
+  Status Unsupported(unsigned char op) const;
 
   const unsigned char* p_;
   size_t n_;
@@ -171,6 +199,7 @@ class Unpickler {
   std::vector<size_t> marks_;  // stack sizes at each MARK
   std::unordered_map<uint64_t, ValueId> memo_;
   size_t copied_ = 0;
+  std::vector<ValueId> tmp_;  // what PopMark took, reused between opcodes
 };
 
 Status Unpickler::PushLong(size_t len) {
@@ -268,253 +297,272 @@ Status Unpickler::Append(ValueId target, const std::vector<ValueId>& items) {
   return Status::OK();
 }
 
+Status Unpickler::PushTextInt(unsigned char op) {  // INT / LONG (text): "I01\n" / "I00\n" are True / False
+  std::string s;
+  YC_RETURN_IF_ERROR(ReadLine(&s));
+  if (op == 'L' && !s.empty() && s.back() == 'L') s.pop_back();
+  if (op == 'I' && (s == "01" || s == "00")) return PushBool(s == "01");
+  if (s.empty() || s.size() > 20) return Bad("bad integer text");
+  size_t i = s[0] == '-' || s[0] == '+' ? 1 : 0;
+  if (i == s.size()) return Bad("bad integer text");
+  for (size_t k = i; k < s.size(); ++k) if (s[k] < '0' || s[k] > '9') return Bad("bad integer text");
+  errno = 0;
+  const long long v = std::strtoll(s.c_str(), nullptr, 10);
+  if (errno == ERANGE) return Bad("integer does not fit 64 bits");
+  return PushInt(v);
+}
+
+Status Unpickler::PushBinFloat() {  // BINFLOAT: big-endian double
+  if (!Need(8)) return Bad("truncated operand");
+  uint64_t bits = 0;
+  for (int k = 0; k < 8; ++k) bits = (bits << 8) | p_[pos_ + static_cast<size_t>(k)];
+  pos_ += 8;
+  double d;
+  std::memcpy(&d, &bits, 8);
+  return PushFloat(d);
+}
+
+Status Unpickler::PushTextFloat() {  // FLOAT (text)
+  std::string s;
+  YC_RETURN_IF_ERROR(ReadLine(&s));
+  char* end = nullptr;
+  const double d = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size()) return Bad("bad float text");
+  return PushFloat(d);
+}
+
+Status Unpickler::PushTuple(size_t k) {  // TUPLE1-3: the top k values
+  if (stack_.size() < k || (!marks_.empty() && stack_.size() - k < marks_.back())) return Bad("stack underflow");
+  const ValueId id = New(Kind::kTuple);
+  V(id).items.assign(stack_.end() - static_cast<std::ptrdiff_t>(k), stack_.end());
+  stack_.resize(stack_.size() - k);
+  stack_.push_back(id);
+  return Status::OK();
+}
+
+// The memo id operand of GET / PUT: a decimal line for the text opcode, else 1 or 4 bytes.
+Status Unpickler::ReadMemoId(unsigned char op, unsigned char text_op, unsigned char one_byte_op, uint64_t* id) {
+  if (op != text_op) return ReadUInt(op == one_byte_op ? 1 : 4, id);
+  std::string s;
+  YC_RETURN_IF_ERROR(ReadLine(&s));
+  if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos) return Bad("bad memo id");
+  *id = std::stoull(s);
+  return Status::OK();
+}
+
+std::optional<Status> Unpickler::StreamOp(unsigned char op) {
+  uint64_t u = 0;
+  ValueId a = 0;
+  switch (op) {
+    case 0x80:  // PROTO
+      YC_RETURN_IF_ERROR(ReadUInt(1, &u));
+      if (u > 5) return Bad("pickle protocol " + std::to_string(u) + " is newer than 5");
+      return Status::OK();
+    case 0x95:  // FRAME: an 8-byte length, the frame's opcodes follow inline
+      YC_RETURN_IF_ERROR(ReadUInt(8, &u));
+      if (u > n_ - pos_) return Bad("frame runs past the end of the stream");
+      return Status::OK();
+    case '(': marks_.push_back(stack_.size()); return Status::OK();  // MARK
+    case '0': return Pop(&a);                                       // POP
+    case '1': return PopMark(&tmp_);                                // POP_MARK
+    case '2':                                                       // DUP
+      YC_RETURN_IF_ERROR(Top(&a));
+      stack_.push_back(a);
+      return Status::OK();
+    case 0x98: return Top(&a);  // READONLY_BUFFER: no effect on a copy
+    default: return std::nullopt;
+  }
+}
+
+std::optional<Status> Unpickler::ScalarOp(unsigned char op) {
+  uint64_t u = 0;
+  switch (op) {
+    case 'N': stack_.push_back(New(Kind::kNone)); return Status::OK();
+    case 0x88: case 0x89: return PushBool(op == 0x88);  // NEWTRUE, NEWFALSE
+    case 'J':  // BININT
+      YC_RETURN_IF_ERROR(ReadUInt(4, &u));
+      return PushInt(static_cast<int32_t>(static_cast<uint32_t>(u)));
+    case 'K': case 'M':  // BININT1, BININT2
+      YC_RETURN_IF_ERROR(ReadUInt(op == 'K' ? 1 : 2, &u));
+      return PushInt(static_cast<int64_t>(u));
+    case 0x8a:  // LONG1
+      YC_RETURN_IF_ERROR(ReadUInt(1, &u));
+      return PushLong(u);
+    case 0x8b:  // LONG4
+      YC_RETURN_IF_ERROR(ReadUInt(4, &u));
+      if (static_cast<int32_t>(static_cast<uint32_t>(u)) < 0) return Bad("negative LONG4 length");
+      return PushLong(u);
+    case 'I': case 'L': return PushTextInt(op);
+    case 'G': return PushBinFloat();
+    case 'F': return PushTextFloat();
+    default: return std::nullopt;
+  }
+}
+
+std::optional<Status> Unpickler::StringOp(unsigned char op) {
+  uint64_t u = 0;
+  std::string s;
+  Kind kind = Kind::kBytes;
+  switch (op) {
+    case 'X': case 0x8c: case 0x8d:  // BINUNICODE, SHORT_BINUNICODE, BINUNICODE8
+      kind = Kind::kStr;
+      YC_RETURN_IF_ERROR(ReadUInt(op == 0x8c ? 1 : op == 'X' ? 4 : 8, &u));
+      break;
+    case 'B': case 'C': case 0x8e: case 0x96:  // BINBYTES, SHORT_BINBYTES, BINBYTES8, BYTEARRAY8
+      YC_RETURN_IF_ERROR(ReadUInt(op == 'C' ? 1 : op == 'B' ? 4 : 8, &u));
+      break;
+    case 'T': case 'U':  // BINSTRING, SHORT_BINSTRING (Python 2 str: bytes)
+      YC_RETURN_IF_ERROR(ReadUInt(op == 'U' ? 1 : 4, &u));
+      if (op == 'T' && static_cast<int32_t>(static_cast<uint32_t>(u)) < 0) return Bad("negative BINSTRING length");
+      break;
+    default: return std::nullopt;
+  }
+  YC_RETURN_IF_ERROR(ReadBytes(u, &s));
+  return PushText(kind, std::move(s));
+}
+
+std::optional<Status> Unpickler::ContainerOp(unsigned char op) {
+  ValueId a = 0, b = 0, c = 0;
+  switch (op) {
+    case ')': stack_.push_back(New(Kind::kTuple)); return Status::OK();  // EMPTY_TUPLE
+    case ']': stack_.push_back(New(Kind::kList)); return Status::OK();   // EMPTY_LIST
+    case '}': stack_.push_back(New(Kind::kDict)); return Status::OK();   // EMPTY_DICT
+    case 0x8f: stack_.push_back(New(Kind::kSet)); return Status::OK();   // EMPTY_SET
+    case 0x85: case 0x86: case 0x87: return PushTuple(op - 0x84u);       // TUPLE1-3
+    case 't': case 'l': case 0x91:  // TUPLE, LIST, FROZENSET (from MARK)
+      YC_RETURN_IF_ERROR(PopMark(&tmp_));
+      a = New(op == 't' ? Kind::kTuple : op == 'l' ? Kind::kList : Kind::kSet);
+      V(a).items = tmp_;
+      stack_.push_back(a);
+      return Status::OK();
+    case 'd':  // DICT (from MARK)
+      YC_RETURN_IF_ERROR(PopMark(&tmp_));
+      a = New(Kind::kDict);
+      YC_RETURN_IF_ERROR(SetItems(a, tmp_));
+      stack_.push_back(a);
+      return Status::OK();
+    case 'a':  // APPEND
+      YC_RETURN_IF_ERROR(Pop(&b));
+      YC_RETURN_IF_ERROR(Top(&a));
+      return Append(a, {b});
+    case 'e': case 0x90:  // APPENDS, ADDITEMS
+      YC_RETURN_IF_ERROR(PopMark(&tmp_));
+      YC_RETURN_IF_ERROR(Top(&a));
+      return Append(a, tmp_);
+    case 's':  // SETITEM
+      YC_RETURN_IF_ERROR(Pop(&c));
+      YC_RETURN_IF_ERROR(Pop(&b));
+      YC_RETURN_IF_ERROR(Top(&a));
+      return SetItems(a, {b, c});
+    case 'u':  // SETITEMS
+      YC_RETURN_IF_ERROR(PopMark(&tmp_));
+      YC_RETURN_IF_ERROR(Top(&a));
+      return SetItems(a, tmp_);
+    default: return std::nullopt;
+  }
+}
+
+std::optional<Status> Unpickler::ObjectOp(unsigned char op) {
+  ValueId a = 0, b = 0, c = 0;
+  std::string s, s2;
+  switch (op) {
+    case 'c':  // GLOBAL "module\nname\n"
+      YC_RETURN_IF_ERROR(ReadLine(&s));
+      YC_RETURN_IF_ERROR(ReadLine(&s2));
+      return PushGlobal(std::move(s), std::move(s2));
+    case 0x93:  // STACK_GLOBAL
+      YC_RETURN_IF_ERROR(Pop(&b));
+      YC_RETURN_IF_ERROR(Pop(&a));
+      if (V(a).kind != Kind::kStr || V(b).kind != Kind::kStr) return Bad("STACK_GLOBAL of non-strings");
+      return PushGlobal(V(a).text, V(b).text);
+    case 'R': case 0x81:  // REDUCE (callable, args), NEWOBJ (cls, args)
+      YC_RETURN_IF_ERROR(Pop(&b));
+      YC_RETURN_IF_ERROR(Pop(&a));
+      return Apply(a, b);
+    case 0x92:  // NEWOBJ_EX (cls, args, kwargs): keyword arguments are not kept
+      YC_RETURN_IF_ERROR(Pop(&c));
+      YC_RETURN_IF_ERROR(Pop(&b));
+      YC_RETURN_IF_ERROR(Pop(&a));
+      if (V(c).kind != Kind::kDict) return Bad("NEWOBJ_EX keyword arguments are not a dict");
+      return Apply(a, b);
+    case 'o':  // OBJ: MARK cls args...
+      YC_RETURN_IF_ERROR(PopMark(&tmp_));
+      if (tmp_.empty()) return Bad("OBJ without a class");
+      b = New(Kind::kTuple);
+      V(b).items.assign(tmp_.begin() + 1, tmp_.end());
+      return Apply(tmp_[0], b);
+    case 'b':  // BUILD
+      YC_RETURN_IF_ERROR(Pop(&b));
+      YC_RETURN_IF_ERROR(Top(&a));
+      if (V(a).kind != Kind::kObject) return Bad(std::string("BUILD on a ") + PyKindName(V(a).kind));
+      V(a).state = b;
+      return Status::OK();
+    case 'Q':  // BINPERSID
+      YC_RETURN_IF_ERROR(Pop(&b));
+      break;
+    case 'P':  // PERSID (text)
+      YC_RETURN_IF_ERROR(ReadLine(&s));
+      b = New(Kind::kStr);
+      V(b).text = std::move(s);
+      break;
+    default: return std::nullopt;
+  }
+  a = New(Kind::kPersId);  // BINPERSID, PERSID: the persistent id b
+  V(a).items.push_back(b);
+  stack_.push_back(a);
+  return Status::OK();
+}
+
+std::optional<Status> Unpickler::MemoOp(unsigned char op) {
+  uint64_t u = 0;
+  ValueId a = 0;
+  switch (op) {
+    case 'h': case 'j': case 'g':  // BINGET, LONG_BINGET, GET (text)
+      YC_RETURN_IF_ERROR(ReadMemoId(op, 'g', 'h', &u));
+      YC_RETURN_IF_ERROR(Memo(u, &a));
+      stack_.push_back(a);
+      return Status::OK();
+    case 'q': case 'r': case 'p':  // BINPUT, LONG_BINPUT, PUT (text)
+      YC_RETURN_IF_ERROR(ReadMemoId(op, 'p', 'q', &u));
+      return Put(u);
+    case 0x94: return Put(memo_.size());  // MEMOIZE
+    default: return std::nullopt;
+  }
+}
+
+Status Unpickler::Unsupported(unsigned char op) const {
+  switch (op) {
+    case 0x82: case 0x83: case 0x84: return Bad("extension-registry opcode (EXT1/2/4) is not supported");
+    case 0x97: return Bad("out-of-band buffer (NEXT_BUFFER) is not supported");
+    default: {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", op);
+      return Bad(std::string("unknown or unsupported opcode ") + hex);
+    }
+  }
+}
+
 Result<PickleTree> Unpickler::Run() {
   // Every opcode adds at most one value, so the arena never outgrows the input.
   if (n_ >= kNoValue) return Bad("stream too large");
-  std::vector<ValueId> tmp;
+  using Group = std::optional<Status> (Unpickler::*)(unsigned char);
+  static constexpr Group kGroups[] = {&Unpickler::StreamOp,    &Unpickler::ScalarOp, &Unpickler::StringOp,
+                                      &Unpickler::ContainerOp, &Unpickler::ObjectOp, &Unpickler::MemoOp};
   while (true) {
     op_pos_ = pos_;
     if (pos_ >= n_) return Bad("stream ends without STOP");
     const unsigned char op = p_[pos_++];
-    uint64_t u = 0;
-    ValueId a = 0, b = 0, c = 0;
-    std::string s, s2;
-    switch (op) {
-      case 0x80:  // PROTO
-        YC_RETURN_IF_ERROR(ReadUInt(1, &u));
-        if (u > 5) return Bad("pickle protocol " + std::to_string(u) + " is newer than 5");
-        break;
-      case 0x95:  // FRAME: an 8-byte length, the frame's opcodes follow inline
-        YC_RETURN_IF_ERROR(ReadUInt(8, &u));
-        if (u > n_ - pos_) return Bad("frame runs past the end of the stream");
-        break;
-      case '.': {  // STOP
-        ValueId root = kNoValue;
-        YC_RETURN_IF_ERROR(Pop(&root));
-        tree_.root_ = root;
-        return std::move(tree_);
-      }
-      case '(': marks_.push_back(stack_.size()); break;  // MARK
-      case '0': YC_RETURN_IF_ERROR(Pop(&a)); break;       // POP
-      case '1': YC_RETURN_IF_ERROR(PopMark(&tmp)); break;  // POP_MARK
-      case '2': YC_RETURN_IF_ERROR(Top(&a)); stack_.push_back(a); break;  // DUP
-      case 'N': stack_.push_back(New(Kind::kNone)); break;
-      case 0x88: case 0x89:  // NEWTRUE, NEWFALSE
-        a = New(Kind::kBool);
-        V(a).boolean = op == 0x88;
-        stack_.push_back(a);
-        break;
-      case 'J':  // BININT
-        YC_RETURN_IF_ERROR(ReadUInt(4, &u));
-        YC_RETURN_IF_ERROR(PushInt(static_cast<int32_t>(static_cast<uint32_t>(u))));
-        break;
-      case 'K': YC_RETURN_IF_ERROR(ReadUInt(1, &u)); YC_RETURN_IF_ERROR(PushInt(static_cast<int64_t>(u))); break;
-      case 'M': YC_RETURN_IF_ERROR(ReadUInt(2, &u)); YC_RETURN_IF_ERROR(PushInt(static_cast<int64_t>(u))); break;
-      case 0x8a: YC_RETURN_IF_ERROR(ReadUInt(1, &u)); YC_RETURN_IF_ERROR(PushLong(u)); break;  // LONG1
-      case 0x8b:  // LONG4
-        YC_RETURN_IF_ERROR(ReadUInt(4, &u));
-        if (static_cast<int32_t>(static_cast<uint32_t>(u)) < 0) return Bad("negative LONG4 length");
-        YC_RETURN_IF_ERROR(PushLong(u));
-        break;
-      case 'I': case 'L': {  // INT / LONG (text): "I01\n" / "I00\n" are True / False
-        YC_RETURN_IF_ERROR(ReadLine(&s));
-        if (op == 'L' && !s.empty() && s.back() == 'L') s.pop_back();
-        if (op == 'I' && (s == "01" || s == "00")) {
-          a = New(Kind::kBool);
-          V(a).boolean = s == "01";
-          stack_.push_back(a);
-          break;
-        }
-        if (s.empty() || s.size() > 20) return Bad("bad integer text");
-        size_t i = s[0] == '-' || s[0] == '+' ? 1 : 0;
-        if (i == s.size()) return Bad("bad integer text");
-        for (size_t k = i; k < s.size(); ++k) if (s[k] < '0' || s[k] > '9') return Bad("bad integer text");
-        errno = 0;
-        const long long v = std::strtoll(s.c_str(), nullptr, 10);
-        if (errno == ERANGE) return Bad("integer does not fit 64 bits");
-        YC_RETURN_IF_ERROR(PushInt(v));
-        break;
-      }
-      case 'G': {  // BINFLOAT: big-endian double
-        if (!Need(8)) return Bad("truncated operand");
-        uint64_t bits = 0;
-        for (int k = 0; k < 8; ++k) bits = (bits << 8) | p_[pos_ + static_cast<size_t>(k)];
-        pos_ += 8;
-        double d;
-        std::memcpy(&d, &bits, 8);
-        a = New(Kind::kFloat);
-        V(a).real = d;
-        stack_.push_back(a);
-        break;
-      }
-      case 'F': {  // FLOAT (text)
-        YC_RETURN_IF_ERROR(ReadLine(&s));
-        char* end = nullptr;
-        const double d = std::strtod(s.c_str(), &end);
-        if (s.empty() || end != s.c_str() + s.size()) return Bad("bad float text");
-        a = New(Kind::kFloat);
-        V(a).real = d;
-        stack_.push_back(a);
-        break;
-      }
-      case 'X': case 0x8c: case 0x8d: {  // BINUNICODE, SHORT_BINUNICODE, BINUNICODE8
-        YC_RETURN_IF_ERROR(ReadUInt(op == 0x8c ? 1 : op == 'X' ? 4 : 8, &u));
-        YC_RETURN_IF_ERROR(ReadBytes(u, &s));
-        YC_RETURN_IF_ERROR(PushText(Kind::kStr, std::move(s)));
-        break;
-      }
-      case 'B': case 'C': case 0x8e: case 0x96: {  // BINBYTES, SHORT_BINBYTES, BINBYTES8, BYTEARRAY8
-        YC_RETURN_IF_ERROR(ReadUInt(op == 'C' ? 1 : op == 'B' ? 4 : 8, &u));
-        YC_RETURN_IF_ERROR(ReadBytes(u, &s));
-        YC_RETURN_IF_ERROR(PushText(Kind::kBytes, std::move(s)));
-        break;
-      }
-      case 'T': case 'U': {  // BINSTRING, SHORT_BINSTRING (Python 2 str: bytes)
-        YC_RETURN_IF_ERROR(ReadUInt(op == 'U' ? 1 : 4, &u));
-        if (op == 'T' && static_cast<int32_t>(static_cast<uint32_t>(u)) < 0) return Bad("negative BINSTRING length");
-        YC_RETURN_IF_ERROR(ReadBytes(u, &s));
-        YC_RETURN_IF_ERROR(PushText(Kind::kBytes, std::move(s)));
-        break;
-      }
-      case ')': stack_.push_back(New(Kind::kTuple)); break;  // EMPTY_TUPLE
-      case ']': stack_.push_back(New(Kind::kList)); break;   // EMPTY_LIST
-      case '}': stack_.push_back(New(Kind::kDict)); break;   // EMPTY_DICT
-      case 0x8f: stack_.push_back(New(Kind::kSet)); break;   // EMPTY_SET
-      case 0x85: case 0x86: case 0x87: {  // TUPLE1-3
-        const size_t k = op - 0x84u;
-        if (stack_.size() < k || (!marks_.empty() && stack_.size() - k < marks_.back())) return Bad("stack underflow");
-        a = New(Kind::kTuple);
-        V(a).items.assign(stack_.end() - static_cast<std::ptrdiff_t>(k), stack_.end());
-        stack_.resize(stack_.size() - k);
-        stack_.push_back(a);
-        break;
-      }
-      case 't': case 'l': case 0x91: {  // TUPLE, LIST, FROZENSET (from MARK)
-        YC_RETURN_IF_ERROR(PopMark(&tmp));
-        a = New(op == 't' ? Kind::kTuple : op == 'l' ? Kind::kList : Kind::kSet);
-        V(a).items = tmp;
-        stack_.push_back(a);
-        break;
-      }
-      case 'd': {  // DICT (from MARK)
-        YC_RETURN_IF_ERROR(PopMark(&tmp));
-        a = New(Kind::kDict);
-        YC_RETURN_IF_ERROR(SetItems(a, tmp));
-        stack_.push_back(a);
-        break;
-      }
-      case 'a':  // APPEND
-        YC_RETURN_IF_ERROR(Pop(&b));
-        YC_RETURN_IF_ERROR(Top(&a));
-        YC_RETURN_IF_ERROR(Append(a, {b}));
-        break;
-      case 'e': case 0x90:  // APPENDS, ADDITEMS
-        YC_RETURN_IF_ERROR(PopMark(&tmp));
-        YC_RETURN_IF_ERROR(Top(&a));
-        YC_RETURN_IF_ERROR(Append(a, tmp));
-        break;
-      case 's':  // SETITEM
-        YC_RETURN_IF_ERROR(Pop(&c));
-        YC_RETURN_IF_ERROR(Pop(&b));
-        YC_RETURN_IF_ERROR(Top(&a));
-        YC_RETURN_IF_ERROR(SetItems(a, {b, c}));
-        break;
-      case 'u':  // SETITEMS
-        YC_RETURN_IF_ERROR(PopMark(&tmp));
-        YC_RETURN_IF_ERROR(Top(&a));
-        YC_RETURN_IF_ERROR(SetItems(a, tmp));
-        break;
-      case 'c': {  // GLOBAL "module\nname\n"
-        YC_RETURN_IF_ERROR(ReadLine(&s));
-        YC_RETURN_IF_ERROR(ReadLine(&s2));
-        YC_RETURN_IF_ERROR(PushGlobal(std::move(s), std::move(s2)));
-        break;
-      }
-      case 0x93:  // STACK_GLOBAL
-        YC_RETURN_IF_ERROR(Pop(&b));
-        YC_RETURN_IF_ERROR(Pop(&a));
-        if (V(a).kind != Kind::kStr || V(b).kind != Kind::kStr) return Bad("STACK_GLOBAL of non-strings");
-        YC_RETURN_IF_ERROR(PushGlobal(V(a).text, V(b).text));
-        break;
-      case 'R': case 0x81:  // REDUCE (callable, args), NEWOBJ (cls, args)
-        YC_RETURN_IF_ERROR(Pop(&b));
-        YC_RETURN_IF_ERROR(Pop(&a));
-        YC_RETURN_IF_ERROR(Apply(a, b));
-        break;
-      case 0x92:  // NEWOBJ_EX (cls, args, kwargs): keyword arguments are not kept
-        YC_RETURN_IF_ERROR(Pop(&c));
-        YC_RETURN_IF_ERROR(Pop(&b));
-        YC_RETURN_IF_ERROR(Pop(&a));
-        if (V(c).kind != Kind::kDict) return Bad("NEWOBJ_EX keyword arguments are not a dict");
-        YC_RETURN_IF_ERROR(Apply(a, b));
-        break;
-      case 'o': {  // OBJ: MARK cls args... 
-        YC_RETURN_IF_ERROR(PopMark(&tmp));
-        if (tmp.empty()) return Bad("OBJ without a class");
-        b = New(Kind::kTuple);
-        V(b).items.assign(tmp.begin() + 1, tmp.end());
-        YC_RETURN_IF_ERROR(Apply(tmp[0], b));
-        break;
-      }
-      case 'b':  // BUILD
-        YC_RETURN_IF_ERROR(Pop(&b));
-        YC_RETURN_IF_ERROR(Top(&a));
-        if (V(a).kind != Kind::kObject) return Bad(std::string("BUILD on a ") + PyKindName(V(a).kind));
-        V(a).state = b;
-        break;
-      case 'Q': {  // BINPERSID
-        YC_RETURN_IF_ERROR(Pop(&b));
-        a = New(Kind::kPersId);
-        V(a).items.push_back(b);
-        stack_.push_back(a);
-        break;
-      }
-      case 'P': {  // PERSID (text)
-        YC_RETURN_IF_ERROR(ReadLine(&s));
-        b = New(Kind::kStr);
-        V(b).text = std::move(s);
-        a = New(Kind::kPersId);
-        V(a).items.push_back(b);
-        stack_.push_back(a);
-        break;
-      }
-      case 'h': case 'j': case 'g':  // BINGET, LONG_BINGET, GET (text)
-        if (op == 'g') {
-          YC_RETURN_IF_ERROR(ReadLine(&s));
-          if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos) return Bad("bad memo id");
-          u = std::stoull(s);
-        } else {
-          YC_RETURN_IF_ERROR(ReadUInt(op == 'h' ? 1 : 4, &u));
-        }
-        YC_RETURN_IF_ERROR(Memo(u, &a));
-        stack_.push_back(a);
-        break;
-      case 'q': case 'r': case 'p':  // BINPUT, LONG_BINPUT, PUT (text)
-        if (op == 'p') {
-          YC_RETURN_IF_ERROR(ReadLine(&s));
-          if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos) return Bad("bad memo id");
-          u = std::stoull(s);
-        } else {
-          YC_RETURN_IF_ERROR(ReadUInt(op == 'q' ? 1 : 4, &u));
-        }
-        YC_RETURN_IF_ERROR(Put(u));
-        break;
-      case 0x94:  // MEMOIZE
-        YC_RETURN_IF_ERROR(Put(memo_.size()));
-        break;
-      case 0x98:  // READONLY_BUFFER: no effect on a copy
-        YC_RETURN_IF_ERROR(Top(&a));
-        break;
-      case 0x82: case 0x83: case 0x84:
-        return Bad("extension-registry opcode (EXT1/2/4) is not supported");
-      case 0x97:
-        return Bad("out-of-band buffer (NEXT_BUFFER) is not supported");
-      default: {
-        char hex[8];
-        std::snprintf(hex, sizeof hex, "0x%02x", op);
-        return Bad(std::string("unknown or unsupported opcode ") + hex);
-      }
+    if (op == '.') {  // STOP
+      ValueId root = kNoValue;
+      YC_RETURN_IF_ERROR(Pop(&root));
+      tree_.root_ = root;
+      return std::move(tree_);
     }
+    std::optional<Status> done;
+    for (const Group group : kGroups) {
+      if ((done = (this->*group)(op))) break;
+    }
+    YC_RETURN_IF_ERROR(done ? *done : Unsupported(op));
   }
 }
 
