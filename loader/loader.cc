@@ -338,7 +338,7 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const RecordSourc
   RecordExtent first;
   if (options.read_ahead_bytes > 0 && source->Extent(0, &first)) {
     if (options.mode == LoaderMode::kTrain && options.order == SampleOrder::kWindowed &&
-        ResolveWindowIo(options.window_io, options.world_size) == WindowIo::kDirect && WindowStage::Supports(*source))
+        options.window_io == WindowIo::kDirect && WindowStage::Supports(*source))
       impl->stage = std::make_unique<WindowStage>(source.get(), &impl->options, *impl->sampler);
     else
       impl->read_ahead = std::make_unique<ReadAhead>(source.get(), &impl->options, *impl->sampler);

@@ -133,6 +133,17 @@ OptionSpec Choice(const char* name, T LoaderOptions::*member, std::vector<std::s
           [member, print](const LoaderOptions& o) { return OptionValue(std::string(print(o.*member))); }};
 }
 
+// window_io: its default is the rule, auto, which LoaderOptions holds resolved (direct for one process).
+OptionSpec WindowIoChoice(const char* help) {
+  const char* name = "window_io";
+  return {name, FlagFor(name), OptionType::kChoice, std::string("auto"), {"auto", "direct", "page-cache"}, help, false,
+          [name](const OptionValue& v, LoaderOptions* o) {
+            auto parse = [o](std::string_view text) { return ParseWindowIo(text, o->world_size); };
+            return SetChoice(name, v, parse, &o->window_io);
+          },
+          [](const LoaderOptions& o) { return OptionValue(std::string(WindowIoName(o.window_io))); }};
+}
+
 OptionSpec Hyp(const char* name, double AugmentHyp::*member, const char* help) {
   return {name, FlagFor(name), OptionType::kFloat, AugmentHyp().*member, {}, help, true,
           [name, member](const OptionValue& v, LoaderOptions* o) { return SetFloat(name, v, &(o->hyp.*member)); },
@@ -174,10 +185,9 @@ std::vector<OptionSpec> MakeTable() {
              "train: shuffle (Ultralytics') | windowed (caches larger than RAM: shuffled windows of contiguous "
              "records, Mosaic partners from the window)"),
       Mib("window_mb", &O::window_bytes, 1, "windowed order: the most record MiB one window spans"),
-      Choice("window_io", &O::window_io, {"auto", "direct", "page-cache"}, ParseWindowIo, WindowIoName,
-             "windowed order: direct (O_DIRECT into the loader's buffers, around the page cache) | page-cache "
-             "(MADV_WILLNEED read-ahead) | auto (direct for one process, page-cache with several ranks, which "
-             "share it)"),
+      WindowIoChoice("windowed order: direct (O_DIRECT into the loader's buffers, around the page cache) | "
+                     "page-cache (MADV_WILLNEED read-ahead) | auto (direct for one process, page-cache with several "
+                     "ranks, which share it)"),
       Int("threads", &O::threads, "loader threads (0: all cores)"),
       Int("prefetch", &O::prefetch, "batches in flight ahead of the consumer"),
       Mib("read_ahead_mb", &O::read_ahead_bytes, 0, "MiB of records read from disk ahead of the workers (0: off)"),
@@ -205,12 +215,6 @@ std::string Join(const std::vector<std::string>& parts, const char* separator) {
   return s;
 }
 
-// A table cell: a '|' inside would end it.
-std::string Cell(std::string text) {
-  for (size_t at = text.find('|'); at != std::string::npos; at = text.find('|', at + 2)) text.insert(at, "\\");
-  return text;
-}
-
 }  // namespace
 
 const std::vector<OptionSpec>& LoaderOptionTable() {
@@ -230,6 +234,18 @@ Status SetLoaderOption(std::string_view name, const OptionValue& value, LoaderOp
   return spec->set(value, options);
 }
 
+Status SetLoaderOptions(const std::vector<std::pair<std::string, OptionValue>>& values, LoaderOptions* options) {
+  for (const auto& [name, value] : values)
+    if (FindLoaderOption(name) == nullptr) return Status::InvalidArgument("unknown loader option '" + name + "'");
+  for (const OptionSpec& spec : LoaderOptionTable()) {
+    for (const auto& [name, value] : values) {
+      if (name != spec.name) continue;
+      YC_RETURN_IF_ERROR(spec.set(value, options));
+    }
+  }
+  return Status::OK();
+}
+
 Result<LoaderMode> ParseLoaderMode(std::string_view text) {
   if (text == "train") return LoaderMode::kTrain;
   if (text == "val") return LoaderMode::kVal;
@@ -242,8 +258,8 @@ Result<SampleOrder> ParseSampleOrder(std::string_view text) {
   return Status::InvalidArgument("expected shuffle or windowed, got '" + std::string(text) + "'");
 }
 
-Result<WindowIo> ParseWindowIo(std::string_view text) {
-  if (text == "auto") return WindowIo::kAuto;
+Result<WindowIo> ParseWindowIo(std::string_view text, int world_size) {
+  if (text == "auto") return world_size > 1 ? WindowIo::kPageCache : WindowIo::kDirect;
   if (text == "direct") return WindowIo::kDirect;
   if (text == "page-cache") return WindowIo::kPageCache;
   return Status::InvalidArgument("expected auto, direct or page-cache, got '" + std::string(text) + "'");
@@ -253,14 +269,7 @@ const char* LoaderModeName(LoaderMode mode) { return mode == LoaderMode::kTrain 
 
 const char* SampleOrderName(SampleOrder order) { return order == SampleOrder::kShuffle ? "shuffle" : "windowed"; }
 
-const char* WindowIoName(WindowIo io) {
-  switch (io) {
-    case WindowIo::kAuto: return "auto";
-    case WindowIo::kDirect: return "direct";
-    case WindowIo::kPageCache: return "page-cache";
-  }
-  return "auto";
-}
+const char* WindowIoName(WindowIo io) { return io == WindowIo::kDirect ? "direct" : "page-cache"; }
 
 std::string OptionText(const OptionValue& value) {
   if (const auto* b = std::get_if<bool>(&value)) return *b ? "true" : "false";
@@ -274,13 +283,18 @@ std::string OptionText(const OptionValue& value) {
   return text;
 }
 
+std::string MarkdownCell(std::string text) {
+  for (size_t at = text.find('|'); at != std::string::npos; at = text.find('|', at + 2)) text.insert(at, "\\");
+  return text;
+}
+
 std::string LoaderOptionsMarkdown(bool hyp) {
   std::string md = "| option | CLI | type | default | values | what |\n|---|---|---|---|---|---|\n";
   for (const OptionSpec& spec : LoaderOptionTable()) {
     if (spec.hyp != hyp) continue;
-    md += "| `" + spec.name + "` | `" + spec.flag + "` | " + TypeName(spec.type) + " | `" + OptionText(spec.default_value) + "` | " +
-          (spec.choices.empty() ? std::string() : "`" + Join(spec.choices, "` \\| `") + "`") + " | " + Cell(spec.help) +
-          " |\n";
+    const std::string values = spec.choices.empty() ? std::string() : "`" + Join(spec.choices, "` \\| `") + "`";
+    md += "| `" + spec.name + "` | `" + spec.flag + "` | " + TypeName(spec.type) + " | `" +
+          OptionText(spec.default_value) + "` | " + values + " | " + MarkdownCell(spec.help) + " |\n";
   }
   return md;
 }

@@ -56,11 +56,6 @@ Status ValidateOptions(const LoaderOptions& o) {
   return Status::OK();
 }
 
-WindowIo ResolveWindowIo(WindowIo io, int world_size) {
-  if (io != WindowIo::kAuto) return io;
-  return world_size > 1 ? WindowIo::kPageCache : WindowIo::kDirect;
-}
-
 bool MosaicClosed(const LoaderOptions& o, int epoch) {
   return o.hyp.close_mosaic > 0 && epoch >= o.epochs - o.hyp.close_mosaic;
 }

@@ -37,8 +37,8 @@ enum class SampleOrder { kShuffle, kWindowed };
 // How the windowed order reads its windows. kDirect: with O_DIRECT into the loader's own buffers
 // (loader/io/window_stage.h), around the page cache: the rate of the disk on a cache larger than RAM.
 // kPageCache: MADV_WILLNEED read-ahead into the page cache, as the default order: better when the
-// cache fits in RAM after all (O_DIRECT always reads the disk). kAuto: ResolveWindowIo's rule.
-enum class WindowIo { kAuto, kDirect, kPageCache };
+// cache fits in RAM after all (O_DIRECT always reads the disk).
+enum class WindowIo { kDirect, kPageCache };
 enum class ImageLayout { kNCHW, kNHWC };  // NCHW = Ultralytics' tensor layout
 
 // Ultralytics hyperparameters that act on the data (default.yaml names and defaults).
@@ -72,7 +72,7 @@ struct LoaderOptions {
   int world_size = 1;
   SampleOrder order = SampleOrder::kShuffle;  // train only
   uint64_t window_bytes = 256ull << 20;       // kWindowed: the most record bytes one window spans
-  WindowIo window_io = WindowIo::kAuto;       // kWindowed: how windows are read (needs read_ahead_bytes > 0)
+  WindowIo window_io = WindowIo::kDirect;     // kWindowed: how windows are read (needs read_ahead_bytes > 0)
 
   // Val batching: rectangular batches ordered by aspect ratio (Ultralytics' val default), each batch
   // letterboxed to ceil(shape * imgsz / stride + pad) * stride. With rect = false every val image is
@@ -105,10 +105,6 @@ struct LoaderOptions {
 
 // Checks ranges and combinations; the message names the offending option.
 Status ValidateOptions(const LoaderOptions& options);
-
-// kAuto resolved for `world_size` ranks: direct for one process; the page cache with several, which then
-// share each window's pages on their host instead of each reading it from the disk.
-WindowIo ResolveWindowIo(WindowIo io, int world_size);
 
 // True when mosaic and mixup are switched off for this epoch (Ultralytics close_mosaic).
 bool MosaicClosed(const LoaderOptions& options, int epoch);

@@ -1,7 +1,9 @@
 // The loader's option vocabulary (loader/option_table.h) on the Python side: `loader_options()` hands the
 // table to python/yolocache (LOADER_OPTIONS, HYP_DEFAULTS and Loader's signature are made from it), and
 // LoaderOptionsFromDict reads a Loader's keywords through it.
+#include <utility>
 #include <variant>
+#include <vector>
 
 #include "loader/option_table.h"
 #include "python/src/bindings.h"
@@ -57,13 +59,15 @@ pb::list LoaderOptionList() {
 }  // namespace
 
 LoaderOptions LoaderOptionsFromDict(const pb::dict& options) {
-  LoaderOptions o;
+  std::vector<std::pair<std::string, OptionValue>> values;
   for (const auto& [key, value] : options) {
     const std::string name = pb::str(key);
     const OptionSpec* spec = FindLoaderOption(name);
     if (spec == nullptr) throw pb::value_error("unknown Loader option '" + name + "'");
-    ThrowIfError(spec->set(FromPython(*spec, value), &o));
+    values.emplace_back(name, FromPython(*spec, value));
   }
+  LoaderOptions o;
+  ThrowIfError(SetLoaderOptions(values, &o));
   return o;
 }
 

@@ -108,7 +108,8 @@ class Loader:
         self._identity = dict(split=self.split, mode=mode, batch_size=batch, seed=seed, rank=o["rank"],
                               world_size=o["world_size"], drop_last=o["drop_last"], order=order,
                               window_mb=o["window_mb"] if order == "windowed" else None)
-        self._impl = _yolocache._Loader(self.cache._impl, self.split, dict(options, pin_memory=pin_memory))
+        # Every option, defaults included: the C++ side resolves window_io='auto' against world_size.
+        self._impl = _yolocache._Loader(self.cache._impl, self.split, dict(o, **options, pin_memory=pin_memory))
         self.epoch = 0
         self._next_batch = 0  # where the next iteration starts within self.epoch
         self._claim = threading.Lock()  # guards the two fields below

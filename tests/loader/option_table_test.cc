@@ -32,7 +32,9 @@ TEST(OptionTable, EveryOptionReadsBackItsDefaultAndWhatItWasSetTo) {
     EXPECT_TRUE(flags.insert(spec.flag).second) << "flag listed twice";
     EXPECT_EQ(spec.flag.rfind("--", 0), 0u);
     EXPECT_FALSE(spec.help.empty());
-    EXPECT_EQ(spec.get(LoaderOptions()), spec.default_value) << "the default is LoaderOptions' own";
+    LoaderOptions defaulted;
+    ASSERT_TRUE(SetLoaderOption(spec.name, spec.default_value, &defaulted).ok());
+    EXPECT_EQ(spec.get(defaulted), spec.get(LoaderOptions())) << "the default is LoaderOptions' own";
     EXPECT_EQ(spec.type == OptionType::kChoice, !spec.choices.empty());
     LoaderOptions o;
     const OptionValue other = OtherValue(spec);
@@ -84,12 +86,16 @@ TEST(OptionTable, WrongTypesAndUnknownNamesAndValuesAreRefusedByName) {
 TEST(OptionTable, ChoicesRoundTripAndWindowIoAutoFollowsTheRanks) {
   for (const char* text : {"train", "val"}) EXPECT_STREQ(LoaderModeName(*ParseLoaderMode(text)), text);
   for (const char* text : {"shuffle", "windowed"}) EXPECT_STREQ(SampleOrderName(*ParseSampleOrder(text)), text);
-  for (const char* text : {"auto", "direct", "page-cache"}) EXPECT_STREQ(WindowIoName(*ParseWindowIo(text)), text);
-  EXPECT_EQ(LoaderOptions().window_io, WindowIo::kAuto);
-  EXPECT_EQ(ResolveWindowIo(WindowIo::kAuto, 1), WindowIo::kDirect);
-  EXPECT_EQ(ResolveWindowIo(WindowIo::kAuto, 2), WindowIo::kPageCache);
-  EXPECT_EQ(ResolveWindowIo(WindowIo::kDirect, 8), WindowIo::kDirect);
-  EXPECT_EQ(ResolveWindowIo(WindowIo::kPageCache, 1), WindowIo::kPageCache);
+  for (const char* text : {"direct", "page-cache"}) EXPECT_STREQ(WindowIoName(*ParseWindowIo(text, 1)), text);
+  EXPECT_EQ(*ParseWindowIo("auto", 1), WindowIo::kDirect);
+  EXPECT_EQ(*ParseWindowIo("auto", 2), WindowIo::kPageCache);
+  EXPECT_EQ(*ParseWindowIo("direct", 8), WindowIo::kDirect);
+  EXPECT_FALSE(ParseWindowIo("mmap", 1).ok());
+  // SetLoaderOptions applies the table's order: world_size before window_io whatever order they come in.
+  LoaderOptions o;
+  ASSERT_TRUE(SetLoaderOptions({{"window_io", std::string("auto")}, {"world_size", int64_t{2}}}, &o).ok());
+  EXPECT_EQ(o.window_io, WindowIo::kPageCache);
+  EXPECT_FALSE(SetLoaderOptions({{"world_size", int64_t{2}}, {"nope", true}}, &o).ok());
 }
 
 TEST(OptionTable, MarkdownHasOneRowPerOptionAndEscapesBars) {

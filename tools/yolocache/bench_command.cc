@@ -39,7 +39,7 @@ struct BenchArgs {
   // The loader's own options, under its names and defaults (loader/option_table.h).
   std::string order = SampleOrderName(LoaderOptions().order);
   double window_mb = static_cast<double>(LoaderOptions().window_bytes >> 20);
-  std::string window_io = WindowIoName(LoaderOptions().window_io);
+  std::string window_io = "auto";
   int read_ahead_mb = static_cast<int>(LoaderOptions().read_ahead_bytes >> 20);
   int order_stats = 0;  // --order-stats N: compare both orders' statistics over N epochs
   bool cold = false;    // drop the split's pages before the warm-up and before the timed run
@@ -57,7 +57,7 @@ nlohmann::ordered_json JsonHeader(const BenchArgs& a, const LoaderOptions& o, co
   j["order"] = a.order;
   if (o.order == SampleOrder::kWindowed) {
     j["window_mb"] = a.window_mb;
-    j["window_io"] = WindowIoName(ResolveWindowIo(o.window_io, o.world_size));
+    j["window_io"] = WindowIoName(o.window_io);
   }
   j["simd"] = SimdLevelName(ActiveSimdLevel());
   return j;
@@ -67,8 +67,7 @@ nlohmann::ordered_json JsonHeader(const BenchArgs& a, const LoaderOptions& o, co
 std::string ReadAheadLabel(const LoaderOptions& o) {
   const std::string mib = std::to_string(o.read_ahead_bytes >> 20) + " MiB";
   if (o.read_ahead_bytes == 0) return "read-ahead off";
-  if (o.mode == LoaderMode::kTrain && o.order == SampleOrder::kWindowed &&
-      ResolveWindowIo(o.window_io, o.world_size) == WindowIo::kDirect)
+  if (o.mode == LoaderMode::kTrain && o.order == SampleOrder::kWindowed && o.window_io == WindowIo::kDirect)
     return "window stage (O_DIRECT), " + mib + " ahead";
   return "read-ahead " + mib;
 }
@@ -176,7 +175,7 @@ Result<LoaderOptions> BenchLoaderOptions(const BenchArgs& a, const Cache& cache)
   LoaderOptions o;
   YC_ASSIGN_OR_RETURN(o.mode, ParseLoaderMode(a.mode));
   YC_ASSIGN_OR_RETURN(o.order, ParseSampleOrder(a.order));
-  YC_ASSIGN_OR_RETURN(o.window_io, ParseWindowIo(a.window_io));
+  YC_ASSIGN_OR_RETURN(o.window_io, ParseWindowIo(a.window_io, o.world_size));
   o.batch = a.batch;
   o.imgsz = a.imgsz > 0 ? a.imgsz : (cache.manifest().imgsz > 0 ? cache.manifest().imgsz : 640);
   o.threads = a.threads > 0 ? a.threads : tbb::info::default_concurrency();

@@ -15,22 +15,18 @@ struct OptionsArgs {
   bool markdown = false, loader = false, hyp = false;
 };
 
-std::string Cell(std::string text) {
-  for (size_t at = text.find('|'); at != std::string::npos; at = text.find('|', at + 2)) text.insert(at, "\\");
-  return text;
-}
-
 // `train`'s options as its --help lists them (hidden ones left out).
 std::string TrainOptionsMarkdown() {
   CLI::App train;
+  Action bound;  // holds the variables train's options are bound to while the table is read
   for (const CommandInfo& command : Registry())
-    if (command.name == "train") command.setup(train);
+    if (command.name == "train") bound = command.setup(train);
   std::string md = "| option | default | what |\n|---|---|---|\n";
   for (const CLI::Option* option : train.get_options()) {
     if (option->get_group().empty() || option->get_name() == "--help") continue;
     const std::string value = option->get_default_str();
     md += "| `" + option->get_name() + "` | " + (value.empty() ? std::string() : "`" + value + "`") + " | " +
-          Cell(option->get_description()) + " |\n";
+          MarkdownCell(option->get_description()) + " |\n";
   }
   return md;
 }

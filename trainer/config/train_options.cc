@@ -245,7 +245,7 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (!(o.window_mb >= 0) || !finite(o.window_mb)) return bad("--window must be >= 0");
   if (!(o.ram_budget_gb >= 0) || !finite(o.ram_budget_gb)) return bad("--ram-budget must be >= 0");
   if (o.read_ahead_mb < 0) return bad("--read-ahead must be >= 0");
-  if (!ParseWindowIo(o.window_io).ok()) return bad("--window-io must be auto, direct or page-cache");
+  if (!ParseWindowIo(o.window_io, 1).ok()) return bad("--window-io must be auto, direct or page-cache");
   if (!(o.lr0 > 0) || !finite(o.lr0)) return bad("--lr0 must be > 0");
   if (!(o.lrf > 0) || !finite(o.lrf)) return bad("--lrf must be > 0");
   if (!(o.momentum >= 0 && o.momentum < 1)) return bad("--momentum must be in [0, 1)");
@@ -274,8 +274,8 @@ Status ValidateTrainOptions(const TrainOptions& o) {
 }
 
 WindowIo WindowIoFor(const TrainOptions& o, int world_size) {
-  Result<WindowIo> io = ParseWindowIo(o.window_io);  // validated: a bad one only reaches here unchecked
-  return ResolveWindowIo(io.ok() ? *io : WindowIo::kAuto, world_size);
+  Result<WindowIo> io = ParseWindowIo(o.window_io, world_size);
+  return io.ok() ? *io : WindowIo::kDirect;  // ValidateTrainOptions refuses any other text
 }
 
 LoaderOptions TrainLoaderOptions(const TrainOptions& o, int rank, int world_size) {
