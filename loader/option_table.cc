@@ -289,11 +289,11 @@ std::string MarkdownCell(std::string text) {
 }
 
 std::string LoaderOptionsMarkdown(bool hyp) {
-  std::string md = "| option | CLI | type | default | values | what |\n|---|---|---|---|---|---|\n";
+  std::string md = "| option | type | default | values | what |\n|---|---|---|---|---|\n";
   for (const OptionSpec& spec : LoaderOptionTable()) {
     if (spec.hyp != hyp) continue;
     const std::string values = spec.choices.empty() ? std::string() : "`" + Join(spec.choices, "` \\| `") + "`";
-    md += "| `" + spec.name + "` | `" + spec.flag + "` | " + TypeName(spec.type) + " | `" +
+    md += "| `" + spec.name + "` | " + TypeName(spec.type) + " | `" +
           OptionText(spec.default_value) + "` | " + values + " | " + MarkdownCell(spec.help) + " |\n";
   }
   return md;

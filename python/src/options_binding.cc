@@ -48,7 +48,9 @@ pb::list LoaderOptionList() {
     pb::dict d;
     d["name"] = spec.name;
     d["default"] = ToPython(spec.default_value);
-    d["choices"] = pb::cast(spec.choices);
+    pb::list choices;
+    for (const std::string& choice : spec.choices) choices.append(choice);
+    d["choices"] = choices;
     d["help"] = spec.help;
     d["hyp"] = spec.hyp;
     options.append(d);

@@ -105,7 +105,7 @@ TEST(OptionTable, MarkdownHasOneRowPerOptionAndEscapesBars) {
     for (const OptionSpec& spec : LoaderOptionTable()) {
       if (spec.hyp != hyp) continue;
       ++rows;
-      EXPECT_NE(md.find("| `" + spec.name + "` | `" + spec.flag + "` | "), std::string::npos) << spec.name;
+      EXPECT_NE(md.find("| `" + spec.name + "` | "), std::string::npos) << spec.name;
     }
     EXPECT_EQ(static_cast<size_t>(std::count(md.begin(), md.end(), '\n')), rows + 2);
   }

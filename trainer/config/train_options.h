@@ -46,8 +46,10 @@ struct TrainOptions {
   std::string order = "auto";
   double window_mb = 0;          // windowed order's window, MiB; 0: a quarter of the page-cache budget
   double ram_budget_gb = 0;      // page-cache budget for auto; 0: MemAvailable - 4 GiB
-  // How the windowed order reads its windows: the loader's window_io (loader/option_table.h
-  // ParseWindowIo, whose auto depends on the ranks). Changes no batch, so it is not stored in args.json: --resume takes it anew.
+  // How the windowed order reads its windows (LoaderOptions::window_io): auto | direct | page-cache.
+  // auto: direct (O_DIRECT into the loader's buffers) for one process; page-cache with several ranks,
+  // which then share each window's pages on their host instead of each reading it from disk.
+  // Changes no batch, so it is not stored in args.json: --resume takes it anew.
   std::string window_io = "auto";
   // Train loader's read-ahead budget in MiB (LoaderOptions::read_ahead_bytes; 0 = off).
   int read_ahead_mb = static_cast<int>(LoaderOptions().read_ahead_bytes >> 20);
@@ -114,7 +116,8 @@ Status ValidateTrainOptions(const TrainOptions& options);
 // The train loader's options for rank `rank` of `world_size` (batch per rank = batch / world_size,
 // as Ultralytics); the caller adds the device-specific layout and allocator.
 LoaderOptions TrainLoaderOptions(const TrainOptions& options, int rank = 0, int world_size = 1);
-// options.window_io resolved for a run of `world_size` ranks (loader/option_table.h ParseWindowIo).
+// options.window_io resolved for a run of `world_size` ranks ("auto": direct alone, page cache shared
+// by several ranks).
 WindowIo WindowIoFor(const TrainOptions& options, int world_size);
 
 const char* AmpModeName(AmpMode mode);
