@@ -1,6 +1,6 @@
 // The pieces of the `yolocache._yolocache` extension module, one binding file each:
 //
-//   PYBIND11_MODULE(_yolocache, m) { BindErrors(m); BindReports(m); BindCache(m); BindLoader(m); }
+//   PYBIND11_MODULE(_yolocache, m) { BindErrors(m); ...; BindOptions(m); BindLoader(m); }
 //
 // Only loader_binding.cc sees LibTorch (ATen); the others need pybind11 alone, so they compile fast.
 #pragma once
@@ -9,6 +9,7 @@
 
 #include "base/status.h"
 #include "libcache/cache.h"
+#include "loader/options.h"
 
 namespace yc::py {
 
@@ -30,6 +31,10 @@ void BindCache(pb::module_& m);    // _Cache
 // The root of the dataset a cache was built from (im_file paths are joined to it); "" when its data
 // YAML cannot be read any more.
 std::string DatasetRoot(const Cache& cache);
+void BindOptions(pb::module_& m);  // loader_options, loader_options_markdown
+// A Loader's keywords (loader/option_table.h names) as LoaderOptions; ValueError on an unknown name, a
+// wrong type or value.
+LoaderOptions LoaderOptionsFromDict(const pb::dict& options);
 void BindLoader(pb::module_& m);   // _Loader
 
 }  // namespace yc::py

@@ -64,76 +64,12 @@ pb::object Capsule(const at::Tensor& t) {
   return pb::reinterpret_steal<pb::object>(capsule);
 }
 
-template <typename T>
-T Get(const pb::dict& d, const char* key, T fallback) {
-  if (!d.contains(key)) return fallback;
-  try {
-    return d[key].cast<T>();
-  } catch (const pb::cast_error&) {
-    throw pb::value_error(std::string("Loader option '") + key + "' has the wrong type: " +
-                          pb::str(d[key].get_type()).cast<std::string>());
-  }
-}
-
-// Ultralytics' hyperparameter names (default.yaml) -> AugmentHyp.
-const std::map<std::string, double AugmentHyp::*>& HypFields() {
-  static const std::map<std::string, double AugmentHyp::*> fields = {
-      {"mosaic", &AugmentHyp::mosaic},   {"mixup", &AugmentHyp::mixup},     {"degrees", &AugmentHyp::degrees},
-      {"translate", &AugmentHyp::translate}, {"scale", &AugmentHyp::scale}, {"shear", &AugmentHyp::shear},
-      {"perspective", &AugmentHyp::perspective}, {"hsv_h", &AugmentHyp::hsv_h}, {"hsv_s", &AugmentHyp::hsv_s},
-      {"hsv_v", &AugmentHyp::hsv_v},     {"flipud", &AugmentHyp::flipud},   {"fliplr", &AugmentHyp::fliplr}};
-  return fields;
-}
-
-LoaderOptions ParseOptions(const pb::dict& d) {
-  static const char* const kKeys[] = {"mode", "batch", "imgsz", "epochs", "seed", "shuffle", "drop_last", "rank",
-                                      "world_size", "rect", "pad", "stride", "threads", "prefetch", "pin_memory",
-                                      "path", "close_mosaic", "order", "window_mb", "window_io", "read_ahead_mb"};
-  for (const auto& item : d) {
-    const std::string key = pb::str(item.first);
-    const bool known = std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys) || HypFields().count(key);
-    if (!known) throw pb::value_error("unknown Loader option '" + key + "'");
-  }
-  LoaderOptions o;
-  const std::string mode = Get<std::string>(d, "mode", "train");
-  if (mode != "train" && mode != "val") throw pb::value_error("mode must be 'train' or 'val', got '" + mode + "'");
-  o.mode = mode == "train" ? LoaderMode::kTrain : LoaderMode::kVal;
-  o.batch = Get(d, "batch", o.batch);
-  o.imgsz = Get(d, "imgsz", o.imgsz);
-  o.epochs = Get(d, "epochs", o.epochs);
-  o.seed = Get<uint64_t>(d, "seed", o.seed);
-  o.shuffle = Get(d, "shuffle", o.shuffle);
-  o.drop_last = Get(d, "drop_last", o.drop_last);
-  o.rank = Get(d, "rank", o.rank);
-  o.world_size = Get(d, "world_size", o.world_size);
-  o.rect = Get(d, "rect", o.rect);
-  o.pad = Get(d, "pad", o.pad);
-  o.stride = Get(d, "stride", o.stride);
-  o.threads = Get(d, "threads", o.threads);
-  o.prefetch = Get(d, "prefetch", o.prefetch);
-  o.hyp.close_mosaic = Get(d, "close_mosaic", o.hyp.close_mosaic);
-  const std::string order = Get<std::string>(d, "order", "shuffle");
-  if (order != "shuffle" && order != "windowed")
-    throw pb::value_error("order must be 'shuffle' or 'windowed', got '" + order + "'");
-  o.order = order == "windowed" ? SampleOrder::kWindowed : SampleOrder::kShuffle;
-  const double window_mb = Get(d, "window_mb", static_cast<double>(o.window_bytes >> 20));
-  const double read_ahead_mb = Get(d, "read_ahead_mb", static_cast<double>(o.read_ahead_bytes >> 20));
-  if (!(window_mb >= 1) || !(read_ahead_mb >= 0))
-    throw pb::value_error("window_mb must be >= 1 and read_ahead_mb >= 0");
-  o.window_bytes = static_cast<uint64_t>(window_mb * (1 << 20));
-  o.read_ahead_bytes = static_cast<uint64_t>(read_ahead_mb * (1 << 20));
-  // As yolocache-train's --window-io: auto reads around the page cache alone, and through it when
-  // several ranks (processes) can share each window's pages.
-  const std::string window_io = Get<std::string>(d, "window_io", "auto");
-  if (window_io != "auto" && window_io != "direct" && window_io != "page-cache")
-    throw pb::value_error("window_io must be 'auto', 'direct' or 'page-cache', got '" + window_io + "'");
-  o.window_io = window_io == "direct" || (window_io == "auto" && o.world_size <= 1) ? WindowIo::kDirect
-                                                                                     : WindowIo::kPageCache;
-  for (const auto& [name, field] : HypFields()) o.hyp.*field = Get(d, name.c_str(), o.hyp.*field);
-  const std::string path = Get<std::string>(d, "path", "fast");
-  if (path != "fast" && path != "reference") throw pb::value_error("path must be 'fast' or 'reference', got '" + path + "'");
-  o.path = path == "fast" ? LoaderOptions::Path::kFast : LoaderOptions::Path::kReference;
-  if (Get(d, "pin_memory", false)) o.allocator = std::make_shared<PinnedBuffers>();
+// The Loader's keywords, pin_memory (page-locked batches: torch's CUDA host allocator) among them.
+LoaderOptions ParseOptions(const pb::dict& keywords) {
+  pb::dict options = keywords;  // a copy: pin_memory is taken out
+  const bool pin_memory = options.contains("pin_memory") && pb::cast<bool>(options.attr("pop")("pin_memory"));
+  LoaderOptions o = LoaderOptionsFromDict(options);
+  if (pin_memory) o.allocator = std::make_shared<PinnedBuffers>();
   return o;
 }
 

@@ -6,5 +6,6 @@ PYBIND11_MODULE(_yolocache, m) {
   yc::py::BindErrors(m);
   yc::py::BindReports(m);
   yc::py::BindCache(m);
+  yc::py::BindOptions(m);
   yc::py::BindLoader(m);
 }

@@ -11,6 +11,7 @@ Errors from the C++ side arrive as exceptions carrying its message: ValueError (
 FileNotFoundError (missing cache or file), yolocache.Error (corrupt cache, I/O, bad data).
 See docs/PYTHON.md.
 """
+import inspect
 import json
 import threading
 
@@ -19,14 +20,15 @@ import torch  # noqa: F401  (loads LibTorch before the extension, which links ag
 from . import _yolocache
 from ._yolocache import Error
 
-__all__ = ["Cache", "Error", "Loader", "build", "verify", "HYP_DEFAULTS"]
+__all__ = ["Cache", "Error", "Loader", "build", "verify", "HYP_DEFAULTS", "LOADER_OPTIONS"]
 
+# Every option of the loader, as the C++ side defines it (loader/option_table.h; the tables in
+# docs/PYTHON.md are made from it too): {name: {"name", "default", "choices", "help", "hyp"}}.
+LOADER_OPTIONS = {option["name"]: option for option in _yolocache.loader_options()}
 # The data hyperparameters the loader implements, under Ultralytics' names and defaults (default.yaml).
-HYP_DEFAULTS = {
-    "mosaic": 1.0, "mixup": 0.0, "degrees": 0.0, "translate": 0.1, "scale": 0.5, "shear": 0.0,
-    "perspective": 0.0, "hsv_h": 0.015, "hsv_s": 0.7, "hsv_v": 0.4, "flipud": 0.0, "fliplr": 0.5,
-    "close_mosaic": 10,
-}
+HYP_DEFAULTS = {name: option["default"] for name, option in LOADER_OPTIONS.items() if option["hyp"]}
+# The Loader's own keywords: the options that are not hyperparameters (those come in `hyp`, as Ultralytics').
+_KEYWORDS = {name: option["default"] for name, option in LOADER_OPTIONS.items() if not option["hyp"]}
 # Ultralytics augmentations the loader does not implement: accepted only at their default (off).
 _UNSUPPORTED_HYP = {"copy_paste": 0.0, "cutmix": 0.0, "bgr": 0.0}
 
@@ -85,30 +87,29 @@ class Loader:
     raises yolocache.Error in the child (create it in the process that iterates it).
     """
 
-    def __init__(self, cache, split=None, mode="train", batch=16, imgsz=640, threads=0, seed=0, rank=0,
-                 world_size=1, epochs=100, hyp=None, shuffle=True, drop_last=False, rect=True, pad=0.5, stride=32,
-                 prefetch=4, pin_memory=False, path="fast", order="shuffle", window_mb=256, window_io="auto",
-                 read_ahead_mb=512):
+    def __init__(self, cache, split=None, hyp=None, pin_memory=False, **options):
+        unknown = sorted(set(options) - set(_KEYWORDS))
+        if unknown:
+            raise TypeError(f"Loader() got an unexpected keyword argument {unknown[0]!r} (options: {', '.join(_KEYWORDS)})")
         self.cache = cache if isinstance(cache, Cache) else Cache(cache)
+        o = {**_KEYWORDS, **options}
+        mode, batch, seed, order = o["mode"], o["batch"], o["seed"], o["order"]
         self.split = split or ("train" if mode == "train" else "val")
-        self.mode, self.batch_size, self.imgsz, self.num_workers = mode, batch, imgsz, threads
-        options = dict(mode=mode, batch=batch, imgsz=imgsz, threads=threads, seed=seed, rank=rank,
-                       world_size=world_size, epochs=epochs, shuffle=shuffle, drop_last=drop_last, rect=rect,
-                       pad=pad, stride=stride, prefetch=prefetch, pin_memory=pin_memory, path=path, order=order,
-                       window_mb=window_mb, window_io=window_io, read_ahead_mb=read_ahead_mb)
+        self.mode, self.batch_size, self.imgsz, self.num_workers = mode, batch, o["imgsz"], o["threads"]
         for key, value in (hyp or {}).items():
             if key in _UNSUPPORTED_HYP:
                 if value != _UNSUPPORTED_HYP[key]:
                     raise ValueError(f"hyp '{key}'={value}: not implemented by the yolocache loader (use {_UNSUPPORTED_HYP[key]})")
             elif key in HYP_DEFAULTS:
-                options[key] = int(value) if key == "close_mosaic" else float(value)
+                options[key] = type(HYP_DEFAULTS[key])(value)  # Ultralytics' args may hold 1 for 1.0, 10.0 for 10
             else:
                 raise ValueError(f"unknown hyp '{key}' (known: {', '.join(HYP_DEFAULTS)})")
         # What a saved position is only valid for.
-        self._identity = dict(split=self.split, mode=mode, batch_size=batch, seed=seed, rank=rank,
-                              world_size=world_size, drop_last=drop_last, order=order,
-                              window_mb=window_mb if order == "windowed" else None)
-        self._impl = _yolocache._Loader(self.cache._impl, self.split, options)
+        self._identity = dict(split=self.split, mode=mode, batch_size=batch, seed=seed, rank=o["rank"],
+                              world_size=o["world_size"], drop_last=o["drop_last"], order=order,
+                              window_mb=o["window_mb"] if order == "windowed" else None)
+        # Every option, defaults included: the C++ side resolves window_io='auto' against world_size.
+        self._impl = _yolocache._Loader(self.cache._impl, self.split, dict(o, **options, pin_memory=pin_memory))
         self.epoch = 0
         self._next_batch = 0  # where the next iteration starts within self.epoch
         self._claim = threading.Lock()  # guards the two fields below
@@ -164,3 +165,16 @@ class Loader:
         if not 0 <= batch <= len(self):
             raise ValueError(f"state_dict batch {batch} is outside this epoch's 0..{len(self)} batches")
         self.epoch, self._next_batch = int(state["epoch"]), batch
+
+
+def _loader_signature():
+    """Loader's keywords with the C++ defaults, so help(yolocache.Loader) lists every option."""
+    P = inspect.Parameter
+    params = [P("self", P.POSITIONAL_OR_KEYWORD), P("cache", P.POSITIONAL_OR_KEYWORD),
+              P("split", P.POSITIONAL_OR_KEYWORD, default=None)]
+    params += [P(name, P.KEYWORD_ONLY, default=default) for name, default in _KEYWORDS.items()]
+    params += [P("hyp", P.KEYWORD_ONLY, default=None), P("pin_memory", P.KEYWORD_ONLY, default=False)]
+    return inspect.Signature(params)
+
+
+Loader.__init__.__signature__ = _loader_signature()

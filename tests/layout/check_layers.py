@@ -26,7 +26,7 @@ UNITS = [
     ((1, 6), ["libcache/verify/"]),
     ((1, 6), ["libcache/build/"]),
     ((1, 7), ["libcache/report_json"]),
-    ((2, 0), ["loader/options", "loader/batch", "loader/stats"]),
+    ((2, 0), ["loader/options", "loader/option_table", "loader/batch", "loader/stats"]),
     ((2, 1), ["loader/base/"]),
     ((2, 2), ["loader/kernels/"]),
     ((2, 3), ["loader/ops/"]),

@@ -19,9 +19,11 @@
 #include "loader/measure/decoding_source.h"
 #include "loader/measure/stage_profile.h"
 #include "loader/measure/throughput.h"
+#include "loader/option_table.h"
+#include "tools/common/cli_validators.h"
+#include "tools/common/command.h"
+#include "tools/common/loader_flags.h"
 #include "tools/yolocache/cli_util.h"
-#include "tools/yolocache/cli_validators.h"
-#include "tools/yolocache/command.h"
 #include "tools/yolocache/order_stats_report.h"
 
 namespace yc::cli {
@@ -34,12 +36,13 @@ struct BenchArgs {
   int rounds = 5;
   uint64_t seed = 0;
   bool compare = false, json = false, no_checksum = false;
-  std::string order = "shuffle";  // --order: the train sampling order
-  double window_mb = 256;         // --window: windowed order's window, MiB
-  std::string window_io = "direct";  // --window-io: how the windowed order reads its windows
-  int order_stats = 0;            // --order-stats N: compare both orders' statistics over N epochs
-  bool cold = false;      // drop the split's pages before the warm-up and before the timed run
-  int read_ahead_mb = -1;  // -1: the loader's default
+  // The loader's own options, under its names and defaults (loader/option_table.h).
+  std::string order = SampleOrderName(LoaderOptions().order);
+  double window_mb = static_cast<double>(LoaderOptions().window_bytes >> 20);
+  std::string window_io = "auto";
+  int read_ahead_mb = static_cast<int>(LoaderOptions().read_ahead_bytes >> 20);
+  int order_stats = 0;  // --order-stats N: compare both orders' statistics over N epochs
+  bool cold = false;    // drop the split's pages before the warm-up and before the timed run
 };
 
 // The fields every --json document starts with: what was measured, and with which kernels.
@@ -54,7 +57,7 @@ nlohmann::ordered_json JsonHeader(const BenchArgs& a, const LoaderOptions& o, co
   j["order"] = a.order;
   if (o.order == SampleOrder::kWindowed) {
     j["window_mb"] = a.window_mb;
-    j["window_io"] = a.window_io;
+    j["window_io"] = WindowIoName(o.window_io);
   }
   j["simd"] = SimdLevelName(ActiveSimdLevel());
   return j;
@@ -167,6 +170,128 @@ int PrintOrderComparison(const BenchArgs& a, const std::shared_ptr<const RecordS
   return kExitOk;
 }
 
+// The loader's options for the run: the command's, the cache's imgsz, every core.
+Result<LoaderOptions> BenchLoaderOptions(const BenchArgs& a, const Cache& cache) {
+  LoaderOptions o;
+  YC_ASSIGN_OR_RETURN(o.mode, ParseLoaderMode(a.mode));
+  YC_ASSIGN_OR_RETURN(o.order, ParseSampleOrder(a.order));
+  YC_ASSIGN_OR_RETURN(o.window_io, ParseWindowIo(a.window_io, o.world_size));
+  o.batch = a.batch;
+  o.imgsz = a.imgsz > 0 ? a.imgsz : (cache.manifest().imgsz > 0 ? cache.manifest().imgsz : 640);
+  o.threads = a.threads > 0 ? a.threads : tbb::info::default_concurrency();
+  o.prefetch = a.prefetch;
+  o.seed = a.seed;
+  o.layout = a.layout == "nhwc" ? ImageLayout::kNHWC : ImageLayout::kNCHW;
+  o.window_bytes = static_cast<uint64_t>(a.window_mb * (1 << 20));
+  o.read_ahead_bytes = static_cast<uint64_t>(a.read_ahead_mb) << 20;
+  // A small cache is crossed many times: every timed batch should be a mosaic batch of an epoch the
+  // loader can run ahead into, so no close_mosaic switch and no last epoch.
+  o.hyp.close_mosaic = 0;
+  o.epochs = std::numeric_limits<int>::max();
+  return o;
+}
+
+// What one timed run measured: the cache loader, and optionally its checksum, stages and the naive loader.
+struct BenchFigures {
+  Throughput cached, naive;
+  StageProfile profile;
+};
+
+Result<BenchFigures> Measure(const BenchArgs& a, const Cache& cache, const std::shared_ptr<const RecordSource>& source,
+                             const LoaderOptions& o) {
+  BenchFigures f;
+  ThroughputRun run;
+  run.warmup = a.warmup;
+  run.batches = a.batches;
+  run.cancel = InstallInterruptFlag();  // every timed loop below polls it (exit 130)
+  run.cold = a.cold;
+  YC_ASSIGN_OR_RETURN(f.cached, MeasureThroughput(source, o, run));
+  run.cold = false;  // only the timed run starts cold
+  if (!a.no_checksum) {
+    ThroughputRun hashed_run = run;
+    hashed_run.hash = true;
+    // The checksum covers the same batches whatever --prefetch and --warmup, which shape only the
+    // timing: those after the default warm-up, so checksums from earlier runs stay comparable.
+    hashed_run.warmup = DefaultWarmup(LoaderOptions().prefetch);
+    YC_ASSIGN_OR_RETURN(const Throughput hashed, MeasureThroughput(source, o, hashed_run));
+    f.cached.checksum = hashed.checksum;
+  }
+  if (o.mode == LoaderMode::kTrain && a.profile_samples > 0) {
+    YC_ASSIGN_OR_RETURN(f.profile, ProfileTrainStages(*source, o, a.profile_samples));
+  }
+  if (a.compare) {
+    YC_ASSIGN_OR_RETURN(const std::filesystem::path root, DecodingSource::DatasetRoot(cache.manifest()));
+    LoaderOptions n = o;
+    n.path = LoaderOptions::Path::kReference;
+    YC_ASSIGN_OR_RETURN(f.naive,
+                        MeasureThroughput(std::make_shared<DecodingSource>(source, root, cache.manifest().imgsz), n, run));
+  }
+  return f;
+}
+
+std::string ChecksumHex(uint64_t checksum) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(checksum));
+  return hex;
+}
+
+void PrintJson(const BenchArgs& a, const LoaderOptions& o, const std::string& split, const BenchFigures& f) {
+  const Throughput& c = f.cached;
+  nlohmann::ordered_json j = JsonHeader(a, o, split);
+  j["threads"] = o.threads;
+  j["batches"] = c.batches;
+  j["images"] = c.images;
+  j["seconds"] = c.seconds;
+  j["images_per_second"] = c.images_per_second;
+  j["images_per_second_per_thread"] = c.images_per_second / o.threads;
+  j["consumer_wait_fraction"] = c.wait_fraction;
+  j["worker_busy_fraction"] = c.worker_busy;
+  j["ms_per_sample"] = {{"total", c.ms_per_sample}, {"render", c.render_ms}, {"finish", c.finish_ms}};
+  j["cold"] = a.cold;
+  j["read_ahead_mb"] = o.read_ahead_bytes >> 20;
+  if (c.disk_bytes >= 0) {
+    j["disk_bytes_per_sample"] = c.images > 0 ? static_cast<double>(c.disk_bytes) / c.images : 0;
+    j["disk_mb_per_second"] = c.seconds > 0 ? static_cast<double>(c.disk_bytes) / c.seconds / 1e6 : 0;
+  }
+  if (!a.no_checksum) j["checksum"] = ChecksumHex(c.checksum);
+  if (f.profile.samples > 0)
+    j["stages_ms_per_sample"] = {{"geometry_warp", f.profile.geometry_warp_ms},
+                                 {"hsv_layout", f.profile.hsv_layout_ms},
+                                 {"layout_only", f.profile.layout_only_ms}};
+  if (a.compare) {
+    j["naive_images_per_second"] = f.naive.images_per_second;
+    j["speedup_vs_naive"] = f.naive.images_per_second > 0 ? c.images_per_second / f.naive.images_per_second : 0;
+  }
+  std::cout << JsonText(j) << "\n";
+}
+
+void PrintText(const BenchArgs& a, const LoaderOptions& o, const std::string& split, const BenchFigures& f) {
+  const Throughput& c = f.cached;
+  const bool train = o.mode == LoaderMode::kTrain;
+  std::printf("%s mode, split %s, batch %d, imgsz %d, %d threads, %zu batches, %s kernels\n", a.mode.c_str(),
+              split.c_str(), o.batch, o.imgsz, o.threads, c.batches, SimdLevelName(ActiveSimdLevel()));
+  std::printf("cache loader: %.0f img/s (%.0f img/s per thread), consumer waited %.0f%% of the time\n",
+              c.images_per_second, c.images_per_second / o.threads, 100 * c.wait_fraction);
+  std::printf("workers: busy %.1f%% of the time, %.2f ms per sample (%s %.2f, %s %.2f)\n", 100 * c.worker_busy,
+              c.ms_per_sample, train ? "geometry+warp" : "letterbox", c.render_ms, train ? "HSV+layout" : "layout",
+              c.finish_ms);
+  if (a.cold)
+    std::printf("cold: the split's pages were dropped from the page cache before the warm-up and the timed run, "
+                "which starts with nothing read ahead\n");
+  if (c.disk_bytes >= 0)
+    std::printf("disk: %.2f MB read per sample, %.0f MB/s in the timed run (%s)\n",
+                c.images > 0 ? static_cast<double>(c.disk_bytes) / c.images / 1e6 : 0,
+                c.seconds > 0 ? static_cast<double>(c.disk_bytes) / c.seconds / 1e6 : 0, ReadAheadLabel(o).c_str());
+  if (f.profile.samples > 0)
+    std::printf("per sample, one thread: geometry+warp %.2f ms, HSV+layout %.2f ms (layout alone %.2f ms)\n",
+                f.profile.geometry_warp_ms, f.profile.hsv_layout_ms, f.profile.layout_only_ms);
+  if (a.compare)
+    std::printf("naive loader (decode source + canvas mosaic): %.0f img/s -> yolocache is %.2fx faster\n",
+                f.naive.images_per_second,
+                f.naive.images_per_second > 0 ? c.images_per_second / f.naive.images_per_second : 0);
+  if (!a.no_checksum) std::printf("checksum %s\n", ChecksumHex(c.checksum).c_str());
+}
+
 int RunBench(const BenchArgs& a) {
   OpenOptions open;  // --record-check: what training does (first), or hashing on every read / never
   open.verify_checksums = a.record_check == "every";
@@ -174,24 +299,9 @@ int RunBench(const BenchArgs& a) {
   Result<std::unique_ptr<Cache>> opened = Cache::Open(a.cache, open);
   if (!opened.ok()) return Fail("bench", opened.status());
   std::shared_ptr<Cache> cache(std::move(opened.value()));
-  LoaderOptions o;
-  if (a.mode != "train" && a.mode != "val") return Fail("bench", Status::InvalidArgument("--mode must be train or val"));
-  o.mode = a.mode == "train" ? LoaderMode::kTrain : LoaderMode::kVal;
-  o.batch = a.batch;
-  o.imgsz = a.imgsz > 0 ? a.imgsz : (cache->manifest().imgsz > 0 ? cache->manifest().imgsz : 640);
-  const int threads = a.threads > 0 ? a.threads : tbb::info::default_concurrency();
-  o.threads = threads;
-  o.prefetch = a.prefetch;
-  o.seed = a.seed;
-  o.layout = a.layout == "nhwc" ? ImageLayout::kNHWC : ImageLayout::kNCHW;
-  o.order = a.order == "windowed" ? SampleOrder::kWindowed : SampleOrder::kShuffle;
-  o.window_bytes = static_cast<uint64_t>(a.window_mb * (1 << 20));
-  o.window_io = a.window_io == "page-cache" ? WindowIo::kPageCache : WindowIo::kDirect;
-  if (a.read_ahead_mb >= 0) o.read_ahead_bytes = static_cast<uint64_t>(a.read_ahead_mb) << 20;
-  // A small cache is crossed many times: every timed batch should be a mosaic batch of an epoch the
-  // loader can run ahead into, so no close_mosaic switch and no last epoch.
-  o.hyp.close_mosaic = 0;
-  o.epochs = std::numeric_limits<int>::max();
+  Result<LoaderOptions> options = BenchLoaderOptions(a, *cache);
+  if (!options.ok()) return Fail("bench", options.status());
+  const LoaderOptions& o = *options;
   const std::string split = !a.split.empty() ? a.split : a.mode;
   const RecordSource* src = cache->split(split);
   if (src == nullptr) return Fail("bench", Status::InvalidArgument("no split '" + split + "' in " + a.cache));
@@ -202,100 +312,13 @@ int RunBench(const BenchArgs& a) {
     if (o.mode != LoaderMode::kTrain) return Fail("bench", Status::InvalidArgument("--order-stats needs --mode train"));
     return PrintOrderComparison(a, source, o, split, static_cast<int>(std::max<size_t>(1, cache->manifest().names.size())));
   }
-  ThroughputRun run;
-  run.warmup = a.warmup;
-  run.batches = a.batches;
-  run.cancel = InstallInterruptFlag();  // every timed loop below polls it (exit 130)
-  run.cold = a.cold;
-  Result<Throughput> cached = MeasureThroughput(source, o, run);
-  if (!cached.ok()) return Fail("bench", cached.status());
-  run.cold = false;  // only the timed run starts cold
-  if (!a.no_checksum) {
-    ThroughputRun hashed_run = run;
-    hashed_run.hash = true;
-    // The checksum covers the same batches whatever --prefetch and --warmup, which shape only the
-    // timing: those after the default warm-up, so checksums from earlier runs stay comparable.
-    hashed_run.warmup = DefaultWarmup(LoaderOptions().prefetch);
-    Result<Throughput> hashed = MeasureThroughput(source, o, hashed_run);
-    if (!hashed.ok()) return Fail("bench", hashed.status());
-    cached->checksum = hashed->checksum;
-  }
-  StageProfile profile;
-  if (o.mode == LoaderMode::kTrain && a.profile_samples > 0) {
-    Result<StageProfile> p = ProfileTrainStages(*source, o, a.profile_samples);
-    if (!p.ok()) return Fail("bench", p.status());
-    profile = *p;
-  }
-  Throughput naive;
-  if (a.compare) {
-    Result<std::filesystem::path> root = DecodingSource::DatasetRoot(cache->manifest());
-    if (!root.ok()) return Fail("bench", root.status());
-    LoaderOptions n = o;
-    n.path = LoaderOptions::Path::kReference;
-    Result<Throughput> r =
-        MeasureThroughput(std::make_shared<DecodingSource>(source, *root, cache->manifest().imgsz), n, run);
-    if (!r.ok()) return Fail("bench", r.status());
-    naive = *r;
-  }
-
-  const double per_thread = cached->images_per_second / threads;
-  const double disk_per_sample = cached->images > 0 ? static_cast<double>(cached->disk_bytes) / cached->images : 0;
-  const double disk_mbps = cached->seconds > 0 ? static_cast<double>(cached->disk_bytes) / cached->seconds / 1e6 : 0;
+  Result<BenchFigures> figures = Measure(a, *cache, source, o);
+  if (!figures.ok()) return Fail("bench", figures.status());
   if (a.json) {
-    nlohmann::ordered_json j = JsonHeader(a, o, split);
-    j["threads"] = threads;
-    j["batches"] = cached->batches;
-    j["images"] = cached->images;
-    j["seconds"] = cached->seconds;
-    j["images_per_second"] = cached->images_per_second;
-    j["images_per_second_per_thread"] = per_thread;
-    j["consumer_wait_fraction"] = cached->wait_fraction;
-    j["worker_busy_fraction"] = cached->worker_busy;
-    j["ms_per_sample"] = {{"total", cached->ms_per_sample},
-                          {"render", cached->render_ms},
-                          {"finish", cached->finish_ms}};
-    j["cold"] = a.cold;
-    j["read_ahead_mb"] = o.read_ahead_bytes >> 20;
-    if (cached->disk_bytes >= 0) {
-      j["disk_bytes_per_sample"] = disk_per_sample;
-      j["disk_mb_per_second"] = disk_mbps;
-    }
-    if (!a.no_checksum) {
-      char hex[17];
-      std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(cached->checksum));
-      j["checksum"] = hex;
-    }
-    if (profile.samples > 0)
-      j["stages_ms_per_sample"] = {{"geometry_warp", profile.geometry_warp_ms},
-                                   {"hsv_layout", profile.hsv_layout_ms},
-                                   {"layout_only", profile.layout_only_ms}};
-    if (a.compare) {
-      j["naive_images_per_second"] = naive.images_per_second;
-      j["speedup_vs_naive"] = naive.images_per_second > 0 ? cached->images_per_second / naive.images_per_second : 0;
-    }
-    std::cout << JsonText(j) << "\n";
-    return kExitOk;
+    PrintJson(a, o, split, *figures);
+  } else {
+    PrintText(a, o, split, *figures);
   }
-  std::printf("%s mode, split %s, batch %d, imgsz %d, %d threads, %zu batches, %s kernels\n", a.mode.c_str(),
-              split.c_str(), o.batch, o.imgsz, threads, cached->batches, SimdLevelName(ActiveSimdLevel()));
-  std::printf("cache loader: %.0f img/s (%.0f img/s per thread), consumer waited %.0f%% of the time\n",
-              cached->images_per_second, per_thread, 100 * cached->wait_fraction);
-  std::printf("workers: busy %.1f%% of the time, %.2f ms per sample (%s %.2f, %s %.2f)\n", 100 * cached->worker_busy,
-              cached->ms_per_sample, o.mode == LoaderMode::kTrain ? "geometry+warp" : "letterbox", cached->render_ms,
-              o.mode == LoaderMode::kTrain ? "HSV+layout" : "layout", cached->finish_ms);
-  if (a.cold)
-    std::printf("cold: the split's pages were dropped from the page cache before the warm-up and the timed run, "
-                "which starts with nothing read ahead\n");
-  if (cached->disk_bytes >= 0)
-    std::printf("disk: %.2f MB read per sample, %.0f MB/s in the timed run (%s)\n", disk_per_sample / 1e6, disk_mbps,
-                ReadAheadLabel(o).c_str());
-  if (profile.samples > 0)
-    std::printf("per sample, one thread: geometry+warp %.2f ms, HSV+layout %.2f ms (layout alone %.2f ms)\n",
-                profile.geometry_warp_ms, profile.hsv_layout_ms, profile.layout_only_ms);
-  if (a.compare)
-    std::printf("naive loader (decode source + canvas mosaic): %.0f img/s -> yolocache is %.2fx faster\n",
-                naive.images_per_second, naive.images_per_second > 0 ? cached->images_per_second / naive.images_per_second : 0);
-  if (!a.no_checksum) std::printf("checksum %016llx\n", static_cast<unsigned long long>(cached->checksum));
   return kExitOk;
 }
 
@@ -303,7 +326,7 @@ Registration reg("bench", "Measure loader throughput on a cache (img/s, per thre
                  [](CLI::App& app) -> Action {
                    auto a = std::make_shared<BenchArgs>();
                    app.add_option("cache", a->cache, "Cache directory")->required();
-                   app.add_option("--mode", a->mode, "train | val")->capture_default_str()->check(CLI::IsMember({"train", "val"}));
+                   AddLoaderFlag(app, "mode", &a->mode);
                    app.add_option("--split", a->split, "Split (default: train for train mode, val for val mode)");
                    app.add_option("--batch", a->batch, "Batch size")->capture_default_str()->check(AtLeast(1));
                    // The loader's range; it checks the multiple of 32 itself (exit 2 as well).
@@ -321,7 +344,7 @@ Registration reg("bench", "Measure loader throughput on a cache (img/s, per thre
                        ->delimiter(',')
                        ->check(AtLeast(1) & ThreadCount());
                    app.add_option("--rounds", a->rounds, "Rounds for --scaling")->capture_default_str()->check(AtLeast(1));
-                   app.add_option("--prefetch", a->prefetch, "Batches in flight")->capture_default_str()->check(AtLeast(1));
+                   AddLoaderFlag(app, "prefetch", &a->prefetch)->check(AtLeast(1));
                    app.add_option("--warmup", a->warmup,
                                   "Untimed warm-up batches (default: prefetch + 2, so every batch buffer is written once)")
                        ->check(AtLeast(0));
@@ -338,28 +361,15 @@ Registration reg("bench", "Measure loader throughput on a cache (img/s, per thre
                                   "| every (on every read: the first epoch's cost) | off")
                        ->capture_default_str()
                        ->check(CLI::IsMember({"first", "every", "off"}));
-                   app.add_option("--read-ahead", a->read_ahead_mb,
-                                  "Read-ahead budget in MiB: records requested from disk ahead of the workers (0: off)")
-                       ->default_str(std::to_string(LoaderOptions().read_ahead_bytes >> 20))
-                       ->check(AtLeast(0));
+                   AddLoaderFlag(app, "read_ahead_mb", &a->read_ahead_mb)->check(AtLeast(0));
                    app.add_flag("--cold", a->cold,
                                 "Drop the split's pages from the page cache (posix_fadvise DONTNEED, no root needed) "
                                 "before the warm-up and the timed run: disk-speed figures")
                        ->excludes(app.get_option("--scaling"));
                    app.add_flag("--compare", a->compare, "Also run the naive decode-every-time loader, same records");
-                   app.add_option("--order", a->order,
-                                  "Train sampling order: shuffle (Ultralytics') | windowed (caches larger than RAM: "
-                                  "shuffled windows of contiguous records, partners inside the window)")
-                       ->capture_default_str()
-                       ->check(CLI::IsMember({"shuffle", "windowed"}));
-                   app.add_option("--window", a->window_mb, "Windowed order: window size in MiB")
-                       ->capture_default_str()
-                       ->check(CLI::Range(1.0, 1e9));
-                   app.add_option("--window-io", a->window_io,
-                                  "Windowed order: direct (each window read with O_DIRECT into the loader's buffers, "
-                                  "around the page cache) | page-cache (MADV_WILLNEED read-ahead, as the shuffle order)")
-                       ->capture_default_str()
-                       ->check(CLI::IsMember({"direct", "page-cache"}));
+                   AddLoaderFlag(app, "order", &a->order);
+                   AddLoaderFlag(app, "window_mb", &a->window_mb)->check(CLI::Range(1.0, 1e9));
+                   AddLoaderFlag(app, "window_io", &a->window_io);
                    app.add_option("--order-stats", a->order_stats,
                                   "Compare the augmentation statistics of both orders over N epochs (text bars, "
                                   "total-variation distance) instead of timing")

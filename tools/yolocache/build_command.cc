@@ -6,10 +6,10 @@
 #include "libcache/build/builder.h"
 #include "libcache/report_json.h"
 #include "libcache/source/decode.h"
+#include "tools/common/cli_validators.h"
+#include "tools/common/command.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache/cli_util.h"
-#include "tools/yolocache/cli_validators.h"
-#include "tools/yolocache/command.h"
 
 namespace yc::cli {
 namespace {

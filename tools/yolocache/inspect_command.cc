@@ -15,10 +15,10 @@
 #include "libcache/source/jpeg_encode.h"
 #include "loader/loader.h"
 #include "loader/measure/draw.h"
+#include "tools/common/cli_validators.h"
+#include "tools/common/command.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache/cli_util.h"
-#include "tools/yolocache/cli_validators.h"
-#include "tools/yolocache/command.h"
 
 namespace yc::cli {
 namespace {

@@ -5,8 +5,8 @@
 
 #include "libcache/base/path_text.h"
 #include "libcache/source/synth.h"
+#include "tools/common/command.h"
 #include "tools/yolocache/cli_util.h"
-#include "tools/yolocache/command.h"
 
 namespace yc::cli {
 namespace {

@@ -13,9 +13,9 @@
 #include "libcache/source/audit.h"
 #include "libcache/source/dataset_spec.h"
 #include "libcache/verify/cache_verify.h"
+#include "tools/common/command.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache/cli_util.h"
-#include "tools/yolocache/command.h"
 
 namespace yc::cli {
 namespace {

@@ -2,11 +2,13 @@
 
 #include <cmath>
 #include <functional>
+#include <variant>
 #include <vector>
 
 #include "libcache/source/decode.h"  // kMaxImgsz: the bound every command shares
 #include "libcache/base/path_json.h"
 #include "libcache/base/thread_limit.h"
+#include "loader/option_table.h"
 
 namespace yc::trainer {
 
@@ -37,15 +39,23 @@ Field Num(const char* key, T TrainOptions::*member) {
           }};
 }
 
-template <typename T>
-Field HypNum(const char* key, T AugmentHyp::*member) {
-  return {key, [member](const TrainOptions& o) { return Json(o.hyp.*member); },
-          [member](const Json& j, TrainOptions* o) {
-            if (!j.is_number()) return false;
-            if constexpr (std::is_integral_v<T>) {
-              if (!j.is_number_integer()) return false;
-            }
-            o->hyp.*member = j.get<T>();
+// An augmentation hyperparameter: the loader's own entry (loader/option_table.h) read and written on o.hyp.
+Field Hyp(const OptionSpec& spec) {
+  return {spec.name.c_str(),
+          [&spec](const TrainOptions& o) {
+            LoaderOptions lo;
+            lo.hyp = o.hyp;
+            return std::visit([](const auto& v) { return Json(v); }, spec.get(lo));
+          },
+          [&spec](const Json& j, TrainOptions* o) {
+            LoaderOptions lo;
+            lo.hyp = o->hyp;
+            OptionValue value;
+            if (j.is_number_integer()) value = j.get<int64_t>();
+            else if (j.is_number()) value = j.get<double>();
+            else return false;
+            if (!spec.set(value, &lo).ok()) return false;
+            o->hyp = lo.hyp;
             return true;
           }};
 }
@@ -69,8 +79,8 @@ Field Bool(const char* key, bool TrainOptions::*member) {
           }};
 }
 
-const std::vector<Field>& Fields() {
-  static const std::vector<Field> fields = {
+std::vector<Field> MakeFields() {
+  std::vector<Field> fields = {
       Str("data", &TrainOptions::data),
       Str("model", &TrainOptions::model),
       Str("weights", &TrainOptions::weights),
@@ -127,19 +137,10 @@ const std::vector<Field>& Fields() {
       Num("cls", &TrainOptions::cls),
       Num("dfl", &TrainOptions::dfl),
       Num("clip_grad", &TrainOptions::clip_grad),
-      HypNum("mosaic", &AugmentHyp::mosaic),
-      HypNum("mixup", &AugmentHyp::mixup),
-      HypNum("degrees", &AugmentHyp::degrees),
-      HypNum("translate", &AugmentHyp::translate),
-      HypNum("scale", &AugmentHyp::scale),
-      HypNum("shear", &AugmentHyp::shear),
-      HypNum("perspective", &AugmentHyp::perspective),
-      HypNum("hsv_h", &AugmentHyp::hsv_h),
-      HypNum("hsv_s", &AugmentHyp::hsv_s),
-      HypNum("hsv_v", &AugmentHyp::hsv_v),
-      HypNum("flipud", &AugmentHyp::flipud),
-      HypNum("fliplr", &AugmentHyp::fliplr),
-      HypNum("close_mosaic", &AugmentHyp::close_mosaic),
+  };
+  for (const OptionSpec& spec : LoaderOptionTable())
+    if (spec.hyp) fields.push_back(Hyp(spec));
+  fields.insert(fields.end(), {
       Num("val_every", &TrainOptions::val_every),
       Bool("val", &TrainOptions::val),
       Bool("val_loss", &TrainOptions::val_loss),
@@ -158,7 +159,12 @@ const std::vector<Field>& Fields() {
       Num("log_every", &TrainOptions::log_every),
       Bool("synthetic_input", &TrainOptions::synthetic_input),
       Num("synthetic_iters", &TrainOptions::synthetic_iters),
-  };
+  });
+  return fields;
+}
+
+const std::vector<Field>& Fields() {
+  static const std::vector<Field> fields = MakeFields();
   return fields;
 }
 
@@ -235,13 +241,11 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (const std::string e = ThreadCountError("--threads", o.threads); !e.empty()) return bad(e);
   if (const std::string e = ThreadCountError("--torch-threads", o.torch_threads); !e.empty()) return bad(e);
   if (o.prefetch < 1) return bad("--prefetch must be >= 1");
-  if (o.order != "auto" && o.order != "shuffle" && o.order != "windowed")
-    return bad("--order must be auto, shuffle or windowed");
+  if (o.order != "auto" && !ParseSampleOrder(o.order).ok()) return bad("--order must be auto, shuffle or windowed");
   if (!(o.window_mb >= 0) || !finite(o.window_mb)) return bad("--window must be >= 0");
   if (!(o.ram_budget_gb >= 0) || !finite(o.ram_budget_gb)) return bad("--ram-budget must be >= 0");
   if (o.read_ahead_mb < 0) return bad("--read-ahead must be >= 0");
-  if (o.window_io != "auto" && o.window_io != "direct" && o.window_io != "page-cache")
-    return bad("--window-io must be auto, direct or page-cache");
+  if (!ParseWindowIo(o.window_io, 1).ok()) return bad("--window-io must be auto, direct or page-cache");
   if (!(o.lr0 > 0) || !finite(o.lr0)) return bad("--lr0 must be > 0");
   if (!(o.lrf > 0) || !finite(o.lrf)) return bad("--lrf must be > 0");
   if (!(o.momentum >= 0 && o.momentum < 1)) return bad("--momentum must be in [0, 1)");
@@ -270,9 +274,8 @@ Status ValidateTrainOptions(const TrainOptions& o) {
 }
 
 WindowIo WindowIoFor(const TrainOptions& o, int world_size) {
-  if (o.window_io == "direct") return WindowIo::kDirect;
-  if (o.window_io == "page-cache") return WindowIo::kPageCache;
-  return world_size > 1 ? WindowIo::kPageCache : WindowIo::kDirect;
+  Result<WindowIo> io = ParseWindowIo(o.window_io, world_size);
+  return io.ok() ? *io : WindowIo::kDirect;  // ValidateTrainOptions refuses any other text
 }
 
 LoaderOptions TrainLoaderOptions(const TrainOptions& o, int rank, int world_size) {
@@ -289,7 +292,8 @@ LoaderOptions TrainLoaderOptions(const TrainOptions& o, int rank, int world_size
   lo.prefetch = o.prefetch;
   // "auto" is resolved by the trainer before the loader is made (ChooseSampleOrder); unresolved it
   // means the default.
-  lo.order = o.order == "windowed" ? SampleOrder::kWindowed : SampleOrder::kShuffle;
+  Result<SampleOrder> order = ParseSampleOrder(o.order);
+  lo.order = order.ok() ? *order : SampleOrder::kShuffle;
   if (o.window_mb > 0) lo.window_bytes = static_cast<uint64_t>(o.window_mb * (1 << 20));
   lo.read_ahead_bytes = static_cast<uint64_t>(o.read_ahead_mb) << 20;
   lo.window_io = WindowIoFor(o, world_size);

@@ -1,4 +1,4 @@
-// CLI11 validators for the `yolocache` subcommands' numeric options, whose messages name the bound:
+// CLI11 validators for the subcommands of `yolocache` and `yolocache-train`' numeric options, whose messages name the bound:
 //
 //   app.add_option("--batch", a->batch, "Batch size")->check(AtLeast(1));     // "--batch: must be >= 1, got 0"
 //   app.add_option("--seed", a->seed, "Seed")->check(NoMinusSign());           // "--seed: must be >= 0, got -1"

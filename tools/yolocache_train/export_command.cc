@@ -1,0 +1,93 @@
+// `yolocache-train export`: weights to ONNX or TorchScript, laid out as Ultralytics exports them
+// (best.pt -> best.onnx beside it).
+#include <iostream>
+#include <memory>
+
+#include "libcache/base/path_json.h"
+#include "tools/common/command.h"
+#include "tools/yolocache_train/train_cli.h"
+#include "trainer/io/exporter.h"
+
+namespace yc::cli {
+namespace {
+
+using namespace yc::trainer;
+
+struct ExportArgs {
+  ExportOptions o;
+  std::string format = "torchscript";  // Ultralytics' default format
+  bool json = false;
+};
+
+std::string Shape(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + (dims[i] < 0 ? std::string("?") : std::to_string(dims[i]));
+  return s + "]";
+}
+
+void PrintJson(const ExportReport& r) {
+  const char* dtype = r.half ? "float16" : "float32";
+  nlohmann::json j;
+  SetPathField(j, "file", r.file.string());
+  j["format"] = ExportFormatName(r.format);
+  j["bytes"] = r.bytes;
+  j["model"] = r.model;
+  j["nc"] = r.nc;
+  j["input"] = {{"name", "images"}, {"shape", r.input_shape}, {"dtype", dtype}};
+  j["output"] = {{"name", "output0"}, {"shape", r.output_shape}, {"dtype", dtype}};
+  if (r.format == ExportFormat::kOnnx) j["opset"] = r.opset;
+  j["device"] = r.device;
+  j["warnings"] = r.warnings;
+  j["seconds"] = r.seconds;
+  std::cout << JsonText(j) << "\n";
+}
+
+void PrintText(const ExportReport& r) {
+  const char* dtype = r.half ? "float16" : "float32";
+  std::cout << "exported " << r.model << " (" << r.nc << " classes) to " << r.file.string() << " ("
+            << F("%.1f", static_cast<double>(r.bytes) / 1e6) << " MB, " << ExportFormatName(r.format);
+  if (r.format == ExportFormat::kOnnx) std::cout << " opset " << r.opset;
+  std::cout << ") in " << F("%.1f", r.seconds) << " s\n"
+            << "  input  images  " << Shape(r.input_shape) << " " << dtype << " (RGB 0-1)\n"
+            << "  output output0 " << Shape(r.output_shape) << " " << dtype << " (xywh pixels, class scores)\n";
+}
+
+int RunExport(const ExportArgs& a) {
+  ExportOptions o = a.o;
+  Result<ExportFormat> format = ParseExportFormat(a.format);
+  if (!format.ok()) return Fail("export", format.status());
+  o.format = *format;
+  Result<ExportReport> r = Export(o);
+  if (!r.ok()) return Fail("export", r.status());
+  for (const auto& w : r->warnings) std::cerr << "yolocache-train export: warning: " << w << "\n";
+  if (a.json) {
+    PrintJson(*r);
+  } else {
+    PrintText(*r);
+  }
+  return kExitOk;
+}
+
+Registration reg("export", "Export weights to ONNX or TorchScript, laid out as Ultralytics exports them (best.pt -> best.onnx)",
+                 [](CLI::App& app) -> Action {
+                   auto a = std::make_shared<ExportArgs>();
+                   ExportOptions& o = a->o;
+                   app.add_option("--weights", o.weights, "Ultralytics .pt or yolocache checkpoint")->required();
+                   app.add_option("--format", a->format, "onnx | torchscript")->capture_default_str();
+                   app.add_option("--imgsz", o.imgsz, "Input size: one value or height width (rounded up to a multiple of 32)")
+                       ->expected(1, 2)
+                       ->capture_default_str();
+                   app.add_option("--batch", o.batch, "Batch size of the input")->capture_default_str();
+                   app.add_flag("--dynamic", o.dynamic, "ONNX: batch, height and width free (any multiple of 32)");
+                   app.add_flag("--half", o.half, "fp16 weights and I/O (ONNX: any device; TorchScript: CUDA only)");
+                   app.add_option("--opset", o.opset,
+                                  "ONNX opset, " + std::to_string(kOnnxMinOpset) + ".." + std::to_string(OnnxMaxOpset()) +
+                                      " (default: the newest, " + std::to_string(OnnxMaxOpset()) + ")");
+                   AddDeviceOption(app, o.device, "cpu, as Ultralytics");
+                   app.add_option("--out", o.out, "Output file (default: the weights' stem + .onnx / .torchscript beside them)");
+                   app.add_flag("--json", a->json, "Print the result as JSON");
+                   return [a] { return RunExport(*a); };
+                 });
+
+}  // namespace
+}  // namespace yc::cli

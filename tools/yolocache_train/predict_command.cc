@@ -1,0 +1,112 @@
+// `yolocache-train predict`: detections on images and videos, written as annotated JPEGs / AVIs and
+// (--save-txt) label files in a run folder, as Ultralytics' predict writes them.
+#include <iostream>
+#include <memory>
+
+#include "libcache/base/pid_files.h"
+#include "tools/common/command.h"
+#include "tools/common/interrupt.h"
+#include "tools/yolocache_train/train_cli.h"
+#include "trainer/config/run_dir.h"
+#include "trainer/eval/predictor.h"
+#include "trainer/runtime/device_feed.h"
+
+namespace yc::cli {
+namespace {
+
+using namespace yc::trainer;
+
+struct PredictArgs {
+  std::string weights, device;
+  std::string project = "runs/detect", name = "predict", out;
+  bool exist_ok = false;
+  std::vector<std::string> images;
+  PredictOptions o;
+  bool json = false;
+};
+
+// The run folder, after checking that it cannot hold any input (they would be overwritten).
+Result<std::filesystem::path> RunFolder(const PredictArgs& a, const std::vector<PredictInput>& inputs, bool create) {
+  YC_ASSIGN_OR_RETURN(const std::filesystem::path planned, ResolveRunDir(a.out, a.project, a.name, a.exist_ok, false));
+  if (Status st = CheckPredictOutputs(inputs, planned); !st.ok()) return st;
+  if (!create) return planned;
+  return ResolveRunDir(a.out, a.project, a.name, a.exist_ok);
+}
+
+void PrintResult(const PredictInput& in, const PredictResult& r) {
+  std::cout << in.source.string() << ": " << r.width << "x" << r.height << ", "
+            << (in.video ? std::to_string(r.frames) + " frames, " : std::string()) << r.detections.size()
+            << " detections (" << F("%.1f", r.milliseconds) << " ms) -> " << r.output.string() << "\n";
+}
+
+int RunPredict(const PredictArgs& a) {
+  Result<std::vector<PredictInput>> inputs = ExpandPredictInputs(a.images);
+  if (!inputs.ok()) return Fail("predict", inputs.status());
+  if (inputs->empty()) return Fail("predict", Status::InvalidArgument("no images or videos given (files or directories)"));
+  if (a.o.save_conf && !a.o.save_txt) std::cerr << "yolocache-train predict: --save-conf has no effect without --save-txt\n";
+  Result<at::Device> device = ParseDevice(a.device);
+  if (!device.ok()) return Fail("predict", device.status());
+  ConfigureDevice(*device);
+  // The output-path rule before anything is read or written: the run folder must not hold the inputs.
+  if (Result<std::filesystem::path> planned = RunFolder(a, *inputs, false); !planned.ok())
+    return Fail("predict", planned.status());
+  Result<std::unique_ptr<Predictor>> p = Predictor::Load(a.weights, *device, a.o);
+  if (!p.ok()) return Fail("predict", p.status());
+  Result<std::filesystem::path> save_dir = RunFolder(a, *inputs, true);
+  if (!save_dir.ok()) return Fail("predict", save_dir.status());
+  for (const auto& dir : {*save_dir, *save_dir / "labels"}) RemoveStaleTempFiles(dir);  // a killed run's (pid_files.h)
+  // Ctrl-C, kill and SIGHUP stop between images (a video between frames): the results so far are kept.
+  InterruptPolling polling;
+  int failures = 0;
+  size_t done = 0;
+  nlohmann::json all = nlohmann::json::array();
+  for (const PredictInput& in : *inputs) {
+    if (polling.interrupted()) break;
+    ++done;
+    Result<PredictResult> r = in.video ? (*p)->PredictVideo(in, *save_dir, polling.flag()) : (*p)->PredictFile(in, *save_dir);
+    if (!r.ok()) {
+      if (r.status().code() == Status::Code::kCancelled) break;
+      std::cerr << "yolocache-train predict: " << r.status().ToString() << "\n";
+      ++failures;
+      continue;
+    }
+    if (a.json) {
+      all.push_back(PredictResultToJson(*r, (*p)->names()));
+    } else {
+      PrintResult(in, *r);
+    }
+  }
+  if (a.json) {
+    std::cout << JsonText(all) << "\n";
+  } else {
+    std::cout << "Results saved to " << save_dir->string() << (a.o.save_txt ? " (labels in labels/)" : "") << "\n";
+  }
+  if (polling.interrupted()) {
+    std::cerr << "yolocache-train predict: interrupted after " << done << " of " << inputs->size() << " inputs\n";
+    return kExitInterrupted;
+  }
+  return failures == 0 ? kExitOk : kExitProblems;
+}
+
+Registration reg("predict", "Detect objects in images and videos; write annotated JPEGs / AVIs (and label txt files)",
+                 [](CLI::App& app) -> Action {
+                   auto a = std::make_shared<PredictArgs>();
+                   a->o.imgsz = 0;
+                   app.add_option("--weights", a->weights, "Checkpoint (best.pt / last.pt) or Ultralytics .pt")->required();
+                   app.add_option("images", a->images, "Image or video files, or directories (searched recursively)")
+                       ->required();
+                   AddRunFolderOptions(app, a->project, a->name, a->out, a->exist_ok, "the results",
+                                       "Reuse PROJECT/NAME instead of incrementing");
+                   app.add_flag("--save-txt", a->o.save_txt, "Write labels/<name>.txt rows: cls xc yc w h (normalised)");
+                   app.add_flag("--save-conf", a->o.save_conf, "Append each detection's confidence to the --save-txt rows");
+                   app.add_option("--imgsz", a->o.imgsz, "Inference size (0: the checkpoint's)")->capture_default_str();
+                   app.add_option("--conf", a->o.conf, "Confidence threshold")->capture_default_str();
+                   app.add_option("--iou", a->o.iou, "NMS IoU threshold")->capture_default_str();
+                   app.add_option("--max-det", a->o.max_det, "Detections per image at most")->capture_default_str();
+                   AddDeviceOption(app, a->device, "cuda:0 when available, else cpu");
+                   app.add_flag("--json", a->json, "Print the detections as JSON");
+                   return [a] { return RunPredict(*a); };
+                 });
+
+}  // namespace
+}  // namespace yc::cli

@@ -1,0 +1,148 @@
+// `yolocache-train train`: a YOLOv8 / YOLO11 training run (Ultralytics' recipe) on a cache, or its
+// continuation with --resume. Distributed: one process per rank under torchrun (docs/DISTRIBUTED.md).
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "tools/common/command.h"
+#include "tools/common/interrupt.h"
+#include "tools/yolocache_train/console_observer.h"
+#include "tools/yolocache_train/train_cli.h"
+#include "trainer/distributed/distributed.h"
+#include "trainer/engine/trainer.h"
+
+namespace yc::cli {
+namespace {
+
+using namespace yc::trainer;
+
+// What only a training run has (validation, checkpoints, the run directory, resume); not `ceiling`'s.
+void AddRunOptions(CLI::App& app, TrainArgs& a) {
+  TrainOptions& o = a.o;
+  app.add_option("--val-every", o.val_every, "Validate every N epochs (0: only after the last)")->capture_default_str();
+  app.add_flag_callback("--no-val", [&o] { o.val = false; }, "Never validate (best.pt = the final EMA, no early stopping)");
+  app.add_option("--conf", o.val_conf, "Validation NMS confidence threshold")->capture_default_str();
+  app.add_option("--iou", o.val_iou, "Validation NMS IoU threshold")->capture_default_str();
+  app.add_option("--save-every", o.save_every, "Also save weights/epochN.pt every N epochs (0: off)")->capture_default_str();
+  app.add_option("--keep", o.keep, "epochN.pt files kept (0: all)")->capture_default_str();
+  app.add_option("--patience", o.patience, "Stop after N epochs without improvement (0: never)")->capture_default_str();
+  app.add_option("--resume", a.resume,
+                 "Continue the run saved in this checkpoint (e.g. DIR/weights/last.pt), in its run folder unless --out "
+                 "names another");
+  app.add_flag("--resume-other-data", a.resume_other_data,
+               "With --resume: continue on a --data cache other than the one the run trained on (refused without)");
+  AddRunFolderOptions(app, o.project, o.name, o.out, o.exist_ok, "the run",
+                      "Reuse PROJECT/NAME, or start a new run in an --out that holds one");
+  app.add_flag_callback("--no-plots", [&o] { o.plots = false; },
+                        "No labels.jpg, train_batch*.jpg, results.png or validation plots");
+  app.add_option("--log-every", o.log_every, "Batches between progress updates (host reads of the losses)")
+      ->capture_default_str();
+  app.add_flag("--synthetic-input", o.synthetic_input,
+               "After training, measure the model's fwd+bwd+step ceiling on device-resident random data");
+  app.add_option("--save-rank-weights", a.rank_weights, "Every rank writes its final parameters to DIR/rank<R>.pt")
+      ->group("");  // hidden: for the distributed tests
+  // Fine-tuning (train only): --model then defaults to the weights' architecture.
+  app.add_option("--weights", o.weights,
+                 "Initial weights: an Ultralytics .pt (yolov8n.pt, a run's best.pt) or a yolocache checkpoint; "
+                 "tensors whose name and shape match are transferred; --model defaults to the file's");
+  app.add_option("--freeze", o.freeze, "Freeze layers model.0 .. model.N-1 (and .dfl), as Ultralytics")
+      ->capture_default_str();
+}
+
+// A resumed run is the saved run: its options come from the checkpoint; only where and how fast it runs
+// may change.
+Result<TrainOptions> ResumedOptions(const CLI::App& app, const TrainOptions& given, const std::string& resume) {
+  YC_ASSIGN_OR_RETURN(TrainOptions r, ResumeOptions(resume));
+  for (const char* fixed : {"--model", "--weights", "--freeze", "--epochs", "--batch", "--imgsz", "--optimizer", "--lr0",
+                            "--seed", "--order", "--window", "--project", "--name"}) {
+    if (app.count(fixed) > 0) {
+      std::cerr << "yolocache-train train: " << fixed << " is ignored with --resume (the checkpoint's value is used)\n";
+    }
+  }
+  if (app.count("--data") > 0) r.data = given.data;  // the cache may have moved
+  if (app.count("--out") > 0) r.out = given.out;     // continue elsewhere than the run folder stored
+  if (app.count("--device") > 0) r.device = given.device;
+  if (app.count("--threads") > 0) r.threads = given.threads;
+  if (app.count("--torch-threads") > 0) r.torch_threads = given.torch_threads;
+  if (app.count("--prefetch") > 0) r.prefetch = given.prefetch;
+  if (app.count("--read-ahead") > 0) r.read_ahead_mb = given.read_ahead_mb;
+  if (app.count("--window-io") > 0) r.window_io = given.window_io;
+  if (app.count("--log-every") > 0) r.log_every = given.log_every;
+  return r;
+}
+
+void PrintSummary(const TrainSummary& s, const TrainOptions& o) {
+  std::cout << "\n" << s.epochs_run << " epochs run (" << s.epochs_completed << "/" << o.epochs << " done) in "
+            << F("%.1f", s.wall_seconds) << " s wall (" << F("%.1f", s.train_seconds) << " s training)\n";
+  std::cout << "throughput: " << F("%.1f", s.images_per_second) << " img/s over " << s.train_images
+            << " train images; GPU busy: " << (s.gpu_busy_percent < 0 ? std::string("n/a") : F("%.1f%%", s.gpu_busy_percent))
+            << "\n";
+  if (s.epochs_run > 0 && s.train_seconds > 0) {
+    std::cout << "between epochs: " << F("%.2f", s.epoch_gap_seconds) << " s of validation + checkpoints = "
+              << F("%.1f%%", 100.0 * s.epoch_gap_seconds / s.train_seconds) << " of training time\n";
+  }
+  if (s.synthetic_images_per_second >= 0) {
+    const double share = s.synthetic_images_per_second > 0 ? 100.0 * s.images_per_second / s.synthetic_images_per_second : 0.0;
+    std::cout << "synthetic-input ceiling (model fwd+bwd+step, device-resident data): "
+              << F("%.1f", s.synthetic_images_per_second) << " img/s; real run " << F("%.1f", s.images_per_second)
+              << " img/s = " << F("%.1f%%", share) << " of it\n";
+  }
+  if (s.has_metrics) {
+    std::cout << "final val: P " << F("%.3f", s.final_metrics.precision) << " R " << F("%.3f", s.final_metrics.recall)
+              << " mAP50 " << F("%.3f", s.final_metrics.map50) << " mAP50-95 " << F("%.3f", s.final_metrics.map50_95)
+              << "\n";
+  }
+  if (!s.best.empty()) {
+    std::cout << "best: epoch " << s.best_epoch << " (fitness " << F("%.4f", s.best_fitness) << ") -> " << s.best.string()
+              << "\n";
+  }
+  std::cout << "last: " << s.last.string() << "\nresults: " << (s.out_dir / "results.csv").string()
+            << (s.plot.empty() ? std::string() : "; " + s.plot) << "\nResults saved to " << s.out_dir.string() << "\n";
+  if (s.early_stopped) std::cout << "stopped early (patience " << o.patience << ")\n";
+}
+
+int RunTrain(const CLI::App& app, const TrainArgs& a) {
+  if (a.resume.empty() && a.o.data.empty())
+    return Fail("train", Status::InvalidArgument("--data CACHE is required (or --resume CHECKPOINT)"));
+  TrainOptions o = a.o;
+  TrainHooks hooks;
+  if (!a.resume.empty()) {
+    Result<TrainOptions> resumed = ResumedOptions(app, a.o, a.resume);
+    if (!resumed.ok()) return Fail("train", resumed.status());
+    o = *resumed;
+    hooks.resume = a.resume;
+    hooks.resume_other_data = a.resume_other_data;
+  } else {
+    if (Status amp = ApplyAmpFlags(a, &o); !amp.ok()) return Fail("train", amp);
+    // --weights without --model: the file's architecture (Train reads it from the file).
+    if (!o.weights.empty() && app.count("--model") == 0) o.model.clear();
+  }
+  if (const int rc = PrepareDataArg("train", a.data_args, &o.data, o.imgsz, std::cout); rc >= 0) return rc;
+  ConsoleObserver console;
+  hooks.observer = &console;
+  // Ctrl-C, kill and a closed terminal (SIGHUP: an ssh session that dropped) stop training at the next
+  // batch, saving last.pt with the position: exit 130. Train polls the flag from its first epoch on (the
+  // console observer opens the polling scope then); its setup (reading --weights or --resume, building
+  // the model) does not, so a signal there exits at once. Data-parallel ranks poll throughout: they
+  // agree on stopping at a batch, and a rank leaving alone would block the others' collectives.
+  std::optional<InterruptPolling> ranks_polling;
+  Result<DistEnv> dist = DistEnvFromEnvironment();
+  if (dist.ok() && dist->world_size > 1) ranks_polling.emplace();
+  hooks.cancel = InterruptFlag();
+  hooks.rank_weights = a.rank_weights;
+  Result<TrainSummary> r = Train(o, hooks);
+  if (!r.ok()) return Fail("train", r.status());
+  if (r->rank != 0) return r->interrupted ? kExitInterrupted : kExitOk;  // DDP: rank 0 reports the run
+  PrintSummary(*r, o);
+  return r->interrupted ? kExitInterrupted : kExitOk;
+}
+
+Registration reg("train", "Train a YOLOv8 or YOLO11 model (Ultralytics recipe) on a cache", [](CLI::App& app) -> Action {
+  auto a = std::make_shared<TrainArgs>();
+  AddTrainOptions(app, *a);
+  AddRunOptions(app, *a);
+  return [a, &app] { return RunTrain(app, *a); };
+});
+
+}  // namespace
+}  // namespace yc::cli

@@ -1,0 +1,118 @@
+// `yolocache-train val`: P, R, mAP50 and mAP50-95 of a checkpoint on a cache split, per class, with the
+// validation plots in a run folder.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "libcache/base/path_json.h"
+#include "tools/common/cli_validators.h"
+#include "tools/common/command.h"
+#include "tools/common/loader_flags.h"
+#include "tools/common/progress_bar.h"
+#include "tools/yolocache_train/train_cli.h"
+#include "trainer/eval/validator.h"
+
+namespace yc::cli {
+namespace {
+
+using namespace yc::trainer;
+
+struct ValArgs {
+  CheckpointValOptions o;
+  DataArgs data_args;
+  bool json = false;
+  bool no_rect = false;
+};
+
+void PrintJson(const CheckpointValOptions& o, const CheckpointValReport& r) {
+  const ValResult& v = r.result;
+  nlohmann::json j = MetricsToJson(v.metrics, r.names);
+  SetPathField(j, "save_dir", r.save_dir.string());
+  SetPathField(j, "weights", o.weights);
+  SetPathField(j, "data", o.data);
+  j["split"] = o.split;
+  j["imgsz"] = r.imgsz;
+  j["seconds"] = v.seconds;
+  j["stage_seconds"] = {{"data", v.data_seconds}, {"model", v.model_seconds}, {"nms", v.nms_seconds},
+                        {"metrics", v.metrics_seconds}};
+  if (v.has_loss) j["loss"] = {{"box", v.loss[0]}, {"cls", v.loss[1]}, {"dfl", v.loss[2]}};
+  std::cout << JsonText(j) << "\n";
+}
+
+void PrintTable(const CheckpointValReport& r) {
+  const ValResult& v = r.result;
+  std::printf("%-16s %8s %10s %8s %8s %8s %9s\n", "class", "images", "instances", "P", "R", "mAP50", "mAP50-95");
+  std::printf("%-16s %8lld %10lld %8.3f %8.3f %8.3f %9.3f\n", "all", static_cast<long long>(v.metrics.images),
+              static_cast<long long>(v.metrics.instances), v.metrics.precision, v.metrics.recall, v.metrics.map50,
+              v.metrics.map50_95);
+  const auto& pc = v.metrics.per_class;
+  for (size_t i = 0; i < pc.classes.size(); ++i) {
+    double ap = 0;
+    for (double x : pc.ap[i]) ap += x;
+    ap /= std::max<size_t>(pc.ap[i].size(), 1);
+    const int64_t c = pc.classes[i];
+    const std::string name = c >= 0 && static_cast<size_t>(c) < r.names.size() ? r.names[c] : std::to_string(c);
+    std::printf("%-16s %8s %10lld %8.3f %8.3f %8.3f %9.3f\n", name.c_str(), "", static_cast<long long>(pc.num_targets[i]),
+                pc.p[i], pc.r[i], pc.ap[i][0], ap);
+  }
+  std::printf("%lld images in %.2f s on %s, imgsz %d (data %.3f s, model %.3f s, NMS %.3f s, metrics %.3f s)\n",
+              static_cast<long long>(v.images), v.seconds, r.device.c_str(), r.imgsz, v.data_seconds, v.model_seconds,
+              v.nms_seconds, v.metrics_seconds);
+  if (!r.plots.empty()) std::printf("%s\n", r.plots.c_str());
+  std::printf("Results saved to %s\n", r.save_dir.c_str());
+}
+
+int RunVal(const ValArgs& a) {
+  CheckpointValOptions o = a.o;
+  o.rect = !a.no_rect;
+  std::error_code ec;  // no cache is built for weights that are not there
+  if (!std::filesystem::exists(o.weights, ec)) return Fail("val", Status::NotFound(Status::At(o.weights, "no such file")));
+  std::ostream& log = a.json ? std::cerr : std::cout;  // stdout stays one JSON document
+  // A YAML or folder is cached at the size val runs at: the checkpoint's imgsz when none is given.
+  Result<int> imgsz = CheckpointValImgsz(o.weights, o.imgsz);
+  if (!imgsz.ok()) return Fail("val", imgsz.status());
+  o.imgsz = *imgsz;
+  if (const int rc = PrepareDataArg("val", a.data_args, &o.data, o.imgsz, log); rc >= 0) return rc;
+  std::unique_ptr<ProgressBar> bar;
+  if (!a.json) bar = std::make_unique<ProgressBar>("val", 0, "batch");
+  auto progress = [&](size_t done, size_t total) {
+    if (!bar) return;
+    bar->SetTotal(total);
+    bar->Update(done);
+  };
+  Result<CheckpointValReport> r = ValidateCheckpoint(o, progress);
+  if (bar) bar->Finish();
+  if (!r.ok()) return Fail("val", r.status());
+  if (a.json) {
+    PrintJson(o, *r);
+  } else {
+    PrintTable(*r);
+  }
+  return kExitOk;
+}
+
+Registration reg("val", "Validate a checkpoint on a cache split (P, R, mAP50, mAP50-95)", [](CLI::App& app) -> Action {
+  auto a = std::make_shared<ValArgs>();
+  CheckpointValOptions& o = a->o;
+  app.add_option("--weights", o.weights, "Checkpoint (best.pt / last.pt) or Ultralytics .pt")->required();
+  app.add_option("--data", o.data, "Cache directory, or a data YAML or dataset folder to cache first")->required();
+  AddDataOptions(app, a->data_args);
+  app.add_option("--split", o.split, "Split to validate on")->capture_default_str();
+  app.add_option("--batch", o.batch, "Batch size")->capture_default_str();
+  app.add_option("--imgsz", o.imgsz, "Image size (0: the checkpoint's)")->capture_default_str();
+  AddDeviceOption(app, o.device, "cuda:0 when available, else cpu");
+  app.add_option("--conf", o.nms.conf, "NMS confidence threshold")->capture_default_str();
+  app.add_option("--iou", o.nms.iou, "NMS IoU threshold")->capture_default_str();
+  app.add_option("--max-det", o.nms.max_det, "Detections per image at most")->capture_default_str();
+  AddLoaderFlag(app, "threads", &o.threads)->check(ThreadCount());
+  app.add_flag("--no-rect", a->no_rect, "Square imgsz batches instead of rectangular ones");
+  app.add_flag("--json", a->json, "Print the metrics as JSON");
+  AddRunFolderOptions(app, o.project, o.name, o.out, o.exist_ok, "the plots", "Reuse PROJECT/NAME instead of incrementing");
+  app.add_flag_callback("--no-plots", [&o] { o.plots = false; }, "No PR/F1/P/R curves or confusion matrices");
+  return [a] { return RunVal(*a); };
+});
+
+}  // namespace
+}  // namespace yc::cli
