@@ -24,7 +24,7 @@ at::Tensor MatchPredictions(const at::Tensor& pred_classes, const at::Tensor& tr
                             const std::vector<float>& thresholds = IouThresholds());
 
 // AP of one recall/precision curve (recall non-decreasing): envelope, 101-point interpolation, trapezoid.
-// `envelope_at`, when given, receives the precision envelope at `curve_x` (the PR_curve.png values).
+// `envelope_at`, when given, receives the precision envelope at `curve_x` (the BoxPR_curve.png values).
 double ComputeAP(const std::vector<double>& recall, const std::vector<double>& precision,
                  const std::vector<double>* curve_x = nullptr, std::vector<double>* envelope_at = nullptr);
 

@@ -16,7 +16,7 @@ struct ApPerClassResult {
   std::vector<double> p, r, f1;          // per class at the best-F1 confidence
   std::vector<std::vector<double>> ap;   // per class, per IoU threshold
   // Curves for the validation plots, per class over CurveX(): precision over recall at IoU 0.5
-  // (PR_curve.png), and F1 / precision / recall over confidence (F1_curve.png, P_curve, R_curve).
+  // (BoxPR_curve.png), and F1 / precision / recall over confidence (BoxF1_curve.png, BoxP_, BoxR_).
   std::vector<std::vector<double>> pr_curve, f1_curve, p_curve, r_curve;
 };
 

@@ -5,7 +5,7 @@
 namespace yc::trainer {
 
 const std::vector<std::string>& ValidationPlotFiles() {
-  static const std::vector<std::string> kFiles = {"PR_curve.png", "F1_curve.png", "P_curve.png", "R_curve.png",
+  static const std::vector<std::string> kFiles = {"BoxPR_curve.png", "BoxF1_curve.png", "BoxP_curve.png", "BoxR_curve.png",
                                                   "confusion_matrix.png", "confusion_matrix_normalized.png"};
   return kFiles;
 }
@@ -22,10 +22,10 @@ Status WriteValidationPlots(const MetricsSummary& m, const std::vector<double>& 
   }
   // With no true positive at all Ultralytics has no curves either: the plots show empty axes.
   const std::vector<double>& px = CurveX();
-  YC_RETURN_IF_ERROR(PlotPrCurve(px, pc.pr_curve, ap50, labels, dir / "PR_curve.png"));
-  YC_RETURN_IF_ERROR(PlotMetricCurve(px, pc.f1_curve, labels, "F1", dir / "F1_curve.png"));
-  YC_RETURN_IF_ERROR(PlotMetricCurve(px, pc.p_curve, labels, "Precision", dir / "P_curve.png"));
-  YC_RETURN_IF_ERROR(PlotMetricCurve(px, pc.r_curve, labels, "Recall", dir / "R_curve.png"));
+  YC_RETURN_IF_ERROR(PlotPrCurve(px, pc.pr_curve, ap50, labels, dir / "BoxPR_curve.png"));
+  YC_RETURN_IF_ERROR(PlotMetricCurve(px, pc.f1_curve, labels, "F1", dir / "BoxF1_curve.png"));
+  YC_RETURN_IF_ERROR(PlotMetricCurve(px, pc.p_curve, labels, "Precision", dir / "BoxP_curve.png"));
+  YC_RETURN_IF_ERROR(PlotMetricCurve(px, pc.r_curve, labels, "Recall", dir / "BoxR_curve.png"));
   const int64_t nc = static_cast<int64_t>(names.size());
   YC_RETURN_IF_ERROR(PlotConfusionMatrix(confusion, nc, names, false, dir / "confusion_matrix.png"));
   return PlotConfusionMatrix(confusion, nc, names, true, dir / "confusion_matrix_normalized.png");

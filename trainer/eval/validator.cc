@@ -238,7 +238,7 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
     } else if (!plotted.ok()) {
       return plotted;
     } else {
-      report.plots = "plots: PR_curve.png, F1_curve.png, P_curve.png, R_curve.png, confusion_matrix.png, "
+      report.plots = "plots: BoxPR_curve.png, BoxF1_curve.png, BoxP_curve.png, BoxR_curve.png, confusion_matrix.png, "
                      "confusion_matrix_normalized.png";
     }
   }

@@ -2,8 +2,8 @@
 // numbers (no torch), each written atomically (image_file.h):
 //   results.png                 2 x 5 panels over epochs (train box/cls/dfl loss, P, R; val losses, mAP50,
 //                               mAP50-95): raw values with markers and a Gaussian-smoothed (sigma 3) dotted line
-//   PR_curve.png                precision over recall at IoU 0.5 per class and their mean ("all classes")
-//   F1_curve.png (P_, R_)       F1 (precision, recall) over confidence per class and the mean, its best marked
+//   BoxPR_curve.png             precision over recall at IoU 0.5 per class and their mean ("all classes")
+//   BoxF1_curve.png (BoxP_, BoxR_) F1 (precision, recall) over confidence per class and the mean, its best marked
 //   confusion_matrix[_normalized].png   (nc + 1)^2 cells (predicted x true, background last), Blues
 //   labels.jpg                  instances per class, box outlines, box centre x/y and width/height densities
 // Without PLplot in the build every function returns Unsupported (the caller says so once and goes on).
