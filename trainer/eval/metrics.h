@@ -50,6 +50,7 @@ class DetectionMetrics {
   std::vector<float> conf_;
   std::vector<int64_t> pred_cls_;
   std::vector<int64_t> target_cls_;
+  std::vector<int64_t> images_per_class_;  // images holding each class id
   int64_t images_ = 0;
 };
 

@@ -26,6 +26,10 @@ struct MetricsSummary {
   ApPerClassResult per_class;
   int64_t images = 0;
   int64_t instances = 0;
+  // By class id (as long as the largest id seen + 1): labels of that class, and images holding at least
+  // one (Ultralytics' nt_per_class and nt_per_image, ultralytics/utils/metrics.py DetMetrics). Counted
+  // even when nothing was detected.
+  std::vector<int64_t> instances_per_class, images_per_class;
 };
 
 }  // namespace yc::trainer

@@ -1,6 +1,8 @@
 #include "trainer/eval/validator.h"
 
 #include <chrono>
+#include <cstdio>
+#include <utility>
 
 #include <c10/core/GradMode.h>
 
@@ -13,6 +15,8 @@
 #include "trainer/io/checkpoint.h"
 #include "trainer/io/pretrained.h"
 #include "trainer/model/box_ops.h"
+#include "trainer/plots/batch_grid.h"
+#include "trainer/plots/image_file.h"
 #include "trainer/runtime/autocast.h"
 #include "trainer/runtime/device_feed.h"
 
@@ -97,8 +101,30 @@ void ToOriginalImage(const SampleInfo& s, at::Tensor& boxes) {
   ScaleBoxesToOriginal(boxes, s.ratio_h, s.pad_w, s.pad_h, s.orig_w, s.orig_h);
 }
 
+namespace {
+
+// val_batch{k}_labels.jpg and val_batch{k}_pred.jpg of one batch; dets: NMS rows in letterboxed pixels.
+void PlotValBatch(const Batch& batch, const std::vector<at::Tensor>& dets, const ValSamplePlots& plots, size_t k) {
+  std::vector<GridBox> predicted;
+  for (size_t i = 0; i < dets.size() && i < 16; ++i) {
+    const at::Tensor d = dets[i].to(at::kCPU).to(at::kFloat).contiguous();
+    const float* p = d.data_ptr<float>();
+    for (int64_t r = 0; r < d.size(0); ++r, p += d.size(1)) {
+      predicted.push_back({static_cast<int>(i), p[0], p[1], p[2], p[3], static_cast<int>(p[5]), p[4]});
+    }
+  }
+  const std::string stem = "val_batch" + std::to_string(k);
+  for (const auto& [file, grid] : {std::pair{stem + "_labels.jpg", RenderBatchGrid(batch, plots.names)},
+                                   std::pair{stem + "_pred.jpg", RenderBatchGrid(batch, plots.names, predicted)}}) {
+    const Status st = WriteImageFile(plots.dir / file, grid);
+    if (!st.ok() && st.code() != Status::Code::kUnsupported) std::fprintf(stderr, "warning: %s\n", st.ToString().c_str());
+  }
+}
+
+}  // namespace
+
 Result<ValResult> Validator::Run(DetectionModelImpl& model, const std::function<void(size_t, size_t)>& progress,
-                                 const std::atomic<bool>* cancel) {
+                                 const std::atomic<bool>* cancel, const ValSamplePlots* samples) {
   Impl& d = *impl_;
   if (model.nc() != d.nc) {
     return Status::InvalidArgument("validator: model has " + std::to_string(model.nc()) + " classes, expected " +
@@ -146,6 +172,7 @@ Result<ValResult> Validator::Run(DetectionModelImpl& model, const std::function<
       lap(&result.model_seconds);
       std::vector<at::Tensor> dets = NonMaxSuppression(out.pred.to(at::kFloat), options_.nms);
       lap(&result.nms_seconds);
+      if (samples != nullptr && done < 3 && db.host) PlotValBatch(*db.host, dets, *samples, done);
       for (int i = 0; i < db.size; ++i) {
         // Matched in each original image's pixels, as Ultralytics does: boxes reaching into the letterbox
         // padding are clipped, which changes IoUs near the image border.
@@ -228,9 +255,11 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
   vo.threads = o.threads;
   YC_ASSIGN_OR_RETURN(std::unique_ptr<Validator> v,
                       Validator::Create(std::shared_ptr<const RecordSource>(cache, split), vo, device, info.nc));
-  YC_ASSIGN_OR_RETURN(report.result, v->Run(*model, progress));
+  // The run directory first: the first batches are drawn into it while validating (val_batch*.jpg).
   YC_ASSIGN_OR_RETURN(std::filesystem::path dir, ResolveRunDir(o.out, o.project, o.name, o.exist_ok));
   report.save_dir = dir;
+  const ValSamplePlots samples{dir, info.names};
+  YC_ASSIGN_OR_RETURN(report.result, v->Run(*model, progress, nullptr, o.plots ? &samples : nullptr));
   if (o.plots) {
     const Status plotted = WriteValidationPlots(report.result.metrics, report.result.confusion, info.names, dir);
     if (plotted.code() == Status::Code::kUnsupported) {
@@ -255,6 +284,8 @@ nlohmann::json MetricsToJson(const MetricsSummary& m, const std::vector<std::str
     ap = pc.ap[i].empty() ? 0.0 : ap / static_cast<double>(pc.ap[i].size());
     per_class.push_back({{"class", c},
                          {"name", c >= 0 && static_cast<size_t>(c) < names.size() ? names[static_cast<size_t>(c)] : std::to_string(c)},
+                         {"images", c >= 0 && static_cast<size_t>(c) < m.images_per_class.size()
+                                        ? m.images_per_class[static_cast<size_t>(c)] : 0},
                          {"instances", pc.num_targets[i]},
                          {"precision", pc.p.empty() ? 0.0 : pc.p[i]},
                          {"recall", pc.r.empty() ? 0.0 : pc.r[i]},
