@@ -27,13 +27,21 @@ std::vector<std::string> ClassTableLines(const MetricsSummary& m, const std::vec
   std::vector<std::string> lines = {header, Row("all", m.images, m.instances, m.precision, m.recall, m.map50, m.map50_95)};
   if (!per_class || names.size() < 2) return lines;
   const ApPerClassResult& pc = m.per_class;
+  auto name_of = [&](int64_t c) {
+    return c >= 0 && static_cast<size_t>(c) < names.size() ? names[static_cast<size_t>(c)] : std::to_string(c);
+  };
+  if (pc.classes.empty()) {  // nothing detected: every labelled class at zero, as Ultralytics prints it
+    for (size_t c = 0; c < m.instances_per_class.size(); ++c) {
+      if (m.instances_per_class[c] > 0) lines.push_back(Row(name_of(static_cast<int64_t>(c)), m.images_per_class[c], m.instances_per_class[c], 0, 0, 0, 0));
+    }
+    return lines;
+  }
   for (size_t i = 0; i < pc.classes.size(); ++i) {
     const int64_t c = pc.classes[i];
     double map = 0;
     for (double v : pc.ap[i]) map += v;
     map = pc.ap[i].empty() ? 0.0 : map / static_cast<double>(pc.ap[i].size());
-    const std::string name = c >= 0 && static_cast<size_t>(c) < names.size() ? names[static_cast<size_t>(c)] : std::to_string(c);
-    lines.push_back(Row(name, At(m.images_per_class, c), pc.num_targets[i], pc.p.empty() ? 0.0 : pc.p[i],
+    lines.push_back(Row(name_of(c), At(m.images_per_class, c), pc.num_targets[i], pc.p.empty() ? 0.0 : pc.p[i],
                         pc.r.empty() ? 0.0 : pc.r[i], pc.ap[i].empty() ? 0.0 : pc.ap[i][0], map));
   }
   return lines;

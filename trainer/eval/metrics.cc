@@ -135,10 +135,6 @@ double ComputeAP(const std::vector<double>& recall, const std::vector<double>& p
   return ap;
 }
 
-namespace {
-
-// Ultralytics smooth(y, f): box filter of odd width round(len * f * 2) // 2 + 1, edges padded with the
-// end values.
 std::vector<double> Smooth(const std::vector<double>& y, double f) {
   const int64_t n = static_cast<int64_t>(y.size());
   if (n == 0) return y;
@@ -158,8 +154,6 @@ std::vector<double> Smooth(const std::vector<double>& y, double f) {
   }
   return out;
 }
-
-}  // namespace
 
 ApPerClassResult ApPerClass(const std::vector<uint8_t>& tp, int64_t num_thresholds, const std::vector<float>& conf,
                             const std::vector<int64_t>& pred_cls, const std::vector<int64_t>& target_cls) {

@@ -29,6 +29,10 @@ double ComputeAP(const std::vector<double>& recall, const std::vector<double>& p
                  const std::vector<double>* curve_x = nullptr, std::vector<double>* envelope_at = nullptr);
 
 
+// Ultralytics smooth(y, f) (ultralytics/utils/metrics.py): box filter of odd width
+// round(len * f * 2) // 2 + 1, edges padded with the end values.
+std::vector<double> Smooth(const std::vector<double>& y, double f);
+
 // numpy.interp (xp non-decreasing; left/right values outside), exposed for the tests.
 double Interp(double x, const std::vector<double>& xp, const std::vector<double>& fp, double left, double right);
 
