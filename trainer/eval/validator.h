@@ -78,6 +78,12 @@ class Validator {
   // is a warning on stderr, not a failed validation).
   Result<ValResult> Run(DetectionModelImpl& model, const std::function<void(size_t, size_t)>& progress = {},
                         const std::atomic<bool>* cancel = nullptr, const ValSamplePlots* samples = nullptr);
+  // The same with a model given as its prediction function, images (N, 3, H, W) -> (N, 4 + nc, A) (a
+  // TorchScript export: trainer/io/torchscript_model.h), of `nc` classes; the validator must have been
+  // made without compute_loss (there are no per-level outputs to take a loss of).
+  using PredictFn = std::function<at::Tensor(const at::Tensor&)>;
+  Result<ValResult> Run(const PredictFn& predict, int64_t nc, const std::function<void(size_t, size_t)>& progress = {},
+                        const std::atomic<bool>* cancel = nullptr, const ValSamplePlots* samples = nullptr);
 
   size_t batches() const;
   size_t images() const;
@@ -87,11 +93,16 @@ class Validator {
 
  private:
   Validator() = default;
+  Result<ValResult> RunForward(const std::function<DetectOutput(const at::Tensor&)>& forward,
+                               const std::function<void(size_t, size_t)>& progress, const std::atomic<bool>* cancel,
+                               const ValSamplePlots* samples);
   ValOptions options_;
   std::unique_ptr<Impl> impl_;
 };
 
-// `yolocache-train val`: a checkpoint's weights (EMA when saved) on a cache split.
+// `yolocache-train val`: a checkpoint's weights (EMA when saved), or a .torchscript export (run at its
+// traced batch and imgsz, square batches, no val loss, as Ultralytics validates a fixed-shape export),
+// on a cache split. An .onnx file is Unsupported, saying what to give instead.
 struct CheckpointValOptions {
   std::string weights;       // checkpoint
   std::string data;          // cache directory
