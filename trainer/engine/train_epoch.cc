@@ -91,13 +91,9 @@ Status TrainRun::TrainBatch(const DeviceBatch& db, EpochCursor* c) {
   return Status::OK();
 }
 
-// The batches Ultralytics draws (ultralytics/engine/trainer.py, plot_idx): the first three of the run,
-// and the first three after close_mosaic turns mosaic off. A resumed run draws only the latter.
+// The batches Ultralytics draws (plots/batch_grid.h).
 bool TrainRun::IsPlottedBatch(int64_t ni) const {
-  if (ni < 3 && resume_ == nullptr) return true;
-  if (o_.hyp.close_mosaic <= 0) return false;
-  const int64_t base = static_cast<int64_t>(o_.epochs - o_.hyp.close_mosaic) * static_cast<int64_t>(nb_);
-  return base > 0 && ni >= base && ni < base + 3;
+  return IsPlottedTrainBatch(ni, o_.epochs, o_.hyp.close_mosaic, static_cast<int64_t>(nb_), resume_ != nullptr);
 }
 
 // train_batch{ni}.jpg, as Ultralytics' plot_training_samples: the grid is copied out here (the host

@@ -36,6 +36,13 @@ int Clamp(double v, int hi) { return static_cast<int>(std::lround(std::clamp(v, 
 
 }  // namespace
 
+bool IsPlottedTrainBatch(int64_t ni, int epochs, int close_mosaic, int64_t nb, bool resumed) {
+  if (ni < 3 && !resumed) return true;
+  if (close_mosaic <= 0) return false;
+  const int64_t base = static_cast<int64_t>(epochs - close_mosaic) * nb;
+  return base > 0 && ni >= base && ni < base + 3;
+}
+
 std::vector<GridBox> BatchLabelBoxes(const Batch& batch) {
   std::vector<GridBox> out;
   for (size_t r = 0; r < batch.label_count(); ++r) {

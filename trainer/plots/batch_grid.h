@@ -10,6 +10,7 @@
 //   writer.Submit([grid, path] { return WriteImageFile(path, grid); });
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,11 @@ cv::Mat RenderBatchGrid(const Batch& batch, const std::vector<std::string>& name
 // `boxes` instead of the labels (validation predictions: NMS rows in letterboxed pixels).
 cv::Mat RenderBatchGrid(const Batch& batch, const std::vector<std::string>& names, const std::vector<GridBox>& boxes,
                         int max_size = 1920);
+
+// Whether training batch `ni` (counted over the whole run, nb batches an epoch) is drawn as
+// train_batch{ni}.jpg: Ultralytics' plot_idx (ultralytics/engine/trainer.py): the first three of the run
+// (not drawn again by a resumed run) and the first three after close_mosaic turns mosaic off.
+bool IsPlottedTrainBatch(int64_t ni, int epochs, int close_mosaic, int64_t nb, bool resumed);
 
 // The batch's labels (normalised xywh rows) as GridBoxes in pixels.
 std::vector<GridBox> BatchLabelBoxes(const Batch& batch);
