@@ -32,7 +32,8 @@ std::vector<std::string> ClassTableLines(const MetricsSummary& m, const std::vec
   };
   if (pc.classes.empty()) {  // nothing detected: every labelled class at zero, as Ultralytics prints it
     for (size_t c = 0; c < m.instances_per_class.size(); ++c) {
-      if (m.instances_per_class[c] > 0) lines.push_back(Row(name_of(static_cast<int64_t>(c)), m.images_per_class[c], m.instances_per_class[c], 0, 0, 0, 0));
+      if (m.instances_per_class[c] == 0) continue;
+      lines.push_back(Row(name_of(static_cast<int64_t>(c)), m.images_per_class[c], m.instances_per_class[c], 0, 0, 0, 0));
     }
     return lines;
   }
