@@ -152,7 +152,9 @@ TEST_F(RunOutputs, TrainingPicturesAreWrittenAndDecode) {
     const fs::path file = Run() / name;
     ASSERT_TRUE(fs::exists(file)) << file;
     EXPECT_GT(fs::file_size(file), 1000u) << file;
-    if (size.width > 0) EXPECT_EQ(PictureSize(file), size) << file;
+    if (size.width > 0) {
+      EXPECT_EQ(PictureSize(file), size) << file;
+    }
     EXPECT_GT(PictureSize(file).width, 0) << file;
   }
   EXPECT_FALSE(fs::exists(Run() / "val_batch1_labels.jpg"));  // 6 val images: one batch of 8
