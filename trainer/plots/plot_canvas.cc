@@ -135,7 +135,7 @@ void PlotCanvas::LegendBeside(std::array<double, 4> vp, const std::vector<Legend
   for (size_t i = 0; i < items.size(); ++i) {
     const double y = 1.0 - step * (static_cast<double>(i) + 0.8);
     Line({0.04, 0.16}, {y, y}, items[i].color, items[i].width);
-    Text(0.20, y - 0.18 * step, items[i].label, {0, 0, 0}, 0.85, 0.0);
+    Text(0.20, y - 0.04 * step, items[i].label, {0, 0, 0}, 0.85, 0.0);
   }
 }
 
