@@ -447,7 +447,7 @@ TEST(ExportCli, BadWeightsExit3AndBadOptionsExit2) {
   const std::string w = (tmp / "garbage.pt").string();
   for (const std::vector<std::string>& bad :
        {std::vector<std::string>{"--format", "tflite"}, {"--format", "onnx", "--opset", "99"},
-        {"--format", "onnx", "--opset", "12"}, {"--format", "onnx", "--imgsz", "0"},
+        {"--format", "onnx", "--opset", "12"}, {"--format", "onnx", "--imgsz", "0", "64"},
         {"--format", "onnx", "--batch", "0"}, {"--format", "torchscript", "--dynamic"},
         {"--format", "onnx", "--imgsz", "64", "64", "64"}}) {
     std::vector<std::string> args{"export", "--weights", w};

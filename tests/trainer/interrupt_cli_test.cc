@@ -22,6 +22,7 @@
 #include "libcache/base/path_text.h"
 #include "tests/test_support.h"
 #include "tests/trainer/train_test_util.h"
+#include "trainer/config/args_yaml.h"
 #include "trainer/io/checkpoint.h"
 
 namespace yc::trainer {
@@ -232,12 +233,12 @@ TEST(InterruptCli, PathsThatAreNotUtf8GiveValidJson) {
   const fs::path run = tmp / "run-\xff\xfe";
   const Ended t = RunCli(tmp.path(), TinyTrain(cache.string(), run));
   ASSERT_TRUE(t.exited && t.code == 0) << t;
-  const nlohmann::json args = nlohmann::json::parse(testing::ReadFile(run / "args.json"), nullptr, false);
-  ASSERT_TRUE(args.is_object());
-  EXPECT_EQ(args["out"], PrintableText(run.string()));
-  EXPECT_EQ(args["out_hex"], HexBytes(run.string()));
-  EXPECT_EQ(args["data_hex"], HexBytes(cache.string()));
-  EXPECT_FALSE(args.contains("model_hex"));  // only for names that are not UTF-8
+  // args.yaml is valid UTF-8 with the readable names (\xNN for each byte that is not); the exact bytes
+  // are in the checkpoints' options.
+  const std::string args = testing::ReadFile(run / "args.yaml");
+  EXPECT_TRUE(IsUtf8(args));
+  EXPECT_NE(args.find("\nsave_dir: " + YamlString(run.string()) + "\n"), std::string::npos) << args;
+  EXPECT_NE(args.find("\ndata: " + YamlString(cache.string()) + "\n"), std::string::npos) << args;
   // The checkpoint's options (what --resume continues with) hold the exact bytes too.
   Result<std::unique_ptr<CheckpointReader>> last = CheckpointReader::Open(run / "weights" / "last.pt", at::kCPU);
   ASSERT_TRUE(last.ok()) << last.status().ToString();

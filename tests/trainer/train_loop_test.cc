@@ -94,7 +94,7 @@ TEST(TrainLoop, LearnsSyntheticShapes) {
   // Ultralytics' run directory.
   EXPECT_TRUE(fs::exists(tmp / "run" / "weights" / "last.pt"));
   EXPECT_TRUE(fs::exists(tmp / "run" / "weights" / "best.pt"));
-  EXPECT_TRUE(fs::exists(tmp / "run" / "args.json"));
+  EXPECT_TRUE(fs::exists(tmp / "run" / "args.yaml"));
   Result<std::vector<EpochRecord>> rows = ReadResultsCsv(tmp / "run" / "results.csv");
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->size(), 20u);

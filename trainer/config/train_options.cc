@@ -22,7 +22,7 @@ struct Field {
   std::function<Json(const TrainOptions&)> get;
   std::function<bool(const Json&, TrainOptions*)> set;  // false: wrong type
   // A string (paths above all): written and read with path_json.h, so a name that is not UTF-8 (kept
-  // byte-exact by the data side) neither breaks args.json or the checkpoint meta nor changes on --resume.
+  // byte-exact by the data side) neither breaks the checkpoint meta nor changes on --resume.
   std::string TrainOptions::*text = nullptr;
 };
 
@@ -82,6 +82,7 @@ Field Bool(const char* key, bool TrainOptions::*member) {
 std::vector<Field> MakeFields() {
   std::vector<Field> fields = {
       Str("data", &TrainOptions::data),
+      Str("data_source", &TrainOptions::data_source),
       Str("model", &TrainOptions::model),
       Str("weights", &TrainOptions::weights),
       Num("freeze", &TrainOptions::freeze),

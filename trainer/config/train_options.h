@@ -1,7 +1,7 @@
 // Everything that shapes a training run, with Ultralytics' names and defaults (cfg/default.yaml):
 // the model and data, the optimisation recipe (engine/trainer.py), the augmentation hyperparameters
 // handed to the loader, validation/checkpoint cadence and the run's resources. Serialised as JSON
-// into every checkpoint and into <out>/args.json, so that `--resume` and `val` rebuild the same run.
+// into every checkpoint (and, with Ultralytics' keys, into <out>/args.yaml: config/args_yaml.h), so that `--resume` and `val` rebuild the same run.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,9 @@ enum class AmpDtype { kAuto, kFloat16, kBFloat16 };
 struct TrainOptions {
   // Data and model.
   std::string data;              // cache directory (`yolocache build` output)
+  // --data as the user gave it (a data YAML, a dataset folder or the cache), for args.yaml's `data`
+  // (config/args_yaml.h); "" = `data`.
+  std::string data_source;
   std::string model = "yolov8n";  // yolov8n|s|m|l|x; "" with `weights`: the file's architecture
   // Fine-tuning: initial weights (an Ultralytics .pt or a yolocache checkpoint; every tensor whose name and
   // shape match is transferred, trainer/io/pretrained.h) and Ultralytics' freeze (model.0 .. model.{N-1}).
@@ -42,14 +45,14 @@ struct TrainOptions {
   int torch_threads = 0;         // LibTorch intra-op threads (CPU math); 0 = LibTorch's default
   int prefetch = 4;              // batches the loader prepares ahead
   // Sampling order (trainer/config/sample_order.h): auto | shuffle | windowed. The trainer stores the
-  // order it resolved (and the window) here before writing args.json, so --resume keeps the order.
+  // order it resolved (and the window) here before writing the checkpoints' options, so --resume keeps the order.
   std::string order = "auto";
   double window_mb = 0;          // windowed order's window, MiB; 0: a quarter of the page-cache budget
   double ram_budget_gb = 0;      // page-cache budget for auto; 0: MemAvailable - 4 GiB
   // How the windowed order reads its windows (LoaderOptions::window_io): auto | direct | page-cache.
   // auto: direct (O_DIRECT into the loader's buffers) for one process; page-cache with several ranks,
   // which then share each window's pages on their host instead of each reading it from disk.
-  // Changes no batch, so it is not stored in args.json: --resume takes it anew.
+  // Changes no batch, so it is not stored with the options: --resume takes it anew.
   std::string window_io = "auto";
   // Train loader's read-ahead budget in MiB (LoaderOptions::read_ahead_bytes; 0 = off).
   int read_ahead_mb = static_cast<int>(LoaderOptions().read_ahead_bytes >> 20);
@@ -91,7 +94,7 @@ struct TrainOptions {
   // Output.
   // The run directory: <project>/<name>, incremented to <name>2, <name>3 ... when it exists (Ultralytics'
   // get_save_dir + increment_path; --exist-ok reuses it); an explicit `out` is used as given instead.
-  // The trainer stores the directory it chose in `out` (args.json, checkpoints), so --resume finds it.
+  // The trainer stores the directory it chose in `out` (args.yaml's save_dir, checkpoints), so --resume finds it.
   std::string project = "runs/detect";
   std::string name = "train";
   std::string out;

@@ -112,7 +112,11 @@ Status TrainRun::Validate(int epoch, EpochRecord* rec, bool* stop, bool* improve
   auto ema_model = stack_.ema->as<DetectionModelImpl>();
   std::function<void(size_t, size_t)> progress;
   if (hooks_.observer) progress = [this](size_t d, size_t t) { hooks_.observer->OnValProgress(d, t); };
-  YC_ASSIGN_OR_RETURN(ValResult v, validator_->Run(*ema_model, progress));
+  // The last epoch's validation draws val_batch{0,1,2}_labels/_pred.jpg, as Ultralytics' validator does
+  // when the trainer turns its plots on (ultralytics/engine/validator.py: the final epoch).
+  const ValSamplePlots samples{out_, names_};
+  const bool draw = o_.plots && epoch + 1 >= o_.epochs;
+  YC_ASSIGN_OR_RETURN(ValResult v, validator_->Run(*ema_model, progress, nullptr, draw ? &samples : nullptr));
   rec->validated = true;
   rec->precision = v.metrics.precision;
   rec->recall = v.metrics.recall;

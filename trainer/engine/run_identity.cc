@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "libcache/format/manifest.h"
+#include "trainer/config/args_yaml.h"
 
 namespace yc::trainer {
 
@@ -54,7 +55,13 @@ std::string NewRunId() {
   return hex;
 }
 
+// args.yaml (config/args_yaml.h), or the args.json of a folder written before it.
 std::string RunIdOfFolder(const fs::path& run_dir) {
+  if (std::ifstream yaml(run_dir / "args.yaml", std::ios::binary); yaml) {
+    std::string first;
+    std::getline(yaml, first);
+    if (const std::string id = RunIdFromArgsYaml(first + "\n"); !id.empty()) return id;
+  }
   const Json args = ReadJson(run_dir / "args.json");
   if (!args.is_object()) return "";
   auto it = args.find("run_id");
@@ -84,7 +91,8 @@ Status CheckRunFolder(const fs::path& run_dir, const fs::path& checkpoint, const
   }
   const std::string folder_id = RunIdOfFolder(run_dir);
   if (!folder_id.empty() && !meta.run_id.empty() && folder_id != meta.run_id) {
-    return refuse((run_dir / "args.json").string() + " is run " + folder_id + ", the checkpoint run " + meta.run_id);
+    const fs::path args = fs::exists(run_dir / "args.yaml", ec) ? run_dir / "args.yaml" : run_dir / "args.json";
+    return refuse(args.string() + " is run " + folder_id + ", the checkpoint run " + meta.run_id);
   }
   if (folder_id.empty() && !meta.run_id.empty() && fs::exists(run_dir / "results.csv", ec)) {
     return refuse((run_dir / "results.csv").string() + " belongs to an unnamed run");

@@ -3,8 +3,9 @@
 // A cache's identity is its manifest_checksum (the XXH3 of manifest.json, which names every shard's
 // checksum) and its record count: another dataset, or the same one rebuilt or updated, differs, and
 // continuing at the saved batch index of another sampling plan would not be the run it claims to be.
-// A run's identity is a random id kept in its checkpoints' meta and in its folder's args.json: a run
-// folder that now holds another run (its last.pt or args.json name another id) is not continued in.
+// A run's identity is a random id kept in its checkpoints' meta and in its folder's args.yaml (args.json
+// before it): a run folder that now holds another run (its last.pt or args.yaml name another id) is
+// not continued in.
 #pragma once
 
 #include <filesystem>
@@ -25,7 +26,7 @@ std::string DescribeCacheIdentity(const nlohmann::json& identity);
 
 // 16 random hex digits.
 std::string NewRunId();
-// The id args.json records in `run_dir`, or "" when there is none.
+// The id args.yaml (or an older folder's args.json) records in `run_dir`, or "" when there is none.
 std::string RunIdOfFolder(const std::filesystem::path& run_dir);
 
 // Whether `run_dir` may take the run `meta` describes, resumed from `checkpoint`: it holds no run, or

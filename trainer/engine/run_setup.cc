@@ -5,9 +5,11 @@
 #include <ATen/Parallel.h>
 #include <torch/utils.h>
 
+#include "libcache/base/output_file.h"
 #include "libcache/base/pid_files.h"
 #include "libcache/build/output_guard.h"
 #include "libcache/format/manifest.h"
+#include "trainer/config/args_yaml.h"
 #include "trainer/config/run_dir.h"
 #include "trainer/config/sample_order.h"
 #include "trainer/engine/run_identity.h"
@@ -99,7 +101,7 @@ Status TrainRun::OpenData() {
 }
 
 // Sampling order: resolved once (a resumed run's checkpoint holds the resolved one) and stored in o_,
-// so args.json and the checkpoints repeat it.
+// so args.yaml and the checkpoints repeat it.
 Status TrainRun::ResolveOrder() {
   if (o_.order == "auto" || (o_.order == "windowed" && o_.window_mb <= 0)) {
     Result<uint64_t> budget = PageCacheBudget(o_.ram_budget_gb);
@@ -162,7 +164,7 @@ Status TrainRun::OpenResume() {
 
 // Output directory: an explicit --out as given, else <project>/<name> incremented as Ultralytics does.
 // Only rank 0 picks (and creates) it; other ranks write nothing there. The choice goes into o_.out, so
-// args.json and the checkpoints name it and --resume continues in it.
+// args.yaml and the checkpoints name it and --resume continues in it.
 // Not inside the dataset or the cache (libcache/build/output_guard.h): checked on <project>/<name> before
 // it is created (the incremented siblings are in the same folder).
 Status TrainRun::PrepareRunDir() {
@@ -187,18 +189,14 @@ Status TrainRun::PrepareRunDir() {
   return IsMain() ? WriteArgs() : Status::OK();
 }
 
-// Rank 0: weights/ created, a killed run's half-written files removed, args.json written.
+// Rank 0: weights/ created, a killed run's half-written files removed, args.yaml written (as
+// Ultralytics' trainer writes it: config/args_yaml.h), atomically.
 Status TrainRun::WriteArgs() {
   std::error_code ec;
   fs::create_directories(weights_, ec);
   if (ec) return Status::IOError(Status::At(weights_.string(), ec.message()));
   for (const fs::path& dir : {out_, weights_}) RemoveStaleTempFiles(dir);
-  std::ofstream args(out_ / "args.json", std::ios::trunc);
-  nlohmann::json args_json = ToJson(o_);
-  args_json["run_id"] = run_id_;  // whose folder this is (run_identity.h)
-  args << args_json.dump(2) << "\n";
-  if (!args) return Status::IOError(Status::At((out_ / "args.json").string(), "cannot write"));
-  return Status::OK();
+  return WriteFileAtomically(out_ / "args.yaml", ArgsYaml(o_, run_id_));
 }
 
 // Model: same init as Ultralytics' DetectionModel, from the seeded default generator; then the resumed

@@ -68,7 +68,7 @@ Status TrainRun::StageNextBatch() {
 
 Status TrainRun::TrainBatch(const DeviceBatch& db, EpochCursor* c) {
   const int64_t ni = static_cast<int64_t>(c->i) + static_cast<int64_t>(nb_) * c->epoch;
-  if (o_.plots && IsMain() && ni < 3 && resume_ == nullptr && db.host) PlotTrainBatch(*db.host, ni);
+  if (o_.plots && IsMain() && db.host && IsPlottedBatch(ni)) PlotTrainBatch(*db.host, ni);
   const StepSettings s = schedule_->At(c->epoch, ni, static_cast<int64_t>(nb_), stack_.spec.lr);
   ApplyStepSettings(*stack_.optimizer, s);
   const bool step_now = ni - state_.last_opt_step >= s.accumulate;  // before backward: DDP sync or no_sync
@@ -91,7 +91,12 @@ Status TrainRun::TrainBatch(const DeviceBatch& db, EpochCursor* c) {
   return Status::OK();
 }
 
-// train_batch0-2.jpg, as Ultralytics' plot_training_samples: the grid is copied out here (the host
+// The batches Ultralytics draws (plots/batch_grid.h).
+bool TrainRun::IsPlottedBatch(int64_t ni) const {
+  return IsPlottedTrainBatch(ni, o_.epochs, o_.hyp.close_mosaic, static_cast<int64_t>(nb_), resume_ != nullptr);
+}
+
+// train_batch{ni}.jpg, as Ultralytics' plot_training_samples: the grid is copied out here (the host
 // buffer goes back to the loader), encoded and written by the background writer.
 void TrainRun::PlotTrainBatch(const Batch& host, int64_t ni) {
   cv::Mat grid = RenderBatchGrid(host, names_);

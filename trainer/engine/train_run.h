@@ -89,6 +89,7 @@ class TrainRun {
   void BeginEpoch(int epoch, size_t first_batch);
   Status StageNextBatch();
   Status TrainBatch(const DeviceBatch& db, EpochCursor* c);
+  bool IsPlottedBatch(int64_t ni) const;  // train_batch{ni}.jpg is drawn for this batch
   void PlotTrainBatch(const Batch& host, int64_t ni);
   void ReportProgress(const EpochCursor& c, const DeviceBatch& db);
   // Whether to stop for a cancel agreed by every rank; a non-finite loss on any rank is Diverged.

@@ -39,6 +39,7 @@ Result<TrainSummary> TrainRun::Execute() {
   YC_RETURN_IF_ERROR(Setup());
   summary_.out_dir = out_;
   summary_.last = last_;
+  summary_.names = names_;
   YC_RETURN_IF_ERROR(RunEpochs());
   if (o_.plots && IsMain() && summary_.has_metrics && !summary_.interrupted) {
     // The last validation's curves and confusion matrices (Ultralytics draws them in its final validation).

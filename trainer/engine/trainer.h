@@ -83,6 +83,7 @@ struct TrainSummary {
   double synthetic_images_per_second = -1;    // --synthetic-input ceiling; -1 = not measured
   bool has_metrics = false;
   MetricsSummary final_metrics;               // the last validation
+  std::vector<std::string> names;             // class names (eval/class_table.h prints final_metrics with them)
   int best_epoch = 0;
   double best_fitness = -1;
   std::string plot;                           // what happened to results.png

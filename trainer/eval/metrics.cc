@@ -135,10 +135,6 @@ double ComputeAP(const std::vector<double>& recall, const std::vector<double>& p
   return ap;
 }
 
-namespace {
-
-// Ultralytics smooth(y, f): box filter of odd width round(len * f * 2) // 2 + 1, edges padded with the
-// end values.
 std::vector<double> Smooth(const std::vector<double>& y, double f) {
   const int64_t n = static_cast<int64_t>(y.size());
   if (n == 0) return y;
@@ -158,8 +154,6 @@ std::vector<double> Smooth(const std::vector<double>& y, double f) {
   }
   return out;
 }
-
-}  // namespace
 
 ApPerClassResult ApPerClass(const std::vector<uint8_t>& tp, int64_t num_thresholds, const std::vector<float>& conf,
                             const std::vector<int64_t>& pred_cls, const std::vector<int64_t>& target_cls) {
@@ -259,6 +253,14 @@ void DetectionMetrics::Update(const at::Tensor& detections, const at::Tensor& gt
   const int64_t nl = cls.numel();
   const int64_t npr = detections.defined() && detections.dim() == 2 ? detections.size(0) : 0;
   const int64_t* cp = cls.data_ptr<int64_t>();
+  std::vector<int64_t> present(cp, cp + nl);
+  std::sort(present.begin(), present.end());
+  present.erase(std::unique(present.begin(), present.end()), present.end());
+  for (int64_t c : present) {
+    if (c < 0) continue;
+    if (static_cast<size_t>(c) >= images_per_class_.size()) images_per_class_.resize(static_cast<size_t>(c) + 1, 0);
+    ++images_per_class_[static_cast<size_t>(c)];
+  }
   if (npr == 0) {
     target_cls_.insert(target_cls_.end(), cp, cp + nl);
     return;
@@ -286,6 +288,11 @@ MetricsSummary DetectionMetrics::Compute() const {
   MetricsSummary s;
   s.images = images_;
   s.instances = static_cast<int64_t>(target_cls_.size());
+  s.images_per_class = images_per_class_;
+  s.instances_per_class.assign(images_per_class_.size(), 0);
+  for (int64_t c : target_cls_) {
+    if (c >= 0 && static_cast<size_t>(c) < s.instances_per_class.size()) ++s.instances_per_class[static_cast<size_t>(c)];
+  }
   // Ultralytics skips the computation (all zeros) when nothing was ever a true positive.
   if (std::none_of(tp_.begin(), tp_.end(), [](uint8_t v) { return v != 0; })) return s;
   const int64_t t = static_cast<int64_t>(IouThresholds().size());
@@ -313,6 +320,7 @@ void DetectionMetrics::Reset() {
   conf_.clear();
   pred_cls_.clear();
   target_cls_.clear();
+  images_per_class_.clear();
   images_ = 0;
 }
 

@@ -24,10 +24,14 @@ at::Tensor MatchPredictions(const at::Tensor& pred_classes, const at::Tensor& tr
                             const std::vector<float>& thresholds = IouThresholds());
 
 // AP of one recall/precision curve (recall non-decreasing): envelope, 101-point interpolation, trapezoid.
-// `envelope_at`, when given, receives the precision envelope at `curve_x` (the PR_curve.png values).
+// `envelope_at`, when given, receives the precision envelope at `curve_x` (the BoxPR_curve.png values).
 double ComputeAP(const std::vector<double>& recall, const std::vector<double>& precision,
                  const std::vector<double>* curve_x = nullptr, std::vector<double>* envelope_at = nullptr);
 
+
+// Ultralytics smooth(y, f) (ultralytics/utils/metrics.py): box filter of odd width
+// round(len * f * 2) // 2 + 1, edges padded with the end values.
+std::vector<double> Smooth(const std::vector<double>& y, double f);
 
 // numpy.interp (xp non-decreasing; left/right values outside), exposed for the tests.
 double Interp(double x, const std::vector<double>& xp, const std::vector<double>& fp, double left, double right);
@@ -50,6 +54,7 @@ class DetectionMetrics {
   std::vector<float> conf_;
   std::vector<int64_t> pred_cls_;
   std::vector<int64_t> target_cls_;
+  std::vector<int64_t> images_per_class_;  // images holding each class id
   int64_t images_ = 0;
 };
 

@@ -16,7 +16,7 @@ struct ApPerClassResult {
   std::vector<double> p, r, f1;          // per class at the best-F1 confidence
   std::vector<std::vector<double>> ap;   // per class, per IoU threshold
   // Curves for the validation plots, per class over CurveX(): precision over recall at IoU 0.5
-  // (PR_curve.png), and F1 / precision / recall over confidence (F1_curve.png, P_curve, R_curve).
+  // (BoxPR_curve.png), and F1 / precision / recall over confidence (BoxF1_curve.png, BoxP_, BoxR_).
   std::vector<std::vector<double>> pr_curve, f1_curve, p_curve, r_curve;
 };
 
@@ -26,6 +26,10 @@ struct MetricsSummary {
   ApPerClassResult per_class;
   int64_t images = 0;
   int64_t instances = 0;
+  // By class id (as long as the largest id seen + 1): labels of that class, and images holding at least
+  // one (Ultralytics' nt_per_class and nt_per_image, ultralytics/utils/metrics.py DetMetrics). Counted
+  // even when nothing was detected.
+  std::vector<int64_t> instances_per_class, images_per_class;
 };
 
 }  // namespace yc::trainer

@@ -44,8 +44,26 @@ Result<std::unique_ptr<Predictor>> Predictor::Load(const fs::path& checkpoint, c
                                    ", got " + std::to_string(options.imgsz));
   };
   if (options.imgsz != 0) YC_RETURN_IF_ERROR(check_imgsz());
-  // Either kind of weights file (a yolocache checkpoint or an Ultralytics .pt), with its class names.
-  YC_ASSIGN_OR_RETURN(InferenceModel loaded, LoadInferenceModel(checkpoint, device));
+  if (IsOnnxPath(checkpoint)) return OnnxNotRunnable(checkpoint, "predict");
+  InferenceModel loaded;
+  std::unique_ptr<TorchScriptModel> script;
+  if (IsTorchScriptPath(checkpoint)) {
+    YC_ASSIGN_OR_RETURN(TorchScriptModel ts, LoadTorchScriptModel(checkpoint, device));
+    if (ts.imgsz[0] != ts.imgsz[1]) {
+      return Status::InvalidArgument(checkpoint.string() + ": exported at " + std::to_string(ts.imgsz[0]) + "x" +
+                                     std::to_string(ts.imgsz[1]) + "; predict takes a square export");
+    }
+    if (options.imgsz != 0 && options.imgsz != ts.imgsz[0]) {
+      return Status::InvalidArgument("--imgsz " + std::to_string(options.imgsz) + ": " + checkpoint.string() +
+                                     " was traced at " + std::to_string(ts.imgsz[0]) + " and runs at that size only");
+    }
+    loaded.info.names = ts.names;
+    loaded.info.imgsz = ts.imgsz[0];
+    script = std::make_unique<TorchScriptModel>(std::move(ts));
+  } else {
+    // Either kind of weights file (a yolocache checkpoint or an Ultralytics .pt), with its class names.
+    YC_ASSIGN_OR_RETURN(loaded, LoadInferenceModel(checkpoint, device));
+  }
   if (options.imgsz == 0) options.imgsz = loaded.info.imgsz > 0 ? loaded.info.imgsz : 640;
   YC_RETURN_IF_ERROR(check_imgsz());
   if (!(options.conf >= 0 && options.conf < 1) || !(options.iou > 0 && options.iou <= 1) || options.max_det < 1) {
@@ -56,6 +74,7 @@ Result<std::unique_ptr<Predictor>> Predictor::Load(const fs::path& checkpoint, c
   p->options_ = options;
   p->names_ = loaded.info.names;
   p->model_ = loaded.model;
+  p->script_ = std::move(script);
   return p;
 }
 
@@ -63,9 +82,10 @@ Result<std::vector<Detection>> Predictor::Predict(const cv::Mat& rgb) {
   if (rgb.empty() || rgb.type() != CV_8UC3) return Status::InvalidArgument("predict: expected a non-empty RGB image");
   const int h = rgb.rows, w = rgb.cols, s = options_.imgsz;
   // LetterBox(auto=True): scale the long side to imgsz, pad each side only up to the next multiple of 32.
+  // A traced export takes imgsz x imgsz alone (auto=False).
   const double r = std::min(static_cast<double>(s) / h, static_cast<double>(s) / w);
   const int uh = std::max(1, static_cast<int>(PyRound(h * r))), uw = std::max(1, static_cast<int>(PyRound(w * r)));
-  const int th = (uh + 31) / 32 * 32, tw = (uw + 31) / 32 * 32;
+  const int th = script_ ? s : (uh + 31) / 32 * 32, tw = script_ ? s : (uw + 31) / 32 * 32;
   const LetterboxGeometry g = ComputeLetterbox(h, w, th, tw, /*scaleup=*/true);
   cv::Mat boxed;
   LetterboxImage(rgb, g, &boxed);
@@ -78,14 +98,14 @@ Result<std::vector<Detection>> Predictor::Predict(const cv::Mat& rgb) {
                  .to(device_, at::kFloat)
                  .div_(255.0)
                  .contiguous();
-    DetectOutput y = model_->forward(x);
+    const at::Tensor pred = script_ ? script_->Forward(x) : model_->forward(x).pred;
     NmsOptions nms;
     nms.conf = options_.conf;
     nms.iou = options_.iou;
     nms.max_det = options_.max_det;
     nms.multi_label = false;
     nms.agnostic = options_.agnostic;
-    std::vector<at::Tensor> dets = NonMaxSuppression(y.pred.to(at::kFloat), nms);
+    std::vector<at::Tensor> dets = NonMaxSuppression(pred.to(at::kFloat), nms);
     if (dets.empty()) return out;
     auto d = dets[0].to(at::kCPU).contiguous();
     const float* p = d.data_ptr<float>();

@@ -20,6 +20,7 @@
 #include <opencv2/core.hpp>
 
 #include "base/status.h"
+#include "trainer/io/torchscript_model.h"
 #include "trainer/model/detection_model.h"
 
 namespace yc::trainer {
@@ -60,6 +61,9 @@ struct PredictResult {
 
 class Predictor {
  public:
+  // `checkpoint`: .pt weights (pretrained.h LoadInferenceModel), or a .torchscript export, run at its traced
+  // imgsz with a square letterbox (LetterBox(auto=False), as Ultralytics predicts with a fixed-shape
+  // export). An .onnx file is Unsupported, saying what to give instead.
   static Result<std::unique_ptr<Predictor>> Load(const std::filesystem::path& checkpoint, const at::Device& device,
                                                  PredictOptions options);
   ~Predictor();
@@ -85,6 +89,7 @@ class Predictor {
   PredictOptions options_;
   std::vector<std::string> names_;
   DetectionModel model_{nullptr};
+  std::unique_ptr<TorchScriptModel> script_;  // set instead of model_ for a .torchscript export
 };
 
 // Files as given, and the images (jpg, jpeg, png, bmp, tif, tiff, webp) and videos (video_io.h) below

@@ -1,11 +1,14 @@
 #include "trainer/eval/val_plots.h"
 
+#include <tuple>
+
+#include "trainer/eval/metrics.h"
 #include "trainer/plots/charts.h"
 
 namespace yc::trainer {
 
 const std::vector<std::string>& ValidationPlotFiles() {
-  static const std::vector<std::string> kFiles = {"PR_curve.png", "F1_curve.png", "P_curve.png", "R_curve.png",
+  static const std::vector<std::string> kFiles = {"BoxPR_curve.png", "BoxF1_curve.png", "BoxP_curve.png", "BoxR_curve.png",
                                                   "confusion_matrix.png", "confusion_matrix_normalized.png"};
   return kFiles;
 }
@@ -22,10 +25,21 @@ Status WriteValidationPlots(const MetricsSummary& m, const std::vector<double>& 
   }
   // With no true positive at all Ultralytics has no curves either: the plots show empty axes.
   const std::vector<double>& px = CurveX();
-  YC_RETURN_IF_ERROR(PlotPrCurve(px, pc.pr_curve, ap50, labels, dir / "PR_curve.png"));
-  YC_RETURN_IF_ERROR(PlotMetricCurve(px, pc.f1_curve, labels, "F1", dir / "F1_curve.png"));
-  YC_RETURN_IF_ERROR(PlotMetricCurve(px, pc.p_curve, labels, "Precision", dir / "P_curve.png"));
-  YC_RETURN_IF_ERROR(PlotMetricCurve(px, pc.r_curve, labels, "Recall", dir / "R_curve.png"));
+  YC_RETURN_IF_ERROR(PlotPrCurve(px, pc.pr_curve, ap50, labels, dir / "BoxPR_curve.png"));
+  // The bold mean curve smoothed as plot_mc_curve draws it (smooth(py.mean(0), 0.1)).
+  auto smoothed_mean = [&](const std::vector<std::vector<double>>& curves) {
+    std::vector<double> mean(px.size(), 0.0);
+    for (const auto& c : curves) {
+      for (size_t i = 0; i < px.size() && i < c.size(); ++i) mean[i] += c[i] / static_cast<double>(curves.size());
+    }
+    return Smooth(mean, 0.1);
+  };
+  for (const auto& [curves, ylabel, file] :
+       {std::tuple{&pc.f1_curve, "F1", "BoxF1_curve.png"}, std::tuple{&pc.p_curve, "Precision", "BoxP_curve.png"},
+        std::tuple{&pc.r_curve, "Recall", "BoxR_curve.png"}}) {
+    const std::vector<double> mean = smoothed_mean(*curves);
+    YC_RETURN_IF_ERROR(PlotMetricCurve(px, *curves, labels, ylabel, dir / file, &mean));
+  }
   const int64_t nc = static_cast<int64_t>(names.size());
   YC_RETURN_IF_ERROR(PlotConfusionMatrix(confusion, nc, names, false, dir / "confusion_matrix.png"));
   return PlotConfusionMatrix(confusion, nc, names, true, dir / "confusion_matrix_normalized.png");

@@ -1,5 +1,6 @@
 // The pictures Ultralytics' DetectionValidator leaves in its run directory, from one validation:
-// PR_curve.png, F1_curve.png, P_curve.png, R_curve.png, confusion_matrix.png and
+// BoxPR_curve.png, BoxF1_curve.png, BoxP_curve.png, BoxR_curve.png (8.3.166 names: ultralytics/utils/metrics.py
+// DetMetrics.process, prefix "Box"), confusion_matrix.png and
 // confusion_matrix_normalized.png (trainer/plots/charts.h draws them).
 //
 //   YC_RETURN_IF_ERROR(WriteValidationPlots(result.metrics, result.confusion, names, run_dir));

@@ -1,6 +1,8 @@
 #include "trainer/eval/validator.h"
 
 #include <chrono>
+#include <cstdio>
+#include <utility>
 
 #include <c10/core/GradMode.h>
 
@@ -12,7 +14,10 @@
 #include "trainer/eval/val_plots.h"
 #include "trainer/io/checkpoint.h"
 #include "trainer/io/pretrained.h"
+#include "trainer/io/torchscript_model.h"
 #include "trainer/model/box_ops.h"
+#include "trainer/plots/batch_grid.h"
+#include "trainer/plots/image_file.h"
 #include "trainer/runtime/autocast.h"
 #include "trainer/runtime/device_feed.h"
 
@@ -97,13 +102,51 @@ void ToOriginalImage(const SampleInfo& s, at::Tensor& boxes) {
   ScaleBoxesToOriginal(boxes, s.ratio_h, s.pad_w, s.pad_h, s.orig_w, s.orig_h);
 }
 
-Result<ValResult> Validator::Run(DetectionModelImpl& model, const std::function<void(size_t, size_t)>& progress,
-                                 const std::atomic<bool>* cancel) {
-  Impl& d = *impl_;
-  if (model.nc() != d.nc) {
-    return Status::InvalidArgument("validator: model has " + std::to_string(model.nc()) + " classes, expected " +
-                                   std::to_string(d.nc));
+namespace {
+
+// val_batch{k}_labels.jpg and val_batch{k}_pred.jpg of one batch; dets: NMS rows in letterboxed pixels.
+void PlotValBatch(const Batch& batch, const std::vector<at::Tensor>& dets, const ValSamplePlots& plots, size_t k) {
+  std::vector<GridBox> predicted;
+  for (size_t i = 0; i < dets.size() && i < 16; ++i) {
+    const at::Tensor d = dets[i].to(at::kCPU).to(at::kFloat).contiguous();
+    const float* p = d.data_ptr<float>();
+    for (int64_t r = 0; r < d.size(0); ++r, p += d.size(1)) {
+      predicted.push_back({static_cast<int>(i), p[0], p[1], p[2], p[3], static_cast<int>(p[5]), p[4]});
+    }
   }
+  const std::string stem = "val_batch" + std::to_string(k);
+  for (const auto& [file, grid] : {std::pair{stem + "_labels.jpg", RenderBatchGrid(batch, plots.names)},
+                                   std::pair{stem + "_pred.jpg", RenderBatchGrid(batch, plots.names, predicted)}}) {
+    const Status st = WriteImageFile(plots.dir / file, grid);
+    if (!st.ok() && st.code() != Status::Code::kUnsupported) std::fprintf(stderr, "warning: %s\n", st.ToString().c_str());
+  }
+}
+
+}  // namespace
+
+Result<ValResult> Validator::Run(DetectionModelImpl& model, const std::function<void(size_t, size_t)>& progress,
+                                 const std::atomic<bool>* cancel, const ValSamplePlots* samples) {
+  if (model.nc() != impl_->nc) {
+    return Status::InvalidArgument("validator: model has " + std::to_string(model.nc()) + " classes, expected " +
+                                   std::to_string(impl_->nc));
+  }
+  return RunForward([&model](const at::Tensor& x) { return model.forward(x); }, progress, cancel, samples);
+}
+
+Result<ValResult> Validator::Run(const PredictFn& predict, int64_t nc, const std::function<void(size_t, size_t)>& progress,
+                                 const std::atomic<bool>* cancel, const ValSamplePlots* samples) {
+  if (nc != impl_->nc) {
+    return Status::InvalidArgument("validator: model has " + std::to_string(nc) + " classes, expected " +
+                                   std::to_string(impl_->nc));
+  }
+  if (impl_->loss) return Status::InvalidArgument("validator: a prediction function has no outputs to take a loss of");
+  return RunForward([&predict](const at::Tensor& x) { return DetectOutput{{}, predict(x)}; }, progress, cancel, samples);
+}
+
+Result<ValResult> Validator::RunForward(const std::function<DetectOutput(const at::Tensor&)>& forward,
+                                        const std::function<void(size_t, size_t)>& progress,
+                                        const std::atomic<bool>* cancel, const ValSamplePlots* samples) {
+  Impl& d = *impl_;
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   auto lap = [t = t0](double* bucket) mutable {  // adds the time since the previous lap to *bucket
@@ -135,7 +178,7 @@ Result<ValResult> Validator::Run(DetectionModelImpl& model, const std::function<
       DetectOutput out;
       {
         AutocastGuard amp(d.device.type(), options_.amp, options_.amp_dtype);
-        out = model.forward(db.images);
+        out = forward(db.images);
       }
       if (d.loss) {
         YC_ASSIGN_OR_RETURN(LossOutput l, (*d.loss)(out.feats, db.labels, db.max_boxes));
@@ -146,6 +189,7 @@ Result<ValResult> Validator::Run(DetectionModelImpl& model, const std::function<
       lap(&result.model_seconds);
       std::vector<at::Tensor> dets = NonMaxSuppression(out.pred.to(at::kFloat), options_.nms);
       lap(&result.nms_seconds);
+      if (samples != nullptr && done < 3 && db.host) PlotValBatch(*db.host, dets, *samples, done);
       for (int i = 0; i < db.size; ++i) {
         // Matched in each original image's pixels, as Ultralytics does: boxes reaching into the letterbox
         // padding are clipped, which changes IoUs near the image border.
@@ -187,6 +231,11 @@ int ValImgsz(int requested, int checkpoint) { return requested > 0 ? requested :
 
 Result<int> CheckpointValImgsz(const std::string& weights, int imgsz) {
   if (imgsz != 0) return imgsz;  // a negative one is refused by ValidateCheckpoint
+  if (IsOnnxPath(weights)) return OnnxNotRunnable(weights, "val");
+  if (IsTorchScriptPath(weights)) {  // the traced size: the only one it takes
+    YC_ASSIGN_OR_RETURN(TorchScriptModel ts, LoadTorchScriptModel(weights, at::Device(at::kCPU)));
+    return ts.imgsz[0];
+  }
   YC_ASSIGN_OR_RETURN(ModelWeights w, ReadModelWeights(weights));
   return ValImgsz(0, w.imgsz);
 }
@@ -202,8 +251,28 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
   if (o.threads < 0) return Status::InvalidArgument("--threads must be >= 0 (0: all cores)");
   YC_ASSIGN_OR_RETURN(at::Device device, ParseDevice(o.device));
   ConfigureDevice(device);
-  // Either kind of weights file (a yolocache checkpoint or an Ultralytics .pt), with its class names.
-  YC_ASSIGN_OR_RETURN(InferenceModel loaded, LoadInferenceModel(o.weights, device));
+  if (IsOnnxPath(o.weights)) return OnnxNotRunnable(o.weights, "val");
+  // Either kind of weights file (a yolocache checkpoint or an Ultralytics .pt), with its class names, or
+  // a TorchScript export.
+  InferenceModel loaded;
+  TorchScriptModel script;
+  const bool traced = IsTorchScriptPath(o.weights);
+  if (traced) {
+    YC_ASSIGN_OR_RETURN(script, LoadTorchScriptModel(o.weights, device));
+    loaded.info.names = script.names;
+    loaded.info.nc = static_cast<int64_t>(script.names.size());
+    loaded.info.imgsz = script.imgsz[0];
+    if (script.imgsz[0] != script.imgsz[1]) {
+      return Status::InvalidArgument(o.weights + ": exported at " + std::to_string(script.imgsz[0]) + "x" +
+                                     std::to_string(script.imgsz[1]) + "; val takes a square export");
+    }
+    if (o.imgsz != 0 && o.imgsz != script.imgsz[0]) {
+      return Status::InvalidArgument("--imgsz " + std::to_string(o.imgsz) + ": " + o.weights + " was traced at " +
+                                     std::to_string(script.imgsz[0]) + " and runs at that size only");
+    }
+  } else {
+    YC_ASSIGN_OR_RETURN(loaded, LoadInferenceModel(o.weights, device));
+  }
   const ModelWeights& info = loaded.info;
   YC_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(o.data));
   if (cache->manifest().names != info.names) {
@@ -217,7 +286,6 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
   report.imgsz = ValImgsz(o.imgsz, info.imgsz);
   report.device = DeviceDescription(device);
   if (report.imgsz < 32 || report.imgsz % 32 != 0) return Status::InvalidArgument("--imgsz must be a multiple of 32");
-  DetectionModel model = loaded.model;
   ValOptions vo;
   vo.batch = o.batch;
   vo.imgsz = report.imgsz;
@@ -226,11 +294,24 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
   vo.compute_loss = o.compute_loss;
   vo.loss = LossOptions{info.loss_gains[0], info.loss_gains[1], info.loss_gains[2]};
   vo.threads = o.threads;
+  if (traced) {  // a fixed-shape graph: its batch, square imgsz batches, no per-level outputs for a loss
+    vo.batch = script.batch;
+    vo.rect = false;
+    vo.compute_loss = false;
+  }
   YC_ASSIGN_OR_RETURN(std::unique_ptr<Validator> v,
                       Validator::Create(std::shared_ptr<const RecordSource>(cache, split), vo, device, info.nc));
-  YC_ASSIGN_OR_RETURN(report.result, v->Run(*model, progress));
+  // The run directory first: the first batches are drawn into it while validating (val_batch*.jpg).
   YC_ASSIGN_OR_RETURN(std::filesystem::path dir, ResolveRunDir(o.out, o.project, o.name, o.exist_ok));
   report.save_dir = dir;
+  const ValSamplePlots samples{dir, info.names};
+  const ValSamplePlots* draw = o.plots ? &samples : nullptr;
+  if (traced) {
+    YC_ASSIGN_OR_RETURN(report.result, v->Run([&script](const at::Tensor& x) { return script.Forward(x); }, info.nc,
+                                              progress, nullptr, draw));
+  } else {
+    YC_ASSIGN_OR_RETURN(report.result, v->Run(*loaded.model, progress, nullptr, draw));
+  }
   if (o.plots) {
     const Status plotted = WriteValidationPlots(report.result.metrics, report.result.confusion, info.names, dir);
     if (plotted.code() == Status::Code::kUnsupported) {
@@ -238,7 +319,7 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
     } else if (!plotted.ok()) {
       return plotted;
     } else {
-      report.plots = "plots: PR_curve.png, F1_curve.png, P_curve.png, R_curve.png, confusion_matrix.png, "
+      report.plots = "plots: BoxPR_curve.png, BoxF1_curve.png, BoxP_curve.png, BoxR_curve.png, confusion_matrix.png, "
                      "confusion_matrix_normalized.png";
     }
   }
@@ -255,6 +336,8 @@ nlohmann::json MetricsToJson(const MetricsSummary& m, const std::vector<std::str
     ap = pc.ap[i].empty() ? 0.0 : ap / static_cast<double>(pc.ap[i].size());
     per_class.push_back({{"class", c},
                          {"name", c >= 0 && static_cast<size_t>(c) < names.size() ? names[static_cast<size_t>(c)] : std::to_string(c)},
+                         {"images", c >= 0 && static_cast<size_t>(c) < m.images_per_class.size()
+                                        ? m.images_per_class[static_cast<size_t>(c)] : 0},
                          {"instances", pc.num_targets[i]},
                          {"precision", pc.p.empty() ? 0.0 : pc.p[i]},
                          {"recall", pc.r.empty() ? 0.0 : pc.r[i]},

@@ -55,6 +55,14 @@ struct ValResult {
   double data_seconds = 0, model_seconds = 0, nms_seconds = 0, metrics_seconds = 0;
 };
 
+// val_batch{0,1,2}_labels.jpg and _pred.jpg (the first three batches' labels and predictions, as
+// Ultralytics' DetectionValidator plot_val_samples / plot_predictions; trainer/plots/batch_grid.h) into
+// `dir`, with the class names.
+struct ValSamplePlots {
+  std::filesystem::path dir;
+  std::vector<std::string> names;
+};
+
 class Validator {
  public:
   // nc: the model's class count; labels outside it are a DataError.
@@ -66,9 +74,16 @@ class Validator {
 
   // Runs the model (which must be in eval mode, on the validator's device) over the whole split.
   // progress(batches done, batches total) is called after each batch; a set `cancel` stops early with
-  // Cancelled.
+  // Cancelled. `samples`, when given, draws the first three batches (a picture that cannot be written
+  // is a warning on stderr, not a failed validation).
   Result<ValResult> Run(DetectionModelImpl& model, const std::function<void(size_t, size_t)>& progress = {},
-                        const std::atomic<bool>* cancel = nullptr);
+                        const std::atomic<bool>* cancel = nullptr, const ValSamplePlots* samples = nullptr);
+  // The same with a model given as its prediction function, images (N, 3, H, W) -> (N, 4 + nc, A) (a
+  // TorchScript export: trainer/io/torchscript_model.h), of `nc` classes; the validator must have been
+  // made without compute_loss (there are no per-level outputs to take a loss of).
+  using PredictFn = std::function<at::Tensor(const at::Tensor&)>;
+  Result<ValResult> Run(const PredictFn& predict, int64_t nc, const std::function<void(size_t, size_t)>& progress = {},
+                        const std::atomic<bool>* cancel = nullptr, const ValSamplePlots* samples = nullptr);
 
   size_t batches() const;
   size_t images() const;
@@ -78,11 +93,16 @@ class Validator {
 
  private:
   Validator() = default;
+  Result<ValResult> RunForward(const std::function<DetectOutput(const at::Tensor&)>& forward,
+                               const std::function<void(size_t, size_t)>& progress, const std::atomic<bool>* cancel,
+                               const ValSamplePlots* samples);
   ValOptions options_;
   std::unique_ptr<Impl> impl_;
 };
 
-// `yolocache-train val`: a checkpoint's weights (EMA when saved) on a cache split.
+// `yolocache-train val`: a checkpoint's weights (EMA when saved), or a .torchscript export (run at its
+// traced batch and imgsz, square batches, no val loss, as Ultralytics validates a fixed-shape export),
+// on a cache split. An .onnx file is Unsupported, saying what to give instead.
 struct CheckpointValOptions {
   std::string weights;       // checkpoint
   std::string data;          // cache directory
@@ -125,7 +145,7 @@ void ScaleBoxesToOriginal(at::Tensor& boxes, double gain, double pad_x, double p
 void ToOriginalImage(const SampleInfo& sample, at::Tensor& boxes);
 
 // {"precision":..,"recall":..,"mAP50":..,"mAP50-95":..,"fitness":..,"images":..,"instances":..,
-//  "per_class":[{"class":id,"name":..,"instances":..,"precision":..,"recall":..,"mAP50":..,"mAP50-95":..}]}
+//  "per_class":[{"class":id,"name":..,"images":..,"instances":..,"precision":..,"recall":..,"mAP50":..,"mAP50-95":..}]}
 nlohmann::json MetricsToJson(const MetricsSummary& metrics, const std::vector<std::string>& names);
 
 }  // namespace yc::trainer

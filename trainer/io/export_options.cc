@@ -20,9 +20,8 @@ const char* ExportFormatSuffix(ExportFormat format) {
 
 Result<std::vector<std::string>> CheckExportOptions(ExportOptions* o, int stride) {
   std::vector<std::string> warnings;
-  if (o->imgsz.empty() || o->imgsz.size() > 2) {
-    return Status::InvalidArgument("--imgsz: expected one value or two (height width)");
-  }
+  if (o->imgsz.size() > 2) return Status::InvalidArgument("--imgsz: expected one value or two (height width)");
+  if (o->imgsz_from_weights()) o->imgsz.clear();  // resolved from the weights by Export()
   for (int& v : o->imgsz) {
     // Same bound as train/build (kMaxImgsz): larger is a typo, not an image.
     if (v <= 0 || v > 8192) return Status::InvalidArgument("--imgsz " + std::to_string(v) + ": expected 1..8192");

@@ -30,7 +30,9 @@ int OnnxMaxOpset();  // 0 when the exporter was built without libonnx
 struct ExportOptions {
   std::filesystem::path weights;
   ExportFormat format = ExportFormat::kOnnx;
-  std::vector<int> imgsz{640};  // one value (square) or two (h, w)
+  // One value (square) or two (h, w); empty or {0}: the checkpoint's training imgsz (640 when the file
+  // records none), as Ultralytics exports at the model's own args.imgsz. Export() resolves it.
+  std::vector<int> imgsz;
   int batch = 1;
   bool dynamic = false;         // ONNX: batch, height and width free (TorchScript is traced: fixed shape)
   bool half = false;            // fp16 weights and I/O (ONNX: any device; TorchScript: CUDA only)
@@ -38,10 +40,12 @@ struct ExportOptions {
   std::string device;           // "" / "cpu" / "cuda[:N]"
   std::filesystem::path out;    // empty: ExportPath's default
 
+  bool imgsz_from_weights() const { return imgsz.empty() || (imgsz.size() == 1 && imgsz[0] == 0); }
+  // After Export() resolved imgsz (or when it was given).
   std::array<int, 2> hw() const { return {imgsz.at(0), imgsz.size() > 1 ? imgsz[1] : imgsz[0]}; }
 };
 
-// Usage errors (InvalidArgument): imgsz not 1 or 2 positive values, batch < 1, opset outside
+// Usage errors (InvalidArgument): imgsz not empty, {0}, or 1 or 2 positive values, batch < 1, opset outside
 // [kOnnxMinOpset, OnnxMaxOpset()], --opset/--dynamic with TorchScript. imgsz not a multiple of 32 is
 // rounded up as Ultralytics' check_imgsz does; the returned warnings say so.
 Result<std::vector<std::string>> CheckExportOptions(ExportOptions* options, int stride = 32);

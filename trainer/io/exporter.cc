@@ -64,6 +64,9 @@ Result<ExportReport> ExportModel(ExportOptions o) {
   // Whatever is wrong with the weights (unreadable, damaged, NaN) is an I/O-level failure: exit 3.
   if (!loaded.ok()) return Status::IOError(loaded.status().message());
   DetectionModel model = loaded->model;
+  report.imgsz_from_weights = o.imgsz_from_weights();
+  if (report.imgsz_from_weights) o.imgsz = {loaded->info.imgsz > 0 ? loaded->info.imgsz : 640};
+  report.imgsz = o.hw();
   c10::NoGradGuard no_grad;
   FuseConvBatchNorm(*model);
 

@@ -6,10 +6,13 @@
 // (libcache/base/output_file.h). BatchNorm is folded first
 // (trainer/model/fuse.h); the formats are in trainer/io/onnx/onnx_export.h and torchscript_export.h.
 //
-//   ExportOptions o; o.weights = "yolo11n.pt"; o.format = ExportFormat::kOnnx; o.imgsz = {640};
+// Without an imgsz the checkpoint's training size is used (Ultralytics exports at the model's args.imgsz).
+//
+//   ExportOptions o; o.weights = "yolo11n.pt"; o.format = ExportFormat::kOnnx;  // o.imgsz = {640} to choose
 //   Result<ExportReport> r = Export(o);  // InvalidArgument: usage (exit 2); IOError/Unsupported: exit 3
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -26,6 +29,8 @@ struct ExportReport {
   int64_t bytes = 0;
   std::string model;                  // "yolo11n"
   int64_t nc = 0;
+  std::array<int, 2> imgsz{};         // the size exported at (h, w)
+  bool imgsz_from_weights = false;    // imgsz was the checkpoint's training size (none was given)
   std::vector<int64_t> input_shape;   // -1: dynamic
   std::vector<int64_t> output_shape;
   int opset = 0;                      // ONNX

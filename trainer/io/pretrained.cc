@@ -68,8 +68,8 @@ Result<ModelWeights> CheckImgsz(const fs::path& path, Result<ModelWeights> w) {
 Result<ModelWeights> ReadModelWeights(const fs::path& path) {
   // A TorchScript file's forward is a program, run by loading the file; nothing here runs a file's code.
   if (path.extension() == ".torchscript") {
-    return Status::Unsupported(path.string() + ": a TorchScript file carries code, and yolocache runs a file's code only "
-                               "when explicitly asked to for that type of file (not implemented yet): give the .pt weights");
+    return Status::Unsupported(path.string() + ": a TorchScript file carries code, and yolocache runs it only as the "
+                               "model of val and predict (trainer/io/torchscript_model.h): give the .pt weights");
   }
   if (IsLibTorchArchive(path)) return CheckImgsz(path, ReadYolocache(path));
   YC_ASSIGN_OR_RETURN(UltralyticsCheckpoint ck, ReadUltralyticsCheckpoint(path));

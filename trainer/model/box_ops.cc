@@ -73,6 +73,22 @@ Anchors MakeAnchors(const std::vector<at::Tensor>& feats, const std::vector<doub
   return MakeAnchors(hw, strides, feats.front().options(), offset);
 }
 
+Anchors MakeAnchorsFromInputs(const std::vector<at::Tensor>& feats, const std::vector<double>& strides, double offset) {
+  std::vector<at::Tensor> points, stride_cols;
+  points.reserve(feats.size());
+  stride_cols.reserve(feats.size());
+  for (size_t i = 0; i < feats.size() && i < strides.size(); ++i) {
+    // (H, W) ones on the feature map's device and dtype (ones_like records no device), counted along
+    // each axis: the cell indices, exact integers as arange gives them.
+    const at::Tensor ones = at::ones_like(feats[i].select(0, 0).select(0, 0));
+    const at::Tensor sx = ones.cumsum(1) - (1.0 - offset);
+    const at::Tensor sy = ones.cumsum(0) - (1.0 - offset);
+    points.push_back(at::stack({sx, sy}, -1).reshape({-1, 2}));
+    stride_cols.push_back(ones.reshape({-1, 1}) * strides[i]);
+  }
+  return {at::cat(points), at::cat(stride_cols)};
+}
+
 at::Tensor Dist2Bbox(const at::Tensor& distance, const at::Tensor& anchor_points, bool xywh, int64_t dim) {
   auto parts = distance.chunk(2, dim);
   auto x1y1 = anchor_points - parts[0];

@@ -32,6 +32,12 @@ Anchors MakeAnchors(const std::vector<std::pair<int64_t, int64_t>>& level_hw, co
 // Same, taking (H, W) from (B, C, H, W) feature maps and dtype/device from the first one.
 Anchors MakeAnchors(const std::vector<at::Tensor>& feats, const std::vector<double>& strides, double offset = 0.5);
 
+// Same values computed from the feature maps themselves (ones_like + cumsum, no arange with a device):
+// a traced graph built with it names no device, so a TorchScript file traced on one device runs on
+// any (the Detect head uses it while tracing; trainer/io/torchscript_export.h).
+Anchors MakeAnchorsFromInputs(const std::vector<at::Tensor>& feats, const std::vector<double>& strides,
+                              double offset = 0.5);
+
 // (left, top, right, bottom) distances around anchor points -> xyxy (or xywh) boxes along `dim`.
 at::Tensor Dist2Bbox(const at::Tensor& distance, const at::Tensor& anchor_points, bool xywh, int64_t dim = -1);
 // xyxy boxes -> (l, t, r, b) distances from the anchor points, clamped to [0, reg_max - 0.01].

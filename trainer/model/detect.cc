@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <c10/core/GradMode.h>
+#include <torch/csrc/jit/frontend/tracer.h>
 #include <torch/nn/modules/container/sequential.h>
 
 #include "trainer/model/box_ops.h"
@@ -89,16 +90,24 @@ at::Tensor DetectImpl::Decode(const std::vector<at::Tensor>& feats) {
   key.push_back(static_cast<int64_t>(feats.front().scalar_type()));
   key.push_back(static_cast<int64_t>(feats.front().device().type()));
   key.push_back(feats.front().device().index());
-  if (key != anchor_key_ || !anchors_.defined()) {
-    auto anchors = MakeAnchors(feats, strides_, 0.5);
-    anchors_ = anchors.points.transpose(0, 1).contiguous();
-    anchor_strides_ = anchors.strides.transpose(0, 1).contiguous();
+  at::Tensor anchors = anchors_, anchor_strides = anchor_strides_;
+  if (torch::jit::tracer::isTracing()) {
+    // Traced (TorchScript export): from the inputs, never the cache, so that the graph holds neither
+    // cached tensors nor a device (Ultralytics' make_anchors calls arange(device=...), which a trace
+    // records as a constant device).
+    Anchors a = MakeAnchorsFromInputs(feats, strides_, 0.5);
+    anchors = a.points.transpose(0, 1);
+    anchor_strides = a.strides.transpose(0, 1);
+  } else if (key != anchor_key_ || !anchors_.defined()) {
+    Anchors a = MakeAnchors(feats, strides_, 0.5);
+    anchors = anchors_ = a.points.transpose(0, 1).contiguous();
+    anchor_strides = anchor_strides_ = a.strides.transpose(0, 1).contiguous();
     anchor_key_ = std::move(key);
   }
   auto x = at::cat(flat, 2);
   auto box = x.narrow(1, 0, 4 * reg_max_);
   auto cls = x.narrow(1, 4 * reg_max_, nc_);
-  auto dbox = Dist2Bbox(dfl->forward(box), anchors_.unsqueeze(0), /*xywh=*/true, /*dim=*/1) * anchor_strides_;
+  auto dbox = Dist2Bbox(dfl->forward(box), anchors.unsqueeze(0), /*xywh=*/true, /*dim=*/1) * anchor_strides;
   return at::cat({dbox, cls.sigmoid()}, 1);
 }
 

@@ -1,6 +1,7 @@
 #include "trainer/plots/charts.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
@@ -112,46 +113,71 @@ Status PlotResults(const std::vector<MetricSeries>& panels, const fs::path& png)
   return Save(c, png);
 }
 
-Status PlotPrCurve(const std::vector<double>& px, const std::vector<std::vector<double>>& curves,
-                   const std::vector<double>& ap50, const std::vector<std::string>& labels, const fs::path& png) {
+namespace {
+
+// The curve figures: 9 x 6 as Ultralytics' (figsize=(9, 6)), the axes on the left and the legend beside
+// them on the right (legend(bbox_to_anchor=(1.04, 1), loc="upper left")).
+constexpr int kCurveWidth = 1350, kCurveHeight = 900;
+constexpr std::array<double, 4> kCurveAxes{0.08, 0.60, 0.09, 0.93};
+constexpr std::array<double, 4> kCurveLegend{0.62, 0.995, 0.09, 0.93};
+constexpr size_t kMaxLegendClasses = 20;  // Ultralytics labels each class below 21 classes
+
+// The per-class curves (tab10 with their legend rows, in class order; grey without a legend) and the
+// bold mean curve last, as plot_pr_curve / plot_mc_curve draw them.
+Status DrawCurves(const std::vector<double>& px, const std::vector<std::vector<double>>& curves,
+                  const std::vector<std::string>& class_labels, const std::vector<double>& mean,
+                  const std::string& mean_label, const std::string& xlabel, const std::string& ylabel,
+                  const std::string& title, const fs::path& png) {
   PlotCanvas c;
-  YC_RETURN_IF_ERROR(c.Begin(900, 900));
-  c.Panel(1, {0, 1}, {0, 1}, "Recall", "Precision", "Precision-Recall Curve", true, true);
-  const bool legend = curves.size() < 21;  // Ultralytics labels each class up to 20 classes
-  std::vector<double> mean(px.size(), 0.0);
+  YC_RETURN_IF_ERROR(c.Begin(kCurveWidth, kCurveHeight));
+  c.PanelIn(kCurveAxes, {0, 1}, {0, 1}, xlabel, ylabel, title);
+  const bool legend = curves.size() <= kMaxLegendClasses;
+  std::vector<PlotCanvas::LegendItem> items;
   for (size_t k = 0; k < curves.size(); ++k) {
-    c.Line(px, curves[k], legend ? Tab10(static_cast<int>(k)) : kGrey, 1.0);
-    if (legend) c.LegendEntry(static_cast<int>(k), ClassLabel(labels, k) + " " + Fmt("%.3f", ap50[k]), Tab10(static_cast<int>(k)), 1.5, true);
-    for (size_t i = 0; i < px.size() && i < curves[k].size(); ++i) mean[i] += curves[k][i] / curves.size();
+    const Rgb color = legend ? Tab10(static_cast<int>(k)) : kGrey;
+    c.Line(px, curves[k], color, 1.0);
+    if (legend) items.push_back({class_labels[k], color, 1.5});
   }
-  const double map50 = ap50.empty() ? 0.0 : std::accumulate(ap50.begin(), ap50.end(), 0.0) / ap50.size();
   c.Line(px, mean, kBlue, 3.0);
-  c.LegendEntry(legend ? static_cast<int>(curves.size()) : 0, "all classes " + Fmt("%.3f", map50) + " mAP@0.5", kBlue, 3.0, true);
+  items.push_back({mean_label, kBlue, 3.0});
+  c.LegendBeside(kCurveLegend, items);
   return Save(c, png);
 }
 
-Status PlotMetricCurve(const std::vector<double>& px, const std::vector<std::vector<double>>& curves,
-                       const std::vector<std::string>& labels, const std::string& ylabel, const fs::path& png) {
-  PlotCanvas c;
-  YC_RETURN_IF_ERROR(c.Begin(900, 900));
-  c.Panel(1, {0, 1}, {0, 1}, "Confidence", ylabel, ylabel + "-Confidence Curve", true, true);
-  const bool legend = curves.size() < 21;
-  std::vector<double> mean(px.size(), 0.0);
-  for (size_t k = 0; k < curves.size(); ++k) {
-    c.Line(px, curves[k], legend ? Tab10(static_cast<int>(k)) : kGrey, 1.0);
-    if (legend) c.LegendEntry(static_cast<int>(k), ClassLabel(labels, k), Tab10(static_cast<int>(k)), 1.5, true);
-    for (size_t i = 0; i < px.size() && i < curves[k].size(); ++i) mean[i] += curves[k][i] / curves.size();
+std::vector<double> MeanCurve(size_t n, const std::vector<std::vector<double>>& curves) {
+  std::vector<double> mean(n, 0.0);
+  for (const auto& curve : curves) {
+    for (size_t i = 0; i < n && i < curve.size(); ++i) mean[i] += curve[i] / static_cast<double>(curves.size());
   }
+  return mean;
+}
+
+}  // namespace
+
+Status PlotPrCurve(const std::vector<double>& px, const std::vector<std::vector<double>>& curves,
+                   const std::vector<double>& ap50, const std::vector<std::string>& labels, const fs::path& png) {
+  std::vector<std::string> class_labels;
+  for (size_t k = 0; k < curves.size(); ++k) class_labels.push_back(ClassLabel(labels, k) + " " + Fmt("%.3f", k < ap50.size() ? ap50[k] : 0.0));
+  const double map50 = ap50.empty() ? 0.0 : std::accumulate(ap50.begin(), ap50.end(), 0.0) / ap50.size();
+  return DrawCurves(px, curves, class_labels, MeanCurve(px.size(), curves), "all classes " + Fmt("%.3f", map50) + " mAP@0.5",
+                    "Recall", "Precision", "Precision-Recall Curve", png);
+}
+
+Status PlotMetricCurve(const std::vector<double>& px, const std::vector<std::vector<double>>& curves,
+                       const std::vector<std::string>& labels, const std::string& ylabel, const fs::path& png,
+                       const std::vector<double>* mean_curve) {
+  std::vector<std::string> class_labels;
+  for (size_t k = 0; k < curves.size(); ++k) class_labels.push_back(ClassLabel(labels, k));
+  const std::vector<double> mean = mean_curve != nullptr ? *mean_curve : MeanCurve(px.size(), curves);
   // The legend names the mean curve's maximum and the confidence where it is reached.
   size_t best = 0;
   for (size_t i = 1; i < mean.size(); ++i) {
     if (mean[i] > mean[best]) best = i;
   }
-  c.Line(px, mean, kBlue, 3.0);
-  const std::string label = mean.empty() ? "all classes"
-                                         : "all classes " + Fmt("%.2f", mean[best]) + " at " + Fmt("%.3f", px[best]);
-  c.LegendEntry(legend ? static_cast<int>(curves.size()) : 0, label, kBlue, 3.0, true);
-  return Save(c, png);
+  const std::string label = mean.empty() || best >= px.size()
+                                ? "all classes"
+                                : "all classes " + Fmt("%.2f", mean[best]) + " at " + Fmt("%.3f", px[best]);
+  return DrawCurves(px, curves, class_labels, mean, label, "Confidence", ylabel, ylabel + "-Confidence Curve", png);
 }
 
 Status PlotConfusionMatrix(const std::vector<double>& counts, int64_t nc, const std::vector<std::string>& names,
@@ -170,10 +196,11 @@ Status PlotConfusionMatrix(const std::vector<double>& counts, int64_t nc, const 
   }
   const double vmax = std::max(1e-9, *std::max_element(v.begin(), v.end()));
   PlotCanvas c;
-  YC_RETURN_IF_ERROR(c.Begin(1200, 1000));
-  // World: x = true class 0..k left to right, y = predicted class 0..k top to bottom, with room for names.
+  YC_RETURN_IF_ERROR(c.Begin(1200, 900));  // Ultralytics' figsize=(12, 9)
+  // World: x = true class 0..k left to right, y = predicted class 0..k top to bottom, with room for the
+  // names on the left and below and for the colour bar on the right.
   const double m = 0.22 * k;  // label margin in cell units
-  c.BlankPanel(1, {-m, k + 0.05 * k}, {k + m, -0.1 * k});
+  c.BlankPanel(1, {-m, k + 0.30 * k}, {k + m, -0.1 * k});
   const bool annotate = nc < 30;
   for (int64_t p = 0; p < k; ++p) {
     for (int64_t t = 0; t < k; ++t) {
@@ -195,6 +222,20 @@ Status PlotConfusionMatrix(const std::vector<double>& counts, int64_t nc, const 
   c.Text(k / 2.0, k + m * 0.8, "True", kBlack, 1.2);
   c.Text(-m * 0.9, k / 2.0, "Predicted", kBlack, 1.2, 0.5, 90);
   c.Text(k / 2.0, -0.05 * k, normalize ? "Confusion Matrix Normalized" : "Confusion Matrix", kBlack, 1.4);
+  // The colour bar (fig.colorbar): the map from 0 at the bottom to the largest value at the top, with
+  // five ticks.
+  const double bx0 = k + 0.06 * k, bx1 = k + 0.11 * k;
+  constexpr int kSteps = 64;
+  for (int i = 0; i < kSteps; ++i) {
+    const double t0 = static_cast<double>(i) / kSteps, t1 = static_cast<double>(i + 1) / kSteps;
+    c.Rect(bx0, k * (1 - t1), bx1, k * (1 - t0), Blues((t0 + t1) / 2));
+  }
+  c.RectOutline(bx0, 0, bx1, k, kBlack);
+  for (int i = 0; i <= 4; ++i) {
+    const double t = i / 4.0, y = k * (1 - t);
+    c.Line({bx1, bx1 + 0.012 * k}, {y, y}, kBlack, 1.0);
+    c.Text(bx1 + 0.02 * k, y + 0.012 * k, Fmt("%.3g", t * vmax), kBlack, 0.9, 0.0);
+  }
   return Save(c, png);
 }
 

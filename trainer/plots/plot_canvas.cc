@@ -104,6 +104,41 @@ void PlotCanvas::Panel(int k, std::array<double, 2> x, std::array<double, 2> y, 
   pllab(xlabel.c_str(), ylabel.c_str(), title.c_str());
 }
 
+void PlotCanvas::PanelIn(std::array<double, 4> vp, std::array<double, 2> x, std::array<double, 2> y,
+                         const std::string& xlabel, const std::string& ylabel, const std::string& title) {
+  pladv(1);
+  plschr(0, 0.75);
+  plvpor(vp[0], vp[1], vp[2], vp[3]);
+  plwind(x[0], x[1], y[0], y[1]);
+  s_->wx0 = x[0], s_->wx1 = x[1], s_->wy0 = y[0], s_->wy1 = y[1];
+  plwidth(0.5);
+  Color({220, 220, 220});
+  plbox("g", 0, 0, "g", 0, 0);
+  Color({0, 0, 0});
+  plwidth(1.0);
+  plbox("bcnst", 0, 0, "bcnstv", 0, 0);
+  pllab(xlabel.c_str(), ylabel.c_str(), title.c_str());
+}
+
+void PlotCanvas::LegendBeside(std::array<double, 4> vp, const std::vector<LegendItem>& items) {
+  if (items.empty()) return;
+  // Rows of a fixed height from the top; the box ends below the last one.
+  const double row = 0.045;  // of the figure height
+  const double height = std::min(vp[3] - vp[2], row * (static_cast<double>(items.size()) + 0.6));
+  plvpor(vp[0], vp[1], vp[3] - height, vp[3]);
+  plwind(0, 1, 0, 1);
+  s_->wx0 = 0, s_->wx1 = 1, s_->wy0 = 0, s_->wy1 = 1;
+  Color({204, 204, 204});
+  plwidth(1.0);
+  plbox("bc", 0, 0, "bc", 0, 0);
+  const double step = row / height;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const double y = 1.0 - step * (static_cast<double>(i) + 0.8);
+    Line({0.04, 0.16}, {y, y}, items[i].color, items[i].width);
+    Text(0.20, y - 0.04 * step, items[i].label, {0, 0, 0}, 0.85, 0.0);
+  }
+}
+
 void PlotCanvas::XTickLabel(double x, const std::string& text) {
   Color({0, 0, 0});
   // plmtex writes outside the viewport (plptex there would be clipped); smaller, so long names fit.
@@ -199,6 +234,9 @@ Status PlotCanvas::Begin(int, int, int, int) {
 void PlotCanvas::Color(const Rgb&) {}
 void PlotCanvas::Panel(int, std::array<double, 2>, std::array<double, 2>, const std::string&, const std::string&,
                        const std::string&, bool, bool, bool) {}
+void PlotCanvas::PanelIn(std::array<double, 4>, std::array<double, 2>, std::array<double, 2>, const std::string&,
+                         const std::string&, const std::string&) {}
+void PlotCanvas::LegendBeside(std::array<double, 4>, const std::vector<LegendItem>&) {}
 void PlotCanvas::XTickLabel(double, const std::string&) {}
 void PlotCanvas::Frame() {}
 void PlotCanvas::BlankPanel(int, std::array<double, 2>, std::array<double, 2>) {}

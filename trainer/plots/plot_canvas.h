@@ -44,6 +44,19 @@ class PlotCanvas {
   void Panel(int k, std::array<double, 2> x, std::array<double, 2> y, const std::string& xlabel,
              const std::string& ylabel, const std::string& title, bool grid = true, bool square = false,
              bool x_numbers = true);
+  // Panel's grid, box and titles in an explicit viewport (normalised figure coordinates x0, x1, y0, y1)
+  // of the whole figure, so that room is left beside it (a legend, a colour bar).
+  void PanelIn(std::array<double, 4> viewport, std::array<double, 2> x, std::array<double, 2> y,
+               const std::string& xlabel, const std::string& ylabel, const std::string& title);
+  // A legend in its own box at `viewport` (normalised figure coordinates), beside the plot as
+  // matplotlib's legend(bbox_to_anchor=(1.04, 1), loc="upper left"): one row per entry from the top, a
+  // line of the entry's colour and width, then its label. The current panel is left for the legend's.
+  struct LegendItem {
+    std::string label;
+    Rgb color;
+    double width = 1.0;
+  };
+  void LegendBeside(std::array<double, 4> viewport, const std::vector<LegendItem>& items);
   // A label under the x axis at world x, written downwards (category names).
   void XTickLabel(double x, const std::string& text);
   // The current panel's box and ticks again (after filled cells covered them).
