@@ -33,6 +33,8 @@ void PrintJson(const ExportReport& r) {
   j["bytes"] = r.bytes;
   j["model"] = r.model;
   j["nc"] = r.nc;
+  j["imgsz"] = r.imgsz;
+  j["imgsz_from_weights"] = r.imgsz_from_weights;
   j["input"] = {{"name", "images"}, {"shape", r.input_shape}, {"dtype", dtype}};
   j["output"] = {{"name", "output0"}, {"shape", r.output_shape}, {"dtype", dtype}};
   if (r.format == ExportFormat::kOnnx) j["opset"] = r.opset;
@@ -47,7 +49,8 @@ void PrintText(const ExportReport& r) {
   std::cout << "exported " << r.model << " (" << r.nc << " classes) to " << r.file.string() << " ("
             << F("%.1f", static_cast<double>(r.bytes) / 1e6) << " MB, " << ExportFormatName(r.format);
   if (r.format == ExportFormat::kOnnx) std::cout << " opset " << r.opset;
-  std::cout << ") in " << F("%.1f", r.seconds) << " s\n"
+  std::cout << ", imgsz " << r.imgsz[0] << "x" << r.imgsz[1] << (r.imgsz_from_weights ? " as trained" : "") << ") in "
+            << F("%.1f", r.seconds) << " s\n"
             << "  input  images  " << Shape(r.input_shape) << " " << dtype << " (RGB 0-1)\n"
             << "  output output0 " << Shape(r.output_shape) << " " << dtype << " (xywh pixels, class scores)\n";
 }
@@ -74,9 +77,10 @@ Registration reg("export", "Export weights to ONNX or TorchScript, laid out as U
                    ExportOptions& o = a->o;
                    app.add_option("--weights", o.weights, "Ultralytics .pt or yolocache checkpoint")->required();
                    app.add_option("--format", a->format, "onnx | torchscript")->capture_default_str();
-                   app.add_option("--imgsz", o.imgsz, "Input size: one value or height width (rounded up to a multiple of 32)")
-                       ->expected(1, 2)
-                       ->capture_default_str();
+                   app.add_option("--imgsz", o.imgsz,
+                                  "Input size: one value or height width, rounded up to a multiple of 32 (default: "
+                                  "the checkpoint's training imgsz, as Ultralytics)")
+                       ->expected(1, 2);
                    app.add_option("--batch", o.batch, "Batch size of the input")->capture_default_str();
                    app.add_flag("--dynamic", o.dynamic, "ONNX: batch, height and width free (any multiple of 32)");
                    app.add_flag("--half", o.half, "fp16 weights and I/O (ONNX: any device; TorchScript: CUDA only)");

@@ -92,7 +92,9 @@ Registration reg("predict", "Detect objects in images and videos; write annotate
                  [](CLI::App& app) -> Action {
                    auto a = std::make_shared<PredictArgs>();
                    a->o.imgsz = 0;
-                   app.add_option("--weights", a->weights, "Checkpoint (best.pt / last.pt) or Ultralytics .pt")->required();
+                   app.add_option("--weights", a->weights,
+                                  "Checkpoint (best.pt / last.pt), Ultralytics .pt, or a .torchscript export")
+                       ->required();
                    app.add_option("images", a->images, "Image or video files, or directories (searched recursively)")
                        ->required();
                    AddRunFolderOptions(app, a->project, a->name, a->out, a->exist_ok, "the results",

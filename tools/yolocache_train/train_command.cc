@@ -10,6 +10,7 @@
 #include "tools/yolocache_train/train_cli.h"
 #include "trainer/distributed/distributed.h"
 #include "trainer/engine/trainer.h"
+#include "trainer/eval/class_table.h"
 
 namespace yc::cli {
 namespace {
@@ -59,7 +60,7 @@ Result<TrainOptions> ResumedOptions(const CLI::App& app, const TrainOptions& giv
       std::cerr << "yolocache-train train: " << fixed << " is ignored with --resume (the checkpoint's value is used)\n";
     }
   }
-  if (app.count("--data") > 0) r.data = given.data;  // the cache may have moved
+  if (app.count("--data") > 0) r.data = r.data_source = given.data;  // the cache may have moved
   if (app.count("--out") > 0) r.out = given.out;     // continue elsewhere than the run folder stored
   if (app.count("--device") > 0) r.device = given.device;
   if (app.count("--threads") > 0) r.threads = given.threads;
@@ -88,6 +89,8 @@ void PrintSummary(const TrainSummary& s, const TrainOptions& o) {
               << " img/s = " << F("%.1f%%", share) << " of it\n";
   }
   if (s.has_metrics) {
+    // Ultralytics' closing table: every class with its images and instances (trainer/eval/class_table.h).
+    for (const std::string& line : ClassTableLines(s.final_metrics, s.names)) std::cout << line << "\n";
     std::cout << "final val: P " << F("%.3f", s.final_metrics.precision) << " R " << F("%.3f", s.final_metrics.recall)
               << " mAP50 " << F("%.3f", s.final_metrics.map50) << " mAP50-95 " << F("%.3f", s.final_metrics.map50_95)
               << "\n";
@@ -117,6 +120,7 @@ int RunTrain(const CLI::App& app, const TrainArgs& a) {
     // --weights without --model: the file's architecture (Train reads it from the file).
     if (!o.weights.empty() && app.count("--model") == 0) o.model.clear();
   }
+  if (a.resume.empty()) o.data_source = o.data;  // args.yaml's `data`: what the user gave, not the cache
   if (const int rc = PrepareDataArg("train", a.data_args, &o.data, o.imgsz, std::cout); rc >= 0) return rc;
   ConsoleObserver console;
   hooks.observer = &console;

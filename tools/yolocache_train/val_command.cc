@@ -1,6 +1,5 @@
 // `yolocache-train val`: P, R, mAP50 and mAP50-95 of a checkpoint on a cache split, per class, with the
 // validation plots in a run folder.
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -12,6 +11,7 @@
 #include "tools/common/loader_flags.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache_train/train_cli.h"
+#include "trainer/eval/class_table.h"
 #include "trainer/eval/validator.h"
 
 namespace yc::cli {
@@ -43,20 +43,7 @@ void PrintJson(const CheckpointValOptions& o, const CheckpointValReport& r) {
 
 void PrintTable(const CheckpointValReport& r) {
   const ValResult& v = r.result;
-  std::printf("%-16s %8s %10s %8s %8s %8s %9s\n", "class", "images", "instances", "P", "R", "mAP50", "mAP50-95");
-  std::printf("%-16s %8lld %10lld %8.3f %8.3f %8.3f %9.3f\n", "all", static_cast<long long>(v.metrics.images),
-              static_cast<long long>(v.metrics.instances), v.metrics.precision, v.metrics.recall, v.metrics.map50,
-              v.metrics.map50_95);
-  const auto& pc = v.metrics.per_class;
-  for (size_t i = 0; i < pc.classes.size(); ++i) {
-    double ap = 0;
-    for (double x : pc.ap[i]) ap += x;
-    ap /= std::max<size_t>(pc.ap[i].size(), 1);
-    const int64_t c = pc.classes[i];
-    const std::string name = c >= 0 && static_cast<size_t>(c) < r.names.size() ? r.names[c] : std::to_string(c);
-    std::printf("%-16s %8s %10lld %8.3f %8.3f %8.3f %9.3f\n", name.c_str(), "", static_cast<long long>(pc.num_targets[i]),
-                pc.p[i], pc.r[i], pc.ap[i][0], ap);
-  }
+  for (const std::string& line : ClassTableLines(v.metrics, r.names)) std::printf("%s\n", line.c_str());
   std::printf("%lld images in %.2f s on %s, imgsz %d (data %.3f s, model %.3f s, NMS %.3f s, metrics %.3f s)\n",
               static_cast<long long>(v.images), v.seconds, r.device.c_str(), r.imgsz, v.data_seconds, v.model_seconds,
               v.nms_seconds, v.metrics_seconds);
@@ -96,7 +83,9 @@ int RunVal(const ValArgs& a) {
 Registration reg("val", "Validate a checkpoint on a cache split (P, R, mAP50, mAP50-95)", [](CLI::App& app) -> Action {
   auto a = std::make_shared<ValArgs>();
   CheckpointValOptions& o = a->o;
-  app.add_option("--weights", o.weights, "Checkpoint (best.pt / last.pt) or Ultralytics .pt")->required();
+  app.add_option("--weights", o.weights,
+                 "Checkpoint (best.pt / last.pt), Ultralytics .pt, or a .torchscript export (ours or Ultralytics')")
+      ->required();
   app.add_option("--data", o.data, "Cache directory, or a data YAML or dataset folder to cache first")->required();
   AddDataOptions(app, a->data_args);
   app.add_option("--split", o.split, "Split to validate on")->capture_default_str();
