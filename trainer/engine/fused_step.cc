@@ -2,15 +2,15 @@
 
 #include <cmath>
 #include <optional>
-#include <sstream>
 #include <string>
-#include <type_traits>
 
 #include <c10/core/GradMode.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 #include <torch/version.h>
+
+#include "trainer/io/optimizer_state.h"
 
 // The fused Adam/AdamW/SGD kernels (CUDA and CPU) are all there from PyTorch 2.4.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
@@ -25,26 +25,12 @@ namespace optim = torch::optim;
 
 namespace {
 
-// torch::optim keys its state by the parameter's TensorImpl: a pointer since PyTorch 2.0, the pointer
-// printed as a string before (c10::guts::to_string).
-template <typename Map>
-typename Map::key_type StateKey(const Map&, const at::Tensor& p) {
-  using Key = typename Map::key_type;
-  if constexpr (std::is_same_v<Key, std::string>) {
-    std::ostringstream s;
-    s << p.unsafeGetTensorImpl();
-    return s.str();
-  } else {
-    return static_cast<Key>(p.unsafeGetTensorImpl());
-  }
-}
-
 // The optimizer's state of `p`, made by `make()` when `p` has none yet (torch::optim creates it on a
 // parameter's first step).
 template <typename State, typename Make>
 State& StateOf(optim::Optimizer& opt, const at::Tensor& p, Make make) {
   auto& states = opt.state();
-  auto key = StateKey(states, p);
+  auto key = OptimizerStateKey(p);
   auto it = states.find(key);
   if (it == states.end()) it = states.emplace(key, make()).first;
   return static_cast<State&>(*it->second);

@@ -3,6 +3,7 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
@@ -16,12 +17,6 @@ namespace {
 using torch::optim::OptimizerOptions;
 using torch::optim::OptimizerParamState;
 
-// The key torch::optim keeps a parameter's state under: its TensorImpl's address as an ostream prints it.
-std::string StateKey(const at::Tensor& param) {
-  std::ostringstream s;
-  s << param.unsafeGetTensorImpl();
-  return s.str();
-}
 
 void PutTensor(SavedParamState* s, const char* name, const at::Tensor& t) {
   if (t.defined()) s->tensors[name] = t;
@@ -202,6 +197,24 @@ bool IsStateTensorName(const std::string& name) {
   return kNames.count(name) > 0;
 }
 
+namespace {
+// A template, so that only the branch of this LibTorch's key type is compiled.
+template <typename Key>
+Key StateKeyOf(const at::Tensor& param) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream s;
+    s << param.unsafeGetTensorImpl();
+    return s.str();
+  } else {
+    return static_cast<Key>(param.unsafeGetTensorImpl());
+  }
+}
+}  // namespace
+
+OptimizerStateMap::key_type OptimizerStateKey(const at::Tensor& param) {
+  return StateKeyOf<OptimizerStateMap::key_type>(param);
+}
+
 Result<SavedOptimizer> CaptureOptimizer(const torch::optim::Optimizer& optimizer) {
   SavedOptimizer out;
   const auto& state = optimizer.state();
@@ -210,7 +223,7 @@ Result<SavedOptimizer> CaptureOptimizer(const torch::optim::Optimizer& optimizer
     g.options = OptionsOf(group.options());
     if (g.options.empty()) return Status::Unsupported("optimizer of a kind checkpoints do not know");
     for (const at::Tensor& p : group.params()) {
-      auto it = state.find(StateKey(p));
+      auto it = state.find(OptimizerStateKey(p));
       if (it == state.end()) {
         g.params.emplace_back();
         continue;
@@ -231,7 +244,7 @@ Status RestoreOptimizer(const SavedOptimizer& saved, torch::optim::Optimizer& op
                               std::to_string(groups.size()));
   }
   // Everything is checked and built before the optimizer changes.
-  std::vector<std::pair<std::string, std::unique_ptr<OptimizerParamState>>> states;
+  std::vector<std::pair<OptimizerStateMap::key_type, std::unique_ptr<OptimizerParamState>>> states;
   for (size_t i = 0; i < groups.size(); ++i) {
     const std::string where = "group " + std::to_string(i);
     const std::vector<at::Tensor>& params = groups[i].params();
@@ -244,7 +257,7 @@ Status RestoreOptimizer(const SavedOptimizer& saved, torch::optim::Optimizer& op
       YC_ASSIGN_OR_RETURN(std::unique_ptr<OptimizerParamState> s,
                           MakeState(groups[i].options(), *saved.groups[i].params[j], params[j],
                                     where + " parameter " + std::to_string(j)));
-      states.emplace_back(StateKey(params[j]), std::move(s));
+      states.emplace_back(OptimizerStateKey(params[j]), std::move(s));
     }
   }
   for (size_t i = 0; i < groups.size(); ++i) {

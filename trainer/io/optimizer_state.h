@@ -14,6 +14,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -43,6 +45,11 @@ struct SavedOptimizer {
 bool IsOptionName(const std::string& name);
 bool IsStateIntName(const std::string& name);
 bool IsStateTensorName(const std::string& name);
+
+// The key torch::optim keeps a parameter's state under: its TensorImpl, a pointer since PyTorch 2.0 and
+// the pointer printed as a string before, so one source builds against LibTorch 1.13 and 2.x.
+using OptimizerStateMap = std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>;
+OptimizerStateMap::key_type OptimizerStateKey(const at::Tensor& param);
 
 // SGD, Adam, AdamW and RMSprop; Unsupported for another kind.
 Result<SavedOptimizer> CaptureOptimizer(const torch::optim::Optimizer& optimizer);
