@@ -148,7 +148,9 @@ Result<TrainRun::EpochSnapshots> TrainRun::TakeEpochSnapshots(bool improved) {
   snaps.last = snaps.training;
   // A finished run's last.pt is stripped as Ultralytics' strip_optimizer leaves it (the final EMA in fp16,
   // no optimizer), like best.pt; its epochN.pt keeps the training form, as Ultralytics' save_model writes it.
-  if (state_.finished) YC_ASSIGN_OR_RETURN(snaps.last, SnapshotRelease(last_));
+  if (state_.finished) {
+    YC_ASSIGN_OR_RETURN(snaps.last, SnapshotRelease(last_));
+  }
   // best.pt: the release weights of the best epoch so far; a run that never validated (best_fitness still
   // < 0) keeps its final EMA, written once since `finished` is set only by the last epoch.
   if (improved || (state_.finished && state_.best_fitness < 0)) {

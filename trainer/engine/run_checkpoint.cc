@@ -18,6 +18,7 @@ CheckpointMeta TrainRun::Meta() const {
   m.metrics = last_metrics_;
   m.run_id = run_id_;
   m.data_identity = data_identity_;
+  if (cache_) m.data_yaml = cache_->manifest().dataset_yaml;
   return m;
 }
 

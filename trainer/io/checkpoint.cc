@@ -97,7 +97,8 @@ Json MetaToJson(const CheckpointMeta& meta) {
               {"created", meta.created},
               {"metrics", meta.metrics},
               {"run_id", meta.run_id},
-              {"data_identity", meta.data_identity}};
+              {"data_identity", meta.data_identity},
+              {"data_yaml", meta.data_yaml}};
 }
 
 std::string MetaModelName(const CheckpointMeta& meta) {
@@ -145,6 +146,7 @@ Result<CheckpointMeta> MetaFromJson(const Json& j) {
   if (auto it = j.find("metrics"); it != j.end() && it->is_object()) m.metrics = *it;
   // Absent in checkpoints written before runs and caches were identified: not checked on resume.
   if (!Get(j, "run_id", &m.run_id)) return Status::Corruption("meta: run_id is not a string");
+  if (!Get(j, "data_yaml", &m.data_yaml)) return Status::Corruption("meta: data_yaml is not a string");
   if (auto it = j.find("data_identity"); it != j.end()) {
     if (!it->is_object()) return Status::Corruption("meta: data_identity is not an object");
     m.data_identity = *it;
@@ -153,8 +155,6 @@ Result<CheckpointMeta> MetaFromJson(const Json& j) {
 }
 
 namespace {
-
-using OJson = nlohmann::ordered_json;
 
 const char* OptimizerKindName(const torch::optim::Optimizer& o) {
   if (dynamic_cast<const torch::optim::SGD*>(&o) != nullptr) return "SGD";
@@ -257,9 +257,9 @@ void PickleSection(TorchSaveWriter& w, const std::string& key, const std::vector
   p.Mark();
   for (const auto& [name, t] : state) {
     list.push_back(name);
-    at::Tensor copy = half && t.is_floating_point() ? t.detach().to(at::kCPU, at::kHalf, false, true) : HostCopy(t);
-    checksum->AddTensor(key + "/" + std::to_string(list.size() - 1), copy);
-    w.Tensor(copy);
+    // The live tensor: the writer copies it, and shares the copy with the Ultralytics EMA writing it again.
+    const at::Tensor stored = w.Tensor(half && t.is_floating_point() ? t.detach().to(at::kHalf) : t);
+    checksum->AddTensor(key + "/" + std::to_string(list.size() - 1), stored);
   }
   p.Appends();
   (*names)[key] = list;
@@ -282,6 +282,7 @@ UltralyticsCheckpointFields UltralyticsFields(const CheckpointContents& c, const
   f.date = m.created;
   const std::string model_arg = m.options.weights.empty() ? MetaModelName(m) + ".yaml" : m.options.weights;
   f.train_args = UltralyticsTrainArgs(m.options, model_arg);
+  if (!m.data_yaml.empty()) f.train_args["data"] = m.data_yaml;  // Ultralytics reads the YAML, not our cache
   f.train_metrics = UltralyticsTrainMetrics(m.metrics);
   if (m.kind == kCheckpointKindRelease) {
     f.model = model;
@@ -321,6 +322,10 @@ Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const Check
     const auto* ema = c.ema != nullptr ? c.ema->as<DetectionModelImpl>() : (release ? model : nullptr);
     std::optional<SavedOptimizer> optimizer;
     UltralyticsCheckpointFields fields = UltralyticsFields(c, model, ema);
+    // Our full-precision EMA and optimizer state are in the file anyway: Ultralytics' `ema` and `optimizer`
+    // share their storages (fp32) instead of adding fp16 copies.
+    fields.half_ema = c.ema == nullptr;
+    fields.half_optimizer = false;
     if (c.optimizer != nullptr) {
       Result<SavedOptimizer> copy = CopyOptimizer(*c.optimizer);
       if (!copy.ok()) return Status::IOError("cannot snapshot checkpoint: " + copy.status().message());

@@ -93,6 +93,9 @@ struct CheckpointMeta {
   // (trainer/engine/run_identity.h): --resume refuses another run's folder and, unless told, another cache.
   std::string run_id;
   nlohmann::json data_identity = nlohmann::json::object();
+  // The data YAML the cache was built from (its manifest's dataset_yaml; empty in older files or when
+  // unknown): Ultralytics' train_args.data, which its resume and val read.
+  std::string data_yaml;
 };
 
 nlohmann::json MetaToJson(const CheckpointMeta& meta);

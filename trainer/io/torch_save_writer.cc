@@ -23,15 +23,22 @@ const char* StorageClass(at::ScalarType type) {
     default: break;
   }
   TORCH_CHECK(false, "torch.save writer: no storage class for dtype ", type);
+  return "";
 }
 
 }  // namespace
 
-void TorchSaveWriter::Tensor(const at::Tensor& tensor) {
+at::Tensor TorchSaveWriter::Tensor(const at::Tensor& tensor) {
   const char* storage_class = StorageClass(tensor.scalar_type());
-  at::Tensor host = tensor.detach().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true).contiguous();
-  const std::string key = std::to_string(storages_.size());
-  storage_bytes_ += host.nbytes();
+  const Identity id{tensor.data_ptr(), tensor.device().str(), static_cast<int>(tensor.scalar_type()),
+                    tensor.sizes().vec(), tensor.strides().vec()};
+  auto [it, fresh] = stored_.emplace(id, storages_.size());
+  if (fresh) {
+    at::Tensor host = tensor.detach().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true).contiguous();
+    storage_bytes_ += host.nbytes();
+    storages_.emplace_back(std::to_string(storages_.size()), std::move(host));
+  }
+  const auto& [key, host] = storages_[it->second];
   PickleWriter& p = pickle_;
   p.Global("torch._utils", "_rebuild_tensor_v2");
   p.Mark();
@@ -56,7 +63,7 @@ void TorchSaveWriter::Tensor(const at::Tensor& tensor) {
   EmptyOrderedDict();  // backward hooks
   p.Tuple();
   p.Reduce();
-  storages_.emplace_back(key, std::move(host));
+  return host;
 }
 
 void TorchSaveWriter::Parameter(const at::Tensor& tensor, bool requires_grad) {

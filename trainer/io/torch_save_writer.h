@@ -11,10 +11,14 @@
 //
 // Tensors are pushed as torch._utils._rebuild_tensor_v2 of a persistent storage id ('storage',
 // torch.<Type>Storage, key, 'cpu', numel); each gets its own storage, holding a contiguous host copy
-// taken when Tensor() is called (the caller's tensor may change afterwards).
+// taken when Tensor() is called (the caller's tensor may change afterwards). The same tensor pushed again
+// (same data, dtype, sizes and strides: e.g. one EMA weight in two places of the pickle) reuses its storage,
+// as torch.save shares the storage of tensors that share it.
 #pragma once
 
+#include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -29,9 +33,9 @@ class TorchSaveWriter {
  public:
   PickleWriter& pickle() { return pickle_; }
 
-  // Pushes a tensor (any device; copied to the host now). Unsupported dtypes (complex, quantized) throw
-  // c10::Error, as LibTorch does for bad tensors.
-  void Tensor(const at::Tensor& tensor);
+  // Pushes a tensor (any device; copied to the host now) and returns the host copy stored. Unsupported
+  // dtypes (complex, quantized) throw c10::Error, as LibTorch does for bad tensors.
+  at::Tensor Tensor(const at::Tensor& tensor);
   // torch._utils._rebuild_parameter(tensor, requires_grad, OrderedDict()): an nn.Parameter.
   void Parameter(const at::Tensor& tensor, bool requires_grad);
   // collections.OrderedDict() ready for key, value pairs: push them, then EndOrderedDict().
@@ -48,7 +52,10 @@ class TorchSaveWriter {
 
  private:
   PickleWriter pickle_;
+  // What identifies a tensor already stored: data pointer, device, dtype, sizes, strides.
+  using Identity = std::tuple<const void*, std::string, int, std::vector<int64_t>, std::vector<int64_t>>;
   std::vector<std::pair<std::string, at::Tensor>> storages_;  // key -> contiguous host tensor
+  std::map<Identity, size_t> stored_;                         // -> index in storages_
   uint64_t storage_bytes_ = 0;
 };
 

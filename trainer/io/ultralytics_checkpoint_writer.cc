@@ -103,7 +103,7 @@ void Optimizer(TorchSaveWriter& w, const UltralyticsCheckpointFields& f) {
       }
       for (const auto& [name, t] : state->tensors) {
         p.Str(name);
-        w.Tensor(t.is_floating_point() ? t.to(at::kHalf) : t);
+        w.Tensor(f.half_optimizer && t.is_floating_point() ? t.to(at::kHalf) : t);
       }
       p.SetItems();
     }
@@ -150,7 +150,7 @@ void WriteUltralyticsCheckpointItems(TorchSaveWriter& w, const UltralyticsCheckp
   }
   Key(p, "ema");
   if (f.ema != nullptr) {
-    WriteUltralyticsModel(w, *f.ema, f.names, /*half=*/true);
+    WriteUltralyticsModel(w, *f.ema, f.names, f.half_ema);
   } else {
     p.None();
   }

@@ -2,10 +2,14 @@
 // save_model; the release form of ultralytics/utils/torch_utils.py strip_optimizer), written from our state:
 //   epoch, best_fitness, model, ema, updates, optimizer, train_args, train_metrics, train_results, date,
 //   version, license, docs
-// Training form: ema = the EMA as a fp16 DetectionModel (trainer/io/ultralytics_module_writer.h), model None,
+// Training form: ema = the EMA as a DetectionModel (trainer/io/ultralytics_module_writer.h), model None,
 // optimizer = torch.optim's state_dict of an optimizer built as Ultralytics' build_optimizer builds it
-// (three groups: biases, decayed weights, norm weights; parameter ids in its order) with fp16 state
-// tensors. Release form: model = the fp16 EMA, epoch -1, ema/optimizer/best_fitness/updates None.
+// (three groups: biases, decayed weights, norm weights; parameter ids in its order). Ultralytics writes
+// both in fp16; with half_ema / half_optimizer off they are written in fp32, which torch.load and
+// Ultralytics' resume take as well (it calls .float() and casts optimizer state to the parameters'
+// dtype), and whose storages are then shared with the full-precision copies yolocache keeps for exact
+// resume (TorchSaveWriter stores a tensor once). Release form: model = the fp16 EMA, epoch -1,
+// ema/optimizer/best_fitness/updates None.
 // train_args has Ultralytics' argument names (cfg/default.yaml), so its resume and its val read them.
 #pragma once
 
@@ -49,6 +53,8 @@ struct UltralyticsCheckpointFields {
   std::vector<std::vector<int64_t>> optimizer_ids;
   std::vector<int64_t> optimizer_group_sizes;
   std::string optimizer_kind;  // "SGD", "Adam", "AdamW", "RMSProp" (the option names written per group)
+  bool half_ema = true;        // the training form's `ema` in fp16, as Ultralytics
+  bool half_optimizer = true;  // the optimizer's state tensors in fp16 (convert_optimizer_state_dict_to_fp16)
   double initial_lr = 0;
   nlohmann::ordered_json train_args = nlohmann::ordered_json::object();
   nlohmann::ordered_json train_metrics = nlohmann::ordered_json::object();
