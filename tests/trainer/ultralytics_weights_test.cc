@@ -4,6 +4,7 @@
 // fuse() keeps the output, export(format='torchscript') writes a file, and YOLO(last.pt).train(resume=True)
 // resumes epoch 2 of 2 from it, for yolov8n (nc 80) and yolo11n (nc 3). Validation figures are compared
 // with a trained model in metrics_parity_test.cc (Ultralytics' validator on our best.pt).
+#include <cstdio>
 #include <fstream>
 
 #include <c10/core/GradMode.h>
@@ -105,6 +106,9 @@ void RoundTrip(ModelFamily family, int64_t nc) {
   last.optimizer = opt.get();
   ASSERT_TRUE(WriteCheckpoint(tmp / "last.pt", last).ok());
   ASSERT_TRUE(WriteCheckpoint(tmp / "best.pt", ReleaseContents(meta, *ema)).ok());
+  std::printf("%s nc %lld: last.pt while training (SGD) %lld bytes, release (best.pt, final last.pt) %lld bytes\n",
+              ModelNameString({family, ModelScale::kN}).c_str(), static_cast<long long>(nc),
+              static_cast<long long>(fs::file_size(tmp / "last.pt")), static_cast<long long>(fs::file_size(tmp / "best.pt")));
 
   // Ours on best.pt (fp16 weights widened), the reference for Ultralytics' forward.
   Result<std::unique_ptr<CheckpointReader>> r = CheckpointReader::Open(tmp / "best.pt", at::Device(at::kCPU));

@@ -25,6 +25,7 @@
 #include "trainer/io/pickle_writer.h"
 #include "trainer/io/torch_save_writer.h"
 #include "trainer/io/ultralytics_checkpoint_writer.h"
+#include "trainer/io/ultralytics_module_writer.h"
 
 namespace yc::trainer {
 
@@ -352,7 +353,7 @@ Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const Check
       Json list = Json::array();
       for (const auto& [name, t] : NamedState(*model)) {
         list.push_back(name);
-        at::Tensor stored = t.is_floating_point() ? t.detach().to(at::kCPU, at::kHalf).to(at::kFloat) : HostCopy(t);
+        at::Tensor stored = t.is_floating_point() ? ReleaseHalf(t).to(at::kCPU, at::kFloat) : HostCopy(t);
         tensors.AddTensor("model/" + std::to_string(list.size() - 1), stored);
       }
       names["model"] = list;
@@ -379,6 +380,7 @@ Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const Check
     p.SetItems();  // yolocache
     WriteUltralyticsCheckpointItems(w, fields);
     p.SetItems();  // the checkpoint dict
+    w.EndSharing();  // the snapshot keeps host copies only, no live or temporary tensors
   } catch (const std::exception& e) {
     return Status::IOError(std::string("cannot snapshot checkpoint: ") + e.what());
   }

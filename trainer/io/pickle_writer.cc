@@ -52,10 +52,24 @@ void PickleWriter::Float(double value) {
   for (int i = 7; i >= 0; --i) out_.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));  // big-endian
 }
 
+bool PickleWriter::Again(const std::string& key) {
+  auto it = remembered_.find(key);
+  if (it == remembered_.end()) return false;
+  Get(it->second);
+  return true;
+}
+
+void PickleWriter::Remember(const std::string& key) { remembered_.emplace(key, Put()); }
+
 void PickleWriter::Str(std::string_view utf8) {
+  constexpr size_t kMemoMax = 64;  // names and short values; long texts (JSON) are written once anyway
+  const bool memo = utf8.size() <= kMemoMax;
+  const std::string key = memo ? "s" + std::string(utf8) : std::string();
+  if (memo && Again(key)) return;
   Op(kBinUnicode);
   LE(utf8.size(), 4);
   out_.append(utf8.data(), utf8.size());
+  if (memo) Remember(key);
 }
 
 void PickleWriter::Mark() { Op(kMark); }
@@ -67,11 +81,14 @@ void PickleWriter::EmptyDict() { Op(kEmptyDict); }
 void PickleWriter::SetItems() { Op(kSetItems); }
 
 void PickleWriter::Global(std::string_view module, std::string_view name) {
+  const std::string key = "g" + std::string(module) + "\n" + std::string(name);
+  if (Again(key)) return;
   Op(kGlobal);
   out_.append(module.data(), module.size());
   out_.push_back('\n');
   out_.append(name.data(), name.size());
   out_.push_back('\n');
+  Remember(key);
 }
 
 void PickleWriter::Reduce() { Op(kReduce); }
@@ -106,6 +123,7 @@ std::string PickleWriter::Finish() {
   std::string out = std::move(out_);
   out_.clear();
   memo_ = 0;
+  remembered_.clear();
   return out;
 }
 

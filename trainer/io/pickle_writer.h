@@ -9,6 +9,8 @@
 //   w.SetItems();                         // }
 //   std::string bytes = w.Finish();       // STOP
 //
+// Globals and short strings repeated are written once and then fetched from the memo (BINPUT / BINGET),
+// as Python's pickler does, which keeps a module tree's pickle small.
 // Objects: Global(module, name) then arguments then Reduce() (callable(*args)) or NewObj() (cls.__new__),
 // then optionally a state and Build(). Nothing is validated beyond what the writer itself controls:
 // an unbalanced sequence of calls gives a pickle Python refuses, which the round-trip tests catch.
@@ -17,6 +19,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -56,9 +59,14 @@ class PickleWriter {
 
  private:
   void Op(uint8_t op) { out_.push_back(static_cast<char>(op)); }
+  // A value pushed before under `key` is pushed again from the memo (as Python's pickler does for the
+  // same str or class object); true when it was.
+  bool Again(const std::string& key);
+  void Remember(const std::string& key);
   void LE(uint64_t value, int bytes);
   std::string out_;
   uint32_t memo_ = 0;
+  std::unordered_map<std::string, uint32_t> remembered_;  // "s<text>" / "g<module>\n<name>" -> memo id
 };
 
 }  // namespace yc::trainer

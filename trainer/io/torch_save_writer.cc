@@ -34,6 +34,7 @@ at::Tensor TorchSaveWriter::Tensor(const at::Tensor& tensor) {
                     tensor.sizes().vec(), tensor.strides().vec()};
   auto [it, fresh] = stored_.emplace(id, storages_.size());
   if (fresh) {
+    sources_.push_back(tensor);  // its address stays its own while stored_ names it
     at::Tensor host = tensor.detach().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true).contiguous();
     storage_bytes_ += host.nbytes();
     storages_.emplace_back(std::to_string(storages_.size()), std::move(host));
@@ -99,7 +100,13 @@ void TorchSaveWriter::EmptySet() {
   pickle_.Reduce();
 }
 
+void TorchSaveWriter::EndSharing() {
+  stored_.clear();
+  sources_.clear();
+}
+
 Result<std::string> TorchSaveWriter::Finish() {
+  EndSharing();
   const std::string pkl = pickle_.Finish();
   std::string out;
   try {

@@ -45,6 +45,10 @@ class TorchSaveWriter {
   // builtins.set() (empty), as nn.Module's _non_persistent_buffers_set.
   void EmptySet();
 
+  // Ends storage sharing: the tensors pushed so far are no longer kept alive (while they are, no other
+  // tensor can take their memory and be mistaken for them). Call once the pickle is complete.
+  void EndSharing();
+
   // Host bytes of every tensor so far.
   uint64_t storage_bytes() const { return storage_bytes_; }
   // STOP, and the archive's bytes. IOError when LibTorch's zip writer fails.
@@ -56,6 +60,7 @@ class TorchSaveWriter {
   using Identity = std::tuple<const void*, std::string, int, std::vector<int64_t>, std::vector<int64_t>>;
   std::vector<std::pair<std::string, at::Tensor>> storages_;  // key -> contiguous host tensor
   std::map<Identity, size_t> stored_;                         // -> index in storages_
+  std::vector<at::Tensor> sources_;                           // the tensors stored_ identifies, kept alive
   uint64_t storage_bytes_ = 0;
 };
 

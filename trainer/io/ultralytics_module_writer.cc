@@ -152,7 +152,7 @@ class ModuleWriter {
         p_.None();
         continue;
       }
-      const at::Tensor value = half_ && t.is_floating_point() ? t.detach().to(at::kHalf) : t.detach();
+      const at::Tensor value = half_ ? ReleaseHalf(t) : t.detach();
       if (parameters) {
         w_.Parameter(value, /*requires_grad=*/false);
       } else {
@@ -409,6 +409,13 @@ class ModuleWriter {
 };
 
 }  // namespace
+
+at::Tensor ReleaseHalf(const at::Tensor& t) {
+  if (!t.is_floating_point()) return t.detach();
+  at::Tensor half = t.detach().to(at::kHalf);
+  if (!at::isfinite(half).all().item<bool>() && at::isfinite(t).all().item<bool>()) return t.detach();
+  return half;
+}
 
 OJson UltralyticsModelYaml(ModelFamily family, ModelScale scale, int64_t nc) {
   const bool v8 = family == ModelFamily::kV8;

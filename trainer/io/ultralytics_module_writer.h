@@ -28,6 +28,10 @@ namespace yc::trainer {
 void WriteUltralyticsModel(TorchSaveWriter& w, const DetectionModelImpl& model, const std::vector<std::string>& names,
                            bool half);
 
+// `t` as release weights store it: floating tensors in fp16, except one beyond fp16's range (|x| > 65504,
+// a run about to diverge), which stays as it is rather than turn into infinities; others unchanged.
+at::Tensor ReleaseHalf(const at::Tensor& t);
+
 // The model yaml dict Ultralytics builds the family from (nc, scales, backbone, head, scale, yaml_file,
 // channels), e.g. for train_args-free readers and tests.
 nlohmann::ordered_json UltralyticsModelYaml(ModelFamily family, ModelScale scale, int64_t nc);
