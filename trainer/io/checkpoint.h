@@ -5,7 +5,7 @@
 //
 // Format (docs/TRAINER.md ("Checkpoints and resume")): a torch.save zip archive whose pickle is the dictionary Ultralytics'
 // trainer saves (trainer/io/ultralytics_checkpoint_writer.h: epoch, best_fitness, model, ema, updates,
-// optimizer, train_args, ...; the EMA as an fp16 ultralytics.nn.tasks.DetectionModel), so that Ultralytics'
+// optimizer, train_args, ...; the EMA as an ultralytics.nn.tasks.DetectionModel), so that Ultralytics'
 // YOLO('last.pt') loads, validates, exports and resumes it, plus our own entry `yolocache`, which
 // Ultralytics ignores:
 //   meta        str      JSON: format, model scale, nc, names, options, state, metrics, tensor names
