@@ -4,8 +4,8 @@
 //    (ToOriginalImage), matching and AP (DetectionMetrics) and ConfusionMatrix equal DetectionValidator's
 //    update_metrics + DetMetrics and ConfusionMatrix.process_batch within 1e-6;
 //  * a yolocache model trained for 30 short CPU epochs on the synth set: `yolocache-train val --json` equals
-//    Ultralytics' DetectionValidator on the same weights (exported as a tensor file and loaded into its
-//    DetectionModel) and the same original val images within 2e-4.
+//    Ultralytics' DetectionValidator on the same best.pt (loaded by Ultralytics' own attempt_load_one_weight)
+//    and the same original val images within 2e-4.
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -164,32 +164,6 @@ TEST(MetricsParity, FixedPredictionsEqualUltralyticsMetrics) {
   EXPECT_GT(std::abs(letterboxed.Compute().map50_95 - m.map50_95), 1e-6);
 }
 
-// The EMA weights of a yolocache checkpoint as a YCT1 tensor file (ultralytics_models.py's layout).
-void WriteTensorFile(const fs::path& weights, const fs::path& out) {
-  Result<InferenceModel> loaded = LoadInferenceModel(weights, at::Device(at::kCPU));
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  std::vector<std::pair<std::string, at::Tensor>> tensors;
-  for (const auto& p : loaded->model->named_parameters()) tensors.emplace_back(p.key(), p.value());
-  for (const auto& b : loaded->model->named_buffers()) {
-    if (b.value().is_floating_point()) tensors.emplace_back(b.key(), b.value());
-  }
-  std::ofstream f(out, std::ios::binary);
-  auto put = [&](const void* p, size_t n) { f.write(static_cast<const char*>(p), static_cast<std::streamsize>(n)); };
-  put("YCT1", 4);
-  const uint32_t count = static_cast<uint32_t>(tensors.size());
-  put(&count, 4);
-  for (const auto& [name, t] : tensors) {
-    const uint32_t len = static_cast<uint32_t>(name.size()), ndim = static_cast<uint32_t>(t.dim());
-    put(&len, 4);
-    put(name.data(), len);
-    put(&ndim, 4);
-    for (int64_t d : t.sizes()) put(&d, 8);
-    at::Tensor c = t.detach().to(at::kFloat).contiguous();
-    put(c.data_ptr<float>(), static_cast<size_t>(c.numel()) * 4);
-  }
-  ASSERT_TRUE(f.good());
-}
-
 // `yolocache-train val --weights best.pt --data CACHE` against `yolo val model=best.pt data=data.yaml`
 // (Ultralytics' DetectionValidator as Model.val runs it: rect batches, the model's imgsz, conf 0.001,
 // fp32 on the CPU) on the same weights and the original images. Equal within 2e-4 (in practice ~1e-9)
@@ -221,8 +195,8 @@ TEST(MetricsParity, TrainedCheckpointValEqualsUltralyticsValidator) {
   ASSERT_EQ(v.exit_code, 0) << v.err;
   const nlohmann::json ours = nlohmann::json::parse(v.out);
 
-  WriteTensorFile(weights, tmp / "weights.bin");
-  ASSERT_EQ(fx.Run("ultralytics_val.py", {(tmp / "weights.bin").string(), (tmp / "data" / "data.yaml").string(),
+  // Ultralytics reads our best.pt itself (trainer/io/checkpoint.h: a torch.save file of its own layout).
+  ASSERT_EQ(fx.Run("ultralytics_val.py", {weights.string(), (tmp / "data" / "data.yaml").string(),
                                           "96", "16", (tmp / "ref.json").string()},
                    tmp.path()),
             0)

@@ -148,11 +148,17 @@ Result<TrainRun::EpochSnapshots> TrainRun::TakeEpochSnapshots(bool improved) {
   EpochSnapshots snaps;
   // Gradients still waiting for an optimizer step carry over into the next epoch; a finished run has
   // no next epoch, so they are not worth storing.
-  YC_ASSIGN_OR_RETURN(snaps.last, SnapshotLast(/*pending_grads=*/!state_.finished && last_ni_ > state_.last_opt_step));
+  YC_ASSIGN_OR_RETURN(snaps.training, SnapshotLast(/*pending_grads=*/!state_.finished && last_ni_ > state_.last_opt_step));
+  snaps.last = snaps.training;
+  // A finished run's last.pt is stripped as Ultralytics' strip_optimizer leaves it (the final EMA in fp16,
+  // no optimizer), like best.pt; its epochN.pt keeps the training form, as Ultralytics' save_model writes it.
+  if (state_.finished) {
+    YC_ASSIGN_OR_RETURN(snaps.last, SnapshotRelease(last_));
+  }
   // best.pt: the release weights of the best epoch so far; a run that never validated (best_fitness still
   // < 0) keeps its final EMA, written once since `finished` is set only by the last epoch.
   if (improved || (state_.finished && state_.best_fitness < 0)) {
-    YC_ASSIGN_OR_RETURN(snaps.best, SnapshotBest());
+    YC_ASSIGN_OR_RETURN(snaps.best, SnapshotRelease(best_));
   }
   return snaps;
 }
@@ -162,12 +168,12 @@ void TrainRun::SubmitCheckpoints(int epoch, const EpochSnapshots& snaps) {
                                   ? weights_ / ("epoch" + std::to_string(epoch + 1) + ".pt")
                                   : fs::path();
   saved_epoch_ = epoch + 1;
-  writer_.Submit([this, snapshot = snaps.last, best = snaps.best, epoch_file]() -> Status {
+  writer_.Submit([this, snapshot = snaps.last, best = snaps.best, training = snaps.training, epoch_file]() -> Status {
     // Serialised once (Serialize keeps the bytes), written once or twice.
     YC_RETURN_IF_ERROR(snapshot->WriteTo(last_));
     if (best) YC_RETURN_IF_ERROR(best->WriteTo(best_));
     if (!epoch_file.empty()) {
-      YC_RETURN_IF_ERROR(snapshot->WriteTo(epoch_file));
+      YC_RETURN_IF_ERROR((training ? training : snapshot)->WriteTo(epoch_file));
       epoch_files_.erase(std::remove(epoch_files_.begin(), epoch_files_.end(), epoch_file), epoch_files_.end());
       epoch_files_.push_back(epoch_file);
       RotateEpochCheckpoints(&epoch_files_, o_.keep);

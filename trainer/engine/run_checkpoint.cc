@@ -18,6 +18,7 @@ CheckpointMeta TrainRun::Meta() const {
   m.metrics = last_metrics_;
   m.run_id = run_id_;
   m.data_identity = data_identity_;
+  if (cache_) m.data_yaml = cache_->manifest().dataset_yaml;
   return m;
 }
 
@@ -38,10 +39,10 @@ Status TrainRun::CheckResumedData(const CheckpointMeta& meta) {
   return Status::OK();
 }
 
-Result<std::shared_ptr<CheckpointSnapshot>> TrainRun::SnapshotBest() {
+Result<std::shared_ptr<CheckpointSnapshot>> TrainRun::SnapshotRelease(const std::filesystem::path& file) {
   Result<std::shared_ptr<CheckpointSnapshot>> snap =
       CheckpointSnapshot::Take(ReleaseContents(Meta(), *stack_.ema->module()));
-  if (!snap.ok()) return Status(snap.status()).WithContext(best_.string());
+  if (!snap.ok()) return Status(snap.status()).WithContext(file.string());
   return snap;
 }
 

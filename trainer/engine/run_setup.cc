@@ -142,8 +142,9 @@ Status TrainRun::OpenResume() {
     const CheckpointMeta& meta = resume_->meta();
     const std::string resumed = hooks_.resume.string();
     if (resume_->is_release()) {
-      return Status::InvalidArgument(Status::At(resumed, "release weights (EMA only, fp16) cannot be "
-                                                         "resumed; resume from the run's weights/last.pt"));
+      return Status::InvalidArgument(Status::At(resumed, "release weights (EMA only, fp16: best.pt, or "
+                                                         "the last.pt of a finished run) cannot be resumed; resume "
+                                                         "an unfinished run's weights/last.pt"));
     }
     if (meta.state.finished) return Status::InvalidArgument(Status::At(resumed, "this run already finished; nothing to resume"));
     if (meta.nc != nc_ || meta.names != names_ || meta.model_scale != ModelScaleName(model_name_.scale) ||

@@ -105,6 +105,8 @@ class TrainRun {
   void AdvanceState(int epoch);  // the epoch is done: the resume position moves to the next one
   struct EpochSnapshots {
     std::shared_ptr<CheckpointSnapshot> last, best;  // best: null when not written this epoch
+    // epochN.pt: the training form; last.pt too until the run finishes, when last.pt is stripped.
+    std::shared_ptr<CheckpointSnapshot> training;
   };
   Result<EpochSnapshots> TakeEpochSnapshots(bool improved);
   void SubmitCheckpoints(int epoch, const EpochSnapshots& snaps);
@@ -135,8 +137,9 @@ class TrainRun {
   Status AverageGrads();
   // last.pt's contents now (a snapshot: it is serialised and written during the next epoch).
   Result<std::shared_ptr<CheckpointSnapshot>> SnapshotLast(bool pending_grads);
-  // best.pt's contents now: the release form (EMA only, fp16; see trainer/io/checkpoint.h).
-  Result<std::shared_ptr<CheckpointSnapshot>> SnapshotBest();
+  // The release form now (EMA only, fp16; see trainer/io/checkpoint.h): best.pt, and a finished run's
+  // last.pt. `file` names the destination in errors.
+  Result<std::shared_ptr<CheckpointSnapshot>> SnapshotRelease(const std::filesystem::path& file);
   CheckpointMeta Meta() const;  // the run as it stands, for either file
   // The resumed checkpoint's cache is --data's, or hooks_.resume_other_data allows another.
   Status CheckResumedData(const CheckpointMeta& meta);

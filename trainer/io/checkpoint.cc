@@ -15,7 +15,6 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
-#include <torch/serialize/output-archive.h>
 
 #include "libcache/base/mapped_file.h"
 #include "libcache/base/output_file.h"
@@ -23,6 +22,10 @@
 #include "trainer/io/checkpoint_checksum.h"
 #include "trainer/io/named_state.h"
 #include "trainer/io/optimizer_state.h"
+#include "trainer/io/pickle_writer.h"
+#include "trainer/io/torch_save_writer.h"
+#include "trainer/io/ultralytics_checkpoint_writer.h"
+#include "trainer/io/ultralytics_module_writer.h"
 
 namespace yc::trainer {
 
@@ -81,29 +84,6 @@ at::Tensor HostCopy(const at::Tensor& t) {
   return t.detach().to(t.options().device(at::kCPU), /*non_blocking=*/false, /*copy=*/true);
 }
 
-void WriteSection(torch::serialize::OutputArchive& archive, const std::string& key, const torch::nn::Module& m,
-                  Json* names, ChecksumInput* checksum, bool half = false) {
-  std::vector<at::Tensor> tensors;
-  Json list = Json::array();
-  for (auto& [name, t] : NamedState(m)) {
-    list.push_back(name);
-    // Training goes on while the snapshot is written; fp16 halves release weights (as Ultralytics' .half()),
-    // except a tensor beyond fp16's range (|x| > 65504, a run about to diverge), which stays fp32 rather
-    // than turn into infinities.
-    at::Tensor copy;
-    if (half && t.is_floating_point()) {
-      copy = t.detach().to(at::kCPU, at::kHalf, /*non_blocking=*/false, /*copy=*/true);
-      if (!at::isfinite(copy).all().item<bool>()) copy = HostCopy(t);
-    } else {
-      copy = HostCopy(t);
-    }
-    checksum->AddTensor(key + "/" + std::to_string(tensors.size()), copy);
-    tensors.push_back(std::move(copy));
-  }
-  (*names)[key] = list;
-  archive.write(key, c10::IValue(tensors));
-}
-
 }  // namespace
 
 Json MetaToJson(const CheckpointMeta& meta) {
@@ -118,7 +98,8 @@ Json MetaToJson(const CheckpointMeta& meta) {
               {"created", meta.created},
               {"metrics", meta.metrics},
               {"run_id", meta.run_id},
-              {"data_identity", meta.data_identity}};
+              {"data_identity", meta.data_identity},
+              {"data_yaml", meta.data_yaml}};
 }
 
 std::string MetaModelName(const CheckpointMeta& meta) {
@@ -166,6 +147,7 @@ Result<CheckpointMeta> MetaFromJson(const Json& j) {
   if (auto it = j.find("metrics"); it != j.end() && it->is_object()) m.metrics = *it;
   // Absent in checkpoints written before runs and caches were identified: not checked on resume.
   if (!Get(j, "run_id", &m.run_id)) return Status::Corruption("meta: run_id is not a string");
+  if (!Get(j, "data_yaml", &m.data_yaml)) return Status::Corruption("meta: data_yaml is not a string");
   if (auto it = j.find("data_identity"); it != j.end()) {
     if (!it->is_object()) return Status::Corruption("meta: data_identity is not an object");
     m.data_identity = *it;
@@ -175,51 +157,145 @@ Result<CheckpointMeta> MetaFromJson(const Json& j) {
 
 namespace {
 
-// Writes the optimizer into `archive` holding copies of its state tensors (the optimizer keeps stepping
-// its own): each state tensor is swapped for a copy during save() and put back after. False for an
-// optimizer kind whose state this does not know (then the archive holds the live tensors). `captured`
-// gets the saved state (the copies) for the checksum, unset for an unknown kind.
-bool SaveOptimizerCopy(torch::optim::Optimizer& optimizer, torch::serialize::OutputArchive& archive,
-                       std::optional<SavedOptimizer>* captured) {
-  std::vector<std::pair<at::Tensor*, at::Tensor>> originals;
-  bool known = true;
-  auto swap_in_copy = [&originals](at::Tensor& t) {
-    if (!t.defined()) return;
-    originals.emplace_back(&t, t);
-    t = HostCopy(t);
-  };
-  for (auto& entry : optimizer.state()) {
-    auto* state = entry.second.get();
-    if (auto* a = dynamic_cast<torch::optim::AdamParamState*>(state)) {
-      swap_in_copy(a->exp_avg());
-      swap_in_copy(a->exp_avg_sq());
-      swap_in_copy(a->max_exp_avg_sq());
-    } else if (auto* w = dynamic_cast<torch::optim::AdamWParamState*>(state)) {
-      swap_in_copy(w->exp_avg());
-      swap_in_copy(w->exp_avg_sq());
-      swap_in_copy(w->max_exp_avg_sq());
-    } else if (auto* g = dynamic_cast<torch::optim::SGDParamState*>(state)) {
-      swap_in_copy(g->momentum_buffer());
-    } else if (auto* r = dynamic_cast<torch::optim::RMSpropParamState*>(state)) {
-      swap_in_copy(r->square_avg());
-      swap_in_copy(r->momentum_buffer());
-      swap_in_copy(r->grad_avg());
-    } else {
-      known = false;
+const char* OptimizerKindName(const torch::optim::Optimizer& o) {
+  if (dynamic_cast<const torch::optim::SGD*>(&o) != nullptr) return "SGD";
+  if (dynamic_cast<const torch::optim::AdamW*>(&o) != nullptr) return "AdamW";
+  if (dynamic_cast<const torch::optim::Adam*>(&o) != nullptr) return "Adam";
+  if (dynamic_cast<const torch::optim::RMSprop*>(&o) != nullptr) return "RMSProp";
+  return "";
+}
+
+// The optimizer's state with host copies of its tensors (the optimizer keeps stepping its own).
+Result<SavedOptimizer> CopyOptimizer(const torch::optim::Optimizer& optimizer) {
+  YC_ASSIGN_OR_RETURN(SavedOptimizer saved, CaptureOptimizer(optimizer));
+  for (auto& g : saved.groups) {
+    for (auto& param : g.params) {
+      if (!param) continue;
+      for (auto& [name, t] : param->tensors) t = HostCopy(t);
     }
   }
-  if (known) {
-    Result<SavedOptimizer> saved = CaptureOptimizer(optimizer);
-    if (saved.ok()) *captured = std::move(*saved);
+  return saved;
+}
+
+// Per group and parameter of our optimizer, the id Ultralytics' optimizer gives that parameter; empty when
+// one is not a parameter of `model`.
+std::vector<std::vector<int64_t>> UltralyticsIds(const torch::optim::Optimizer& optimizer,
+                                                 const UltralyticsParamOrder& order) {
+  std::vector<std::vector<int64_t>> ids;
+  for (const auto& g : optimizer.param_groups()) {
+    ids.emplace_back();
+    for (const auto& p : g.params()) {
+      auto it = order.id.find(p.unsafeGetTensorImpl());
+      if (it == order.id.end()) return {};
+      ids.back().push_back(it->second);
+    }
   }
-  try {
-    optimizer.save(archive);
-  } catch (...) {
-    for (auto& [slot, original] : originals) *slot = original;
-    throw;
+  return ids;
+}
+
+// Our optimizer state: {'groups': [{'options': {name: float}, 'params': [None | {'ints': {..}, 'tensors': {..}}]}]}.
+void PickleOptimizer(TorchSaveWriter& w, const SavedOptimizer& s) {
+  PickleWriter& p = w.pickle();
+  p.EmptyDict();
+  p.Mark();
+  p.Str("groups");
+  p.EmptyList();
+  p.Mark();
+  for (const auto& g : s.groups) {
+    p.EmptyDict();
+    p.Mark();
+    p.Str("options");
+    p.EmptyDict();
+    p.Mark();
+    for (const auto& [name, value] : g.options) {
+      p.Str(name);
+      p.Float(value);
+    }
+    p.SetItems();
+    p.Str("params");
+    p.EmptyList();
+    p.Mark();
+    for (const auto& param : g.params) {
+      if (!param) {
+        p.None();
+        continue;
+      }
+      p.EmptyDict();
+      p.Mark();
+      p.Str("ints");
+      p.EmptyDict();
+      p.Mark();
+      for (const auto& [name, v] : param->ints) {
+        p.Str(name);
+        p.Int(v);
+      }
+      p.SetItems();
+      p.Str("tensors");
+      p.EmptyDict();
+      p.Mark();
+      for (const auto& [name, t] : param->tensors) {
+        p.Str(name);
+        w.Tensor(t);
+      }
+      p.SetItems();
+      p.SetItems();
+    }
+    p.Appends();
+    p.SetItems();
   }
-  for (auto& [slot, original] : originals) *slot = original;
-  return known;
+  p.Appends();
+  p.SetItems();
+}
+
+// A section of full-precision tensors (or fp16 for release weights of a model that is not a DetectionModel):
+// pushes the list, records the names, adds the stored values to the checksum.
+void PickleSection(TorchSaveWriter& w, const std::string& key, const std::vector<std::pair<std::string, at::Tensor>>& state,
+                   bool half, Json* names, ChecksumInput* checksum) {
+  PickleWriter& p = w.pickle();
+  Json list = Json::array();
+  p.Str(key);
+  p.EmptyList();
+  p.Mark();
+  for (const auto& [name, t] : state) {
+    list.push_back(name);
+    // The live tensor: the writer copies it, and shares the copy with the Ultralytics EMA writing it again.
+    const at::Tensor stored = w.Tensor(half && t.is_floating_point() ? t.detach().to(at::kHalf) : t);
+    checksum->AddTensor(key + "/" + std::to_string(list.size() - 1), stored);
+  }
+  p.Appends();
+  (*names)[key] = list;
+}
+
+std::vector<std::pair<std::string, at::Tensor>> Grads(const torch::nn::Module& model) {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (const auto& p : model.named_parameters(true)) {
+    if (p.value().grad().defined()) out.emplace_back(p.key(), p.value().grad());
+  }
+  return out;
+}
+
+// The Ultralytics half of the file: what its trainer would have saved for this state.
+UltralyticsCheckpointFields UltralyticsFields(const CheckpointContents& c, const DetectionModelImpl* model,
+                                              const DetectionModelImpl* ema) {
+  const CheckpointMeta& m = c.meta;
+  UltralyticsCheckpointFields f;
+  f.names = m.names;
+  f.date = m.created;
+  const std::string model_arg = m.options.weights.empty() ? MetaModelName(m) + ".yaml" : m.options.weights;
+  f.train_args = UltralyticsTrainArgs(m.options, model_arg);
+  if (!m.data_yaml.empty()) f.train_args["data"] = m.data_yaml;  // Ultralytics reads the YAML, not our cache
+  f.train_metrics = UltralyticsTrainMetrics(m.metrics);
+  if (m.kind == kCheckpointKindRelease) {
+    f.model = model;
+    return f;
+  }
+  f.ema = ema;
+  if (ema == nullptr) f.model = model;  // no EMA kept: Ultralytics loads `model` instead
+  // Ultralytics resumes at epoch + 1: the last completed one (an interrupted epoch is run again there).
+  f.epoch = m.state.epoch - 1;
+  if (m.state.best_fitness >= 0) f.best_fitness = m.state.best_fitness;
+  f.updates = m.state.ema_updates;
+  return f;
 }
 
 }  // namespace
@@ -237,50 +313,76 @@ CheckpointContents ReleaseContents(CheckpointMeta meta, const torch::nn::Module&
 Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const CheckpointContents& c) {
   if (c.model == nullptr) return Status::InvalidArgument("checkpoint without a model");
   std::shared_ptr<CheckpointSnapshot> snap(new CheckpointSnapshot());
-  snap->archive_ = std::make_shared<torch::serialize::OutputArchive>();
-  torch::serialize::OutputArchive& archive = *snap->archive_;
-  bool frozen = true;
+  snap->writer_ = std::make_shared<TorchSaveWriter>();
+  TorchSaveWriter& w = *snap->writer_;
+  PickleWriter& p = w.pickle();
   try {
     c10::NoGradGuard no_grad;
-    Json meta = MetaToJson(c.meta);
+    const bool release = c.meta.kind == kCheckpointKindRelease;
+    const auto* model = c.model->as<DetectionModelImpl>();
+    const auto* ema = c.ema != nullptr ? c.ema->as<DetectionModelImpl>() : (release ? model : nullptr);
+    std::optional<SavedOptimizer> optimizer;
+    UltralyticsCheckpointFields fields = UltralyticsFields(c, model, ema);
+    // Our full-precision EMA and optimizer state are in the file anyway: Ultralytics' `ema` and `optimizer`
+    // share their storages (fp32) instead of adding fp16 copies.
+    fields.half_ema = c.ema == nullptr;
+    fields.half_optimizer = false;
+    if (c.optimizer != nullptr) {
+      Result<SavedOptimizer> copy = CopyOptimizer(*c.optimizer);
+      if (!copy.ok()) return Status::IOError("cannot snapshot checkpoint: " + copy.status().message());
+      optimizer = std::move(*copy);
+      if (model != nullptr) {
+        const UltralyticsParamOrder order = UltralyticsParamOrderOf(*model);
+        fields.optimizer = &*optimizer;
+        fields.optimizer_ids = UltralyticsIds(*c.optimizer, order);
+        fields.optimizer_group_sizes = order.group_sizes;
+        fields.optimizer_kind = OptimizerKindName(*c.optimizer);
+        fields.initial_lr = c.optimizer->param_groups().empty() ? 0.0 : c.optimizer->param_groups()[0].options().get_lr();
+      }
+    }
+    // Our entry first (its tensors are the archive's first storages), then Ultralytics' keys.
+    p.EmptyDict();
+    p.Mark();
+    p.Str(kYolocacheEntry);
+    p.EmptyDict();
+    p.Mark();
     Json names = Json::object();
     ChecksumInput tensors;  // in the reader's order: meta, model, ema, grads, optimizer
-    WriteSection(archive, "model", *c.model, &names, &tensors, c.half);
-    if (c.ema != nullptr) WriteSection(archive, "ema", *c.ema, &names, &tensors);
-    if (c.grads) {
-      std::vector<at::Tensor> grads;
+    if (release && model != nullptr) {
+      // The weights are Ultralytics' `model` (fp16): listed and hashed as the reader gets them back (float32).
       Json list = Json::array();
-      for (const auto& p : c.model->named_parameters(true)) {
-        if (!p.value().grad().defined()) continue;
-        list.push_back(p.key());
-        grads.push_back(HostCopy(p.value().grad()));
-        tensors.AddTensor("grads/" + std::to_string(grads.size() - 1), grads.back());
+      for (const auto& [name, t] : NamedState(*model)) {
+        list.push_back(name);
+        at::Tensor stored = t.is_floating_point() ? ReleaseHalf(t).to(at::kCPU, at::kFloat) : HostCopy(t);
+        tensors.AddTensor("model/" + std::to_string(list.size() - 1), stored);
       }
-      names["grads"] = list;
-      archive.write("grads", c10::IValue(grads));
+      names["model"] = list;
+    } else {
+      PickleSection(w, "model", NamedState(*c.model), c.half, &names, &tensors);
     }
-    std::optional<SavedOptimizer> optimizer;
-    if (c.optimizer != nullptr) {
-      torch::serialize::OutputArchive opt;
-      frozen = SaveOptimizerCopy(*c.optimizer, opt, &optimizer);
-      archive.write("optimizer", opt);
+    if (c.ema != nullptr) PickleSection(w, "ema", NamedState(*c.ema), false, &names, &tensors);
+    if (c.grads) PickleSection(w, "grads", Grads(*c.model), false, &names, &tensors);
+    if (optimizer) {
+      p.Str("optimizer");
+      PickleOptimizer(w, *optimizer);
     }
+    Json meta = MetaToJson(c.meta);
     meta["tensors"] = names;
     const std::string meta_text = meta.dump();
-    archive.write("meta", c10::IValue(meta_text));
-    // An optimizer of a kind not captured: no checksum (the reader then checks the CRCs alone).
-    if (c.optimizer == nullptr || optimizer.has_value()) {
-      auto checksum = std::make_shared<ChecksumInput>();
-      checksum->AddText("meta", meta_text);
-      checksum->Append(std::move(tensors));
-      if (optimizer) AddToChecksum(*optimizer, checksum.get());
-      snap->checksum_ = std::move(checksum);
-    }
+    ChecksumInput checksum;
+    checksum.AddText("meta", meta_text);
+    checksum.Append(std::move(tensors));
+    if (optimizer) AddToChecksum(*optimizer, &checksum);
+    p.Str("meta");
+    p.Str(meta_text);
+    p.Str(kChecksumRecord);
+    p.Str(checksum.Digest());
+    p.SetItems();  // yolocache
+    WriteUltralyticsCheckpointItems(w, fields);
+    p.SetItems();  // the checkpoint dict
+    w.EndSharing();  // the snapshot keeps host copies only, no live or temporary tensors
   } catch (const std::exception& e) {
     return Status::IOError(std::string("cannot snapshot checkpoint: ") + e.what());
-  }
-  if (!frozen) {  // live optimizer tensors: produce the bytes now, before training changes them
-    YC_RETURN_IF_ERROR(snap->Serialize().status());
   }
   return snap;
 }
@@ -288,20 +390,10 @@ Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const Check
 Result<std::shared_ptr<const std::string>> CheckpointSnapshot::Serialize() {
   std::lock_guard<std::mutex> lock(mu_);
   if (bytes_) return bytes_;
-  auto bytes = std::make_shared<std::string>();
-  try {
-    // Hashed here, off the training thread (the snapshot's copies are no longer changed).
-    if (checksum_) archive_->write(kChecksumRecord, c10::IValue(checksum_->Digest()));
-    checksum_.reset();
-    archive_->save_to([&](const void* data, size_t size) -> size_t {
-      bytes->append(static_cast<const char*>(data), size);
-      return size;
-    });
-  } catch (const std::exception& e) {
-    return Status::IOError(std::string("cannot serialise checkpoint: ") + e.what());
-  }
-  bytes_ = std::move(bytes);
-  archive_.reset();  // the tensor copies are no longer needed
+  Result<std::string> zip = writer_->Finish();
+  if (!zip.ok()) return Status::IOError("cannot serialise checkpoint: " + zip.status().message());
+  bytes_ = std::make_shared<const std::string>(std::move(*zip));
+  writer_.reset();  // the tensor copies are no longer needed
   return bytes_;
 }
 

@@ -3,25 +3,28 @@
 // state, pending accumulated gradients, counters, the loader position — plus the run's options (JSON)
 // and class names, so `val` and `predict` can rebuild the model from the file alone.
 //
-// Format: a LibTorch serialize archive (zip) with
-//   meta        string   JSON: format, model scale, nc, names, options, state, metrics, tensor names
-//   model       [Tensor] parameters then buffers, in the names listed in meta.tensors.model
-//   ema         [Tensor] same names (optional)
+// Format (docs/TRAINER.md ("Checkpoints and resume")): a torch.save zip archive whose pickle is the dictionary Ultralytics'
+// trainer saves (trainer/io/ultralytics_checkpoint_writer.h: epoch, best_fitness, model, ema, updates,
+// optimizer, train_args, ...; the EMA as an ultralytics.nn.tasks.DetectionModel), so that Ultralytics'
+// YOLO('last.pt') loads, validates, exports and resumes it, plus our own entry `yolocache`, which
+// Ultralytics ignores:
+//   meta        str      JSON: format, model scale, nc, names, options, state, metrics, tensor names
+//   model, ema  [Tensor] parameters then buffers in full precision, in the names listed in meta.tensors
 //   grads       [Tensor] accumulated .grad of the parameters named in meta.tensors.grads (optional)
-//   optimizer   archive  torch::optim::Optimizer::save (optional)
-//   checksum    string   "xxh3-64:<hex>" over meta and every tensor and value above (checkpoint_checksum.h);
-//                        absent in files written before it (their zip CRC-32s are still checked)
+//   optimizer   dict     our optimizer's groups: options and per-parameter state (optional)
+//   checksum    str      "xxh3-64:<hex>" over meta and every tensor and value above (checkpoint_checksum.h)
 // Written atomically: a temporary file in the same directory, fsync, rename, fsync of the directory;
 // a crash leaves the previous file intact.
 //
-// Release weights (meta.kind "release"; best.pt, what Ultralytics' strip_optimizer makes): the same format
-// holding only `model` = the EMA weights in fp16 (integer buffers as they are) and the meta. ~6.3 MB for
-// yolov8n instead of ~49 MB; val, predict, export and train --weights load it; it cannot be resumed.
+// Release weights (meta.kind "release"; best.pt and, at the end of a run, last.pt, what Ultralytics'
+// strip_optimizer makes): Ultralytics' `model` = the EMA in fp16, no optimizer, and `yolocache` with the
+// meta and checksum only (the weights are read back from `model`). ~6.3 MB for yolov8n; val, predict,
+// export and train --weights load it; it cannot be resumed.
 //
-// Reading runs no code: the archive is a TorchScript module's zip, but it is parsed as data (zip + pickle,
-// trainer/io/torch_archive.h) and never given to torch::jit::load, which would compile the file's
-// code/*.py and run its __setstate__ methods. Our writer's code/ entries only declare attribute
-// types; a file whose code/ defines anything (`def`) is refused.
+// Files written before this format (LibTorch serialize archives: meta, model, ema, grads, optimizer,
+// checksum records) are still read. Reading runs no code: either archive is parsed as data (zip + pickle,
+// trainer/io/torch_archive.h) and never given to torch::jit::load or Python; an old-format file whose
+// code/ defines anything (`def`) is refused.
 #pragma once
 
 #include <array>
@@ -36,7 +39,6 @@
 #include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
-#include <torch/serialize/output-archive.h>
 
 #include "base/status.h"
 #include "trainer/config/train_options.h"
@@ -46,8 +48,12 @@ namespace yc::trainer {
 
 inline constexpr int kCheckpointFormat = 1;
 inline constexpr const char* kChecksumRecord = "checksum";
+// The pickle entry Ultralytics ignores that holds what only yolocache reads.
+inline constexpr const char* kYolocacheEntry = "yolocache";
 
 class ChecksumInput;
+class TorchArchive;
+class TorchSaveWriter;
 
 // Loop counters and bookkeeping; with the tensors this makes a resumed run match an uninterrupted one.
 struct TrainState {
@@ -87,6 +93,9 @@ struct CheckpointMeta {
   // (trainer/engine/run_identity.h): --resume refuses another run's folder and, unless told, another cache.
   std::string run_id;
   nlohmann::json data_identity = nlohmann::json::object();
+  // The data YAML the cache was built from (its manifest's dataset_yaml; empty in older files or when
+  // unknown): Ultralytics' train_args.data, which its resume and val read.
+  std::string data_yaml;
 };
 
 nlohmann::json MetaToJson(const CheckpointMeta& meta);
@@ -123,8 +132,7 @@ class CheckpointSnapshot {
  private:
   CheckpointSnapshot() = default;
   std::mutex mu_;
-  std::shared_ptr<torch::serialize::OutputArchive> archive_;  // released once serialised
-  std::shared_ptr<ChecksumInput> checksum_;                    // hashed into archive_ when serialised
+  std::shared_ptr<TorchSaveWriter> writer_;  // the pickle and host copies; released once serialised
   std::shared_ptr<const std::string> bytes_;
 };
 
@@ -169,6 +177,9 @@ class CheckpointReader {
 
  private:
   CheckpointReader() = default;
+  // Fill meta_ and impl_ from the two formats; `checksum` gets the contents, `stored` the file's checksum.
+  Status ReadSaved(TorchArchive& archive, ChecksumInput* checksum, std::string* stored);
+  Status ReadLegacy(TorchArchive& archive, ChecksumInput* checksum, std::string* stored);
   std::filesystem::path path_;
   CheckpointMeta meta_;
   std::unique_ptr<Impl> impl_;

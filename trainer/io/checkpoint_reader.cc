@@ -1,4 +1,6 @@
-// CheckpointReader (trainer/io/checkpoint.h): our checkpoints read as data. The file is the zip of a
+// CheckpointReader (trainer/io/checkpoint.h): our checkpoints read as data. Current files are torch.save
+// archives whose root is a dict (ReadSaved: the `yolocache` entry; release weights from Ultralytics' `model`
+// through trainer/io/ultralytics_checkpoint.h). Files of the previous format (ReadLegacy) are the zip of a
 // TorchScript module (torch::serialize::OutputArchive); its data.pkl is the module object pickled by
 // LibTorch's jit pickler: GLOBAL '__torch__...' 'Module', EMPTY_TUPLE, NEWOBJ, then BUILD with a dict of
 // its attributes (meta: str, model/ema/grads: torch.jit._pickle.build_tensorlist([...]), optimizer: a
@@ -16,6 +18,7 @@
 #include "trainer/io/named_state.h"
 #include "trainer/io/optimizer_state.h"
 #include "trainer/io/torch_archive.h"
+#include "trainer/io/ultralytics_checkpoint.h"
 
 namespace yc::trainer {
 
@@ -213,6 +216,146 @@ struct CheckpointReader::Impl {
 
 CheckpointReader::~CheckpointReader() = default;
 
+namespace {
+
+// Our optimizer entry of a torch.save-format checkpoint (checkpoint.cc PickleOptimizer writes it).
+Result<SavedOptimizer> ParseOptimizer(TorchArchive& a, ValueId id, const ScriptTree& tree) {
+  const PickleTree& t = a.tree();
+  auto dict = [&](ValueId v) { return v != kNoValue && t.at(v).kind == Kind::kDict; };
+  auto list = [&](ValueId v) { return v != kNoValue && t.at(v).kind == Kind::kList; };
+  const ValueId groups = t.Find(id, "groups");
+  if (!dict(id) || !list(groups)) return tree.Bad("the optimizer entry has no groups list");
+  SavedOptimizer out;
+  for (ValueId gid : t.at(groups).items) {
+    const ValueId options = t.Find(gid, "options"), params = t.Find(gid, "params");
+    if (!dict(gid) || !dict(options) || !list(params)) return tree.Bad("an optimizer group lacks options or params");
+    SavedParamGroup g;
+    for (const auto& [k, v] : t.at(options).entries) {
+      if (t.at(k).kind != Kind::kStr || t.at(v).kind != Kind::kFloat) return tree.Bad("an optimizer option is not a number");
+      g.options[t.at(k).text] = t.at(v).real;
+    }
+    for (ValueId pid : t.at(params).items) {
+      if (t.IsNone(pid)) {
+        g.params.emplace_back();
+        continue;
+      }
+      const ValueId ints = t.Find(pid, "ints"), tensors = t.Find(pid, "tensors");
+      if (!dict(pid) || !dict(ints) || !dict(tensors)) return tree.Bad("an optimizer parameter state is malformed");
+      SavedParamState s;
+      for (const auto& [k, v] : t.at(ints).entries) {
+        if (t.at(k).kind != Kind::kStr || t.at(v).kind != Kind::kInt) return tree.Bad("an optimizer state count is not an integer");
+        s.ints[t.at(k).text] = t.at(v).integer;
+      }
+      for (const auto& [k, v] : t.at(tensors).entries) {
+        if (t.at(k).kind != Kind::kStr) return tree.Bad("an optimizer state name is not a string");
+        Result<at::Tensor> tensor = a.Tensor(v);
+        if (!tensor.ok()) return tree.Bad("optimizer state " + t.at(k).text + ": " + tensor.status().message());
+        s.tensors[t.at(k).text] = *tensor;
+      }
+      g.params.emplace_back(std::move(s));
+    }
+    out.groups.push_back(std::move(g));
+  }
+  return out;
+}
+
+// The release form's weights: Ultralytics' `model` entry, read as Ultralytics' own files are, in the order
+// meta.tensors.model lists them.
+Result<std::vector<at::Tensor>> ReleaseWeights(const fs::path& path, const Json& names, const std::string& where) {
+  YC_ASSIGN_OR_RETURN(UltralyticsCheckpoint ck, ReadUltralyticsCheckpoint(path));
+  std::map<std::string, at::Tensor> by_name(ck.state_dict.begin(), ck.state_dict.end());
+  std::vector<at::Tensor> out;
+  for (const auto& n : names) {
+    if (!n.is_string()) return Status::Corruption(Status::At(where, "'model' names are not strings"));
+    auto it = by_name.find(n.get<std::string>());
+    if (it == by_name.end()) return Status::Corruption(Status::At(where, "the Ultralytics model lacks " + n.get<std::string>()));
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+}  // namespace
+
+// A torch.save-format checkpoint (checkpoint.h): the `yolocache` entry of the root dict.
+Status CheckpointReader::ReadSaved(TorchArchive& archive, ChecksumInput* checksum, std::string* stored) {
+  Impl& impl = *impl_;
+  const std::string where = path_.string();
+  YC_RETURN_IF_ERROR(RefuseCode(archive, where));  // torch.save writes no code/; refused as in the old format
+  ScriptTree tree(archive, where);
+  const PickleTree& t = archive.tree();
+  const ValueId ours = t.Find(t.root(), kYolocacheEntry);
+  if (ours == kNoValue || t.at(ours).kind != Kind::kDict) {
+    return Status::Corruption(Status::At(where, "not a yolocache checkpoint (a torch.save file without a '" +
+                                                    std::string(kYolocacheEntry) + "' entry)"));
+  }
+  YC_ASSIGN_OR_RETURN(std::string meta_text, tree.String(t.Find(ours, "meta"), "meta entry"));
+  Json j = Json::parse(meta_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::Corruption(Status::At(where, "meta entry is not valid JSON"));
+  Result<CheckpointMeta> m = MetaFromJson(j);
+  if (!m.ok()) return Status(m.status()).WithContext(where);
+  meta_ = std::move(*m);
+  if (auto it = j.find("tensors"); it != j.end() && it->is_object()) impl.tensor_names = *it;
+  checksum->AddText("meta", meta_text);
+  for (const char* section : kSections) {
+    if (!impl.tensor_names.contains(section)) continue;
+    std::vector<at::Tensor> tensors;
+    if (t.Find(ours, section) == kNoValue && std::string(section) == "model" && is_release()) {
+      YC_ASSIGN_OR_RETURN(tensors, ReleaseWeights(path_, impl.tensor_names["model"], where));
+    } else {
+      YC_ASSIGN_OR_RETURN(tensors, tree.TensorList(t.Find(ours, section), section));
+    }
+    for (size_t i = 0; i < tensors.size(); ++i) checksum->AddTensor(std::string(section) + "/" + std::to_string(i), tensors[i]);
+    impl.sections[section] = std::move(tensors);
+  }
+  if (const ValueId optimizer = t.Find(ours, "optimizer"); optimizer != kNoValue) {
+    YC_ASSIGN_OR_RETURN(SavedOptimizer saved, ParseOptimizer(archive, optimizer, tree));
+    AddToChecksum(saved, checksum);
+    impl.optimizer = std::move(saved);
+  }
+  if (const ValueId sum = t.Find(ours, kChecksumRecord); sum != kNoValue) {
+    YC_ASSIGN_OR_RETURN(*stored, tree.String(sum, "checksum entry"));
+  }
+  return Status::OK();
+}
+
+// A LibTorch-archive checkpoint (the format before torch.save files): the jit pickle's module attributes.
+Status CheckpointReader::ReadLegacy(TorchArchive& archive, ChecksumInput* checksum, std::string* stored) {
+  Impl& impl = *impl_;
+  const std::string where = path_.string();
+  YC_RETURN_IF_ERROR(RefuseCode(archive, where));
+  ScriptTree tree(archive, where);
+  const ValueId root = archive.tree().root();
+  const ValueId meta_id = tree.Attr(root, "meta");
+  if (meta_id == kNoValue) return Status::Corruption(Status::At(where, "not a yolocache checkpoint (no meta record)"));
+  YC_ASSIGN_OR_RETURN(std::string meta_text, tree.String(meta_id, "meta record"));
+  Json j = Json::parse(meta_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::Corruption(Status::At(where, "meta record is not valid JSON"));
+  Result<CheckpointMeta> m = MetaFromJson(j);
+  if (!m.ok()) return Status(m.status()).WithContext(where);
+  meta_ = std::move(*m);
+  if (auto it = j.find("tensors"); it != j.end() && it->is_object()) impl.tensor_names = *it;
+
+  // Everything is read (and so CRC-checked) now, and hashed in the writer's order when the file has a checksum.
+  checksum->AddText("meta", meta_text);
+  for (const char* section : kSections) {
+    if (!impl.tensor_names.contains(section)) continue;
+    YC_ASSIGN_OR_RETURN(std::vector<at::Tensor> tensors, tree.TensorList(tree.Attr(root, section), section));
+    for (size_t i = 0; i < tensors.size(); ++i) checksum->AddTensor(std::string(section) + "/" + std::to_string(i), tensors[i]);
+    impl.sections[section] = std::move(tensors);
+  }
+  const ValueId optimizer = tree.Attr(root, "optimizer");
+  if (optimizer != kNoValue) {
+    if (!tree.IsObject(optimizer)) return tree.Bad("the optimizer record is not an archive");
+    YC_ASSIGN_OR_RETURN(SavedOptimizer saved, tree.Optimizer(optimizer));
+    AddToChecksum(saved, checksum);
+    impl.optimizer = std::move(saved);
+  }
+  if (const ValueId sum = tree.Attr(root, kChecksumRecord); sum != kNoValue) {
+    YC_ASSIGN_OR_RETURN(*stored, tree.String(sum, "checksum record"));
+  }
+  return Status::OK();
+}
+
 Result<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const fs::path& path, const at::Device& /*device*/) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return Status::NotFound(Status::At(path.string(), "no such checkpoint file"));
@@ -220,41 +363,17 @@ Result<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const fs::path&
   std::unique_ptr<CheckpointReader> r(new CheckpointReader());
   r->path_ = path;
   r->impl_ = std::make_unique<Impl>();
-  Impl& impl = *r->impl_;
   try {
     Result<std::unique_ptr<TorchArchive>> archive = TorchArchive::Open(path);
     if (!archive.ok()) return Status::Corruption("cannot read checkpoint: " + archive.status().message());
-    YC_RETURN_IF_ERROR(RefuseCode(**archive, where));
-    ScriptTree tree(**archive, where);
-    const ValueId root = (*archive)->tree().root();
-    const ValueId meta_id = tree.Attr(root, "meta");
-    if (meta_id == kNoValue) return Status::Corruption(Status::At(where, "not a yolocache checkpoint (no meta record)"));
-    YC_ASSIGN_OR_RETURN(std::string meta_text, tree.String(meta_id, "meta record"));
-    Json j = Json::parse(meta_text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return Status::Corruption(Status::At(where, "meta record is not valid JSON"));
-    Result<CheckpointMeta> m = MetaFromJson(j);
-    if (!m.ok()) return Status(m.status()).WithContext(where);
-    r->meta_ = std::move(*m);
-    if (auto it = j.find("tensors"); it != j.end() && it->is_object()) impl.tensor_names = *it;
-
-    // Everything is read (and so CRC-checked) now, and hashed in the writer's order when the file has a checksum.
     ChecksumInput checksum;
-    checksum.AddText("meta", meta_text);
-    for (const char* section : kSections) {
-      if (!impl.tensor_names.contains(section)) continue;
-      YC_ASSIGN_OR_RETURN(std::vector<at::Tensor> tensors, tree.TensorList(tree.Attr(root, section), section));
-      for (size_t i = 0; i < tensors.size(); ++i) checksum.AddTensor(std::string(section) + "/" + std::to_string(i), tensors[i]);
-      impl.sections[section] = std::move(tensors);
+    std::string want;
+    if ((*archive)->tree().at((*archive)->tree().root()).kind == Kind::kDict) {
+      YC_RETURN_IF_ERROR(r->ReadSaved(**archive, &checksum, &want));
+    } else {
+      YC_RETURN_IF_ERROR(r->ReadLegacy(**archive, &checksum, &want));
     }
-    const ValueId optimizer = tree.Attr(root, "optimizer");
-    if (optimizer != kNoValue) {
-      if (!tree.IsObject(optimizer)) return tree.Bad("the optimizer record is not an archive");
-      YC_ASSIGN_OR_RETURN(SavedOptimizer saved, tree.Optimizer(optimizer));
-      AddToChecksum(saved, &checksum);
-      impl.optimizer = std::move(saved);
-    }
-    if (const ValueId stored = tree.Attr(root, kChecksumRecord); stored != kNoValue) {
-      YC_ASSIGN_OR_RETURN(std::string want, tree.String(stored, "checksum record"));
+    if (!want.empty()) {
       const std::string got = checksum.Digest();
       if (got != want) {
         return Status::Corruption(Status::At(where, "checksum mismatch (stored " + want + ", contents " + got +

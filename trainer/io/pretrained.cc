@@ -18,17 +18,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A LibTorch archive (what torch::serialize::OutputArchive writes: yolocache checkpoints) carries
-// constants.pkl beside data.pkl; torch.save's pickles do not. Either is read as data (CheckpointReader
-// refuses one whose code/ defines anything); only the zip's directory is looked at here.
-bool IsLibTorchArchive(const fs::path& path) {
+// A yolocache checkpoint: a torch.save archive whose pickle has our `yolocache` entry (trainer/io/checkpoint.h),
+// or one of the previous format, a LibTorch archive (constants.pkl beside data.pkl; torch.save's pickles
+// have none). Either is read as data; a file that cannot be opened is left to the Ultralytics reader,
+// whose error names it.
+bool IsYolocacheCheckpoint(const fs::path& path) {
   if (!LooksLikeZip(path)) return false;
   try {
     caffe2::serialize::PyTorchStreamReader zip(path.string());
-    return zip.hasRecord("constants.pkl");
+    if (zip.hasRecord("constants.pkl")) return true;
   } catch (const std::exception&) {
     return false;
   }
+  Result<std::unique_ptr<TorchArchive>> archive = TorchArchive::Open(path);
+  if (!archive.ok()) return false;
+  const PickleTree& t = (*archive)->tree();
+  return t.Find(t.root(), kYolocacheEntry) != kNoValue;
 }
 
 Result<ModelWeights> ReadYolocache(const fs::path& path) {
@@ -71,7 +76,7 @@ Result<ModelWeights> ReadModelWeights(const fs::path& path) {
     return Status::Unsupported(path.string() + ": a TorchScript file carries code, and yolocache runs it only as the "
                                "model of val and predict (trainer/io/torchscript_model.h): give the .pt weights");
   }
-  if (IsLibTorchArchive(path)) return CheckImgsz(path, ReadYolocache(path));
+  if (IsYolocacheCheckpoint(path)) return CheckImgsz(path, ReadYolocache(path));
   YC_ASSIGN_OR_RETURN(UltralyticsCheckpoint ck, ReadUltralyticsCheckpoint(path));
   ModelWeights w;
   w.format = "ultralytics";
