@@ -17,14 +17,24 @@ namespace {
 
 constexpr const char* kRunIdPrefix = "# yolocache run_id: ";
 
-std::string Int(long long v) { return std::to_string(v); }
-std::string Bool(bool v) { return v ? "true" : "false"; }
-const std::string kNull = "null";
-
 // Ultralytics' model argument: the weights file it started from, else the architecture's YAML name.
-std::string ModelArg(const TrainOptions& o) {
-  if (!o.weights.empty()) return YamlString(o.weights);
-  return YamlString(o.model + ".yaml");
+std::string ModelArg(const TrainOptions& o) { return o.weights.empty() ? o.model + ".yaml" : o.weights; }
+
+// Ultralytics' device argument: None (auto), "cpu", or CUDA indices ("0", "0,1").
+nlohmann::ordered_json UltralyticsDevice(const std::string& device) {
+  if (device.empty() || device == "auto") return nullptr;
+  if (device == "cuda") return "0";
+  if (device.rfind("cuda:", 0) == 0) return device.substr(5);
+  return device;
+}
+
+// One value as PyYAML writes it.
+std::string YamlValue(const nlohmann::ordered_json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number()) return YamlFloat(v.get<double>());
+  return YamlString(v.get<std::string>());
 }
 
 }  // namespace
@@ -56,121 +66,127 @@ std::string YamlString(const std::string& raw) {
   return quoted + "'";
 }
 
-std::string ArgsYaml(const TrainOptions& o, const std::string& run_id) {
+nlohmann::ordered_json UltralyticsArgs(const TrainOptions& o) {
+  using J = nlohmann::ordered_json;
   const AugmentHyp& h = o.hyp;
   const std::string data = o.data_source.empty() ? o.data : o.data_source;
   const std::string name = o.out.empty() ? o.name : std::filesystem::path(o.out).filename().string();
+  const J null = nullptr;
   // ultralytics/cfg/default.yaml, key by key in its order.
-  const std::vector<std::pair<const char*, std::string>> keys = {
-      {"task", "detect"},
-      {"mode", "train"},
-      {"model", ModelArg(o)},
-      {"data", YamlString(data)},
-      {"epochs", Int(o.epochs)},
-      {"time", kNull},
-      {"patience", Int(o.patience)},
-      {"batch", Int(o.batch)},
-      {"imgsz", Int(o.imgsz)},
-      {"save", "true"},
-      {"save_period", Int(o.save_every > 0 ? o.save_every : -1)},
-      {"cache", "false"},
-      {"device", o.device.empty() || o.device == "auto" ? kNull : YamlString(o.device)},
-      {"workers", Int(o.threads)},
-      {"project", YamlString(o.project)},
-      {"name", YamlString(name)},
-      {"exist_ok", Bool(o.exist_ok)},
-      {"pretrained", o.weights.empty() ? "true" : YamlString(o.weights)},
-      {"optimizer", YamlString(o.optimizer)},
-      {"verbose", "true"},
-      {"seed", Int(static_cast<long long>(o.seed))},
-      {"deterministic", "true"},
-      {"single_cls", "false"},
-      {"rect", "false"},
-      {"cos_lr", Bool(o.cos_lr)},
-      {"close_mosaic", Int(h.close_mosaic)},
-      {"resume", "false"},
-      {"amp", Bool(o.amp != AmpMode::kOff)},
-      {"fraction", "1.0"},
-      {"profile", "false"},
-      {"freeze", o.freeze > 0 ? Int(o.freeze) : kNull},
-      {"multi_scale", "false"},
-      {"overlap_mask", "true"},
-      {"mask_ratio", "4"},
-      {"dropout", "0.0"},
-      {"val", Bool(o.val)},
-      {"split", YamlString(o.val_split)},
-      {"save_json", "false"},
-      {"conf", kNull},
-      {"iou", YamlFloat(o.val_iou)},
-      {"max_det", Int(o.max_det)},
-      {"half", "false"},
-      {"dnn", "false"},
-      {"plots", Bool(o.plots)},
-      {"source", kNull},
-      {"vid_stride", "1"},
-      {"stream_buffer", "false"},
-      {"visualize", "false"},
-      {"augment", "false"},
-      {"agnostic_nms", "false"},
-      {"classes", kNull},
-      {"retina_masks", "false"},
-      {"embed", kNull},
-      {"show", "false"},
-      {"save_frames", "false"},
-      {"save_txt", "false"},
-      {"save_conf", "false"},
-      {"save_crop", "false"},
-      {"show_labels", "true"},
-      {"show_conf", "true"},
-      {"show_boxes", "true"},
-      {"line_width", kNull},
-      {"format", "torchscript"},
-      {"keras", "false"},
-      {"optimize", "false"},
-      {"int8", "false"},
-      {"dynamic", "false"},
-      {"simplify", "true"},
-      {"opset", kNull},
-      {"workspace", kNull},
-      {"nms", "false"},
-      {"lr0", YamlFloat(o.lr0)},
-      {"lrf", YamlFloat(o.lrf)},
-      {"momentum", YamlFloat(o.momentum)},
-      {"weight_decay", YamlFloat(o.weight_decay)},
-      {"warmup_epochs", YamlFloat(o.warmup_epochs)},
-      {"warmup_momentum", YamlFloat(o.warmup_momentum)},
-      {"warmup_bias_lr", YamlFloat(o.warmup_bias_lr)},
-      {"box", YamlFloat(o.box)},
-      {"cls", YamlFloat(o.cls)},
-      {"dfl", YamlFloat(o.dfl)},
-      {"pose", "12.0"},
-      {"kobj", "1.0"},
-      {"nbs", Int(o.nbs)},
-      {"hsv_h", YamlFloat(h.hsv_h)},
-      {"hsv_s", YamlFloat(h.hsv_s)},
-      {"hsv_v", YamlFloat(h.hsv_v)},
-      {"degrees", YamlFloat(h.degrees)},
-      {"translate", YamlFloat(h.translate)},
-      {"scale", YamlFloat(h.scale)},
-      {"shear", YamlFloat(h.shear)},
-      {"perspective", YamlFloat(h.perspective)},
-      {"flipud", YamlFloat(h.flipud)},
-      {"fliplr", YamlFloat(h.fliplr)},
-      {"bgr", "0.0"},
-      {"mosaic", YamlFloat(h.mosaic)},
-      {"mixup", YamlFloat(h.mixup)},
-      {"cutmix", "0.0"},
-      {"copy_paste", "0.0"},
-      {"copy_paste_mode", "flip"},
-      {"auto_augment", "randaugment"},
-      {"erasing", "0.4"},
-      {"cfg", kNull},
-      {"tracker", "botsort.yaml"},
-      {"save_dir", YamlString(o.out)},
-  };
+  J a = J::object();
+  a["task"] = "detect";
+  a["mode"] = "train";
+  a["model"] = ModelArg(o);
+  a["data"] = data;
+  a["epochs"] = o.epochs;
+  a["time"] = null;
+  a["patience"] = o.patience;
+  a["batch"] = o.batch;
+  a["imgsz"] = o.imgsz;
+  a["save"] = true;
+  a["save_period"] = o.save_every > 0 ? o.save_every : -1;
+  a["cache"] = false;
+  a["device"] = UltralyticsDevice(o.device);
+  a["workers"] = o.threads > 0 ? o.threads : 8;  // Ultralytics' default where ours is "all cores"
+  a["project"] = o.project;
+  a["name"] = name;
+  a["exist_ok"] = o.exist_ok;
+  a["pretrained"] = o.weights.empty() ? J(true) : J(o.weights);
+  a["optimizer"] = o.optimizer;
+  a["verbose"] = true;
+  a["seed"] = static_cast<int64_t>(o.seed);
+  a["deterministic"] = true;
+  a["single_cls"] = false;
+  a["rect"] = false;
+  a["cos_lr"] = o.cos_lr;
+  a["close_mosaic"] = h.close_mosaic;
+  a["resume"] = false;
+  a["amp"] = o.amp != AmpMode::kOff;
+  a["fraction"] = 1.0;
+  a["profile"] = false;
+  a["freeze"] = o.freeze > 0 ? J(o.freeze) : null;
+  a["multi_scale"] = false;
+  a["overlap_mask"] = true;
+  a["mask_ratio"] = 4;
+  a["dropout"] = 0.0;
+  a["val"] = o.val;
+  a["split"] = o.val_split;
+  a["save_json"] = false;
+  a["conf"] = null;
+  a["iou"] = o.val_iou;
+  a["max_det"] = o.max_det;
+  a["half"] = false;
+  a["dnn"] = false;
+  a["plots"] = o.plots;
+  a["source"] = null;
+  a["vid_stride"] = 1;
+  a["stream_buffer"] = false;
+  a["visualize"] = false;
+  a["augment"] = false;
+  a["agnostic_nms"] = false;
+  a["classes"] = null;
+  a["retina_masks"] = false;
+  a["embed"] = null;
+  a["show"] = false;
+  a["save_frames"] = false;
+  a["save_txt"] = false;
+  a["save_conf"] = false;
+  a["save_crop"] = false;
+  a["show_labels"] = true;
+  a["show_conf"] = true;
+  a["show_boxes"] = true;
+  a["line_width"] = null;
+  a["format"] = "torchscript";
+  a["keras"] = false;
+  a["optimize"] = false;
+  a["int8"] = false;
+  a["dynamic"] = false;
+  a["simplify"] = true;
+  a["opset"] = null;
+  a["workspace"] = null;
+  a["nms"] = false;
+  a["lr0"] = o.lr0;
+  a["lrf"] = o.lrf;
+  a["momentum"] = o.momentum;
+  a["weight_decay"] = o.weight_decay;
+  a["warmup_epochs"] = o.warmup_epochs;
+  a["warmup_momentum"] = o.warmup_momentum;
+  a["warmup_bias_lr"] = o.warmup_bias_lr;
+  a["box"] = o.box;
+  a["cls"] = o.cls;
+  a["dfl"] = o.dfl;
+  a["pose"] = 12.0;
+  a["kobj"] = 1.0;
+  a["nbs"] = o.nbs;
+  a["hsv_h"] = h.hsv_h;
+  a["hsv_s"] = h.hsv_s;
+  a["hsv_v"] = h.hsv_v;
+  a["degrees"] = h.degrees;
+  a["translate"] = h.translate;
+  a["scale"] = h.scale;
+  a["shear"] = h.shear;
+  a["perspective"] = h.perspective;
+  a["flipud"] = h.flipud;
+  a["fliplr"] = h.fliplr;
+  a["bgr"] = 0.0;
+  a["mosaic"] = h.mosaic;
+  a["mixup"] = h.mixup;
+  a["cutmix"] = 0.0;
+  a["copy_paste"] = 0.0;
+  a["copy_paste_mode"] = "flip";
+  a["auto_augment"] = "randaugment";
+  a["erasing"] = 0.4;
+  a["cfg"] = null;
+  a["tracker"] = "botsort.yaml";
+  a["save_dir"] = o.out;
+  return a;
+}
+
+std::string ArgsYaml(const TrainOptions& o, const std::string& run_id) {
   std::ostringstream s;
   if (!run_id.empty()) s << kRunIdPrefix << run_id << "\n";
-  for (const auto& [key, value] : keys) s << key << ": " << value << "\n";
+  const nlohmann::ordered_json args = UltralyticsArgs(o);
+  for (auto it = args.begin(); it != args.end(); ++it) s << it.key() << ": " << YamlValue(it.value()) << "\n";
   return s.str();
 }
 

@@ -12,10 +12,15 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "trainer/config/train_options.h"
 
 namespace yc::trainer {
 
+// The dictionary itself (Ultralytics' vars(trainer.args)): args.yaml's content, and the `train_args` of
+// the checkpoints (trainer/io/ultralytics_checkpoint_writer.h).
+nlohmann::ordered_json UltralyticsArgs(const TrainOptions& options);
 std::string ArgsYaml(const TrainOptions& options, const std::string& run_id);
 
 // The run id in the leading comment of an args.yaml written by ArgsYaml, or "".

@@ -19,6 +19,7 @@
 #include "libcache/base/mapped_file.h"
 #include "libcache/base/output_file.h"
 #include "libcache/format/manifest.h"
+#include "trainer/config/args_yaml.h"
 #include "trainer/io/checkpoint_checksum.h"
 #include "trainer/io/named_state.h"
 #include "trainer/io/optimizer_state.h"
@@ -282,8 +283,10 @@ UltralyticsCheckpointFields UltralyticsFields(const CheckpointContents& c, const
   f.names = m.names;
   f.date = m.created;
   const std::string model_arg = m.options.weights.empty() ? MetaModelName(m) + ".yaml" : m.options.weights;
-  f.train_args = UltralyticsTrainArgs(m.options, model_arg);
-  if (!m.data_yaml.empty()) f.train_args["data"] = m.data_yaml;  // Ultralytics reads the YAML, not our cache
+  f.train_args = UltralyticsArgs(m.options);  // as args.yaml (trainer/config/args_yaml.h)
+  f.train_args["model"] = model_arg;          // the architecture --weights resolved to, for Ultralytics' resume
+  // Ultralytics reads a data YAML, not our cache: the one the cache was built from when a cache was given.
+  if (m.options.data_source.empty() && !m.data_yaml.empty()) f.train_args["data"] = m.data_yaml;
   f.train_metrics = UltralyticsTrainMetrics(m.metrics);
   if (m.kind == kCheckpointKindRelease) {
     f.model = model;

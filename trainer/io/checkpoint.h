@@ -89,7 +89,7 @@ struct CheckpointMeta {
   std::string created;             // UTC ISO 8601
   nlohmann::json metrics = nlohmann::json::object();  // last validation (precision, recall, mAP50, ...)
   // Written since runs and caches are identified (empty in older files): the run this file belongs to
-  // (random, kept across resumes; also in the run folder's args.json) and the cache it trained on
+  // (random, kept across resumes; also in the run folder's args.yaml) and the cache it trained on
   // (trainer/engine/run_identity.h): --resume refuses another run's folder and, unless told, another cache.
   std::string run_id;
   nlohmann::json data_identity = nlohmann::json::object();

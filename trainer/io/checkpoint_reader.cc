@@ -274,6 +274,23 @@ Result<std::vector<at::Tensor>> ReleaseWeights(const fs::path& path, const Json&
   return out;
 }
 
+// A checkpoint's meta JSON (`what`: the meta entry or the legacy meta record) and its tensor names.
+struct ParsedMeta {
+  CheckpointMeta meta;
+  Json tensor_names = Json::object();
+};
+
+Result<ParsedMeta> ParseMeta(const std::string& text, const std::string& where, const std::string& what) {
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::Corruption(Status::At(where, what + " is not valid JSON"));
+  Result<CheckpointMeta> m = MetaFromJson(j);
+  if (!m.ok()) return Status(m.status()).WithContext(where);
+  ParsedMeta parsed;
+  parsed.meta = std::move(*m);
+  if (auto it = j.find("tensors"); it != j.end() && it->is_object()) parsed.tensor_names = *it;
+  return parsed;
+}
+
 }  // namespace
 
 // A torch.save-format checkpoint (checkpoint.h): the `yolocache` entry of the root dict.
@@ -289,12 +306,9 @@ Status CheckpointReader::ReadSaved(TorchArchive& archive, ChecksumInput* checksu
                                                     std::string(kYolocacheEntry) + "' entry)"));
   }
   YC_ASSIGN_OR_RETURN(std::string meta_text, tree.String(t.Find(ours, "meta"), "meta entry"));
-  Json j = Json::parse(meta_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::Corruption(Status::At(where, "meta entry is not valid JSON"));
-  Result<CheckpointMeta> m = MetaFromJson(j);
-  if (!m.ok()) return Status(m.status()).WithContext(where);
-  meta_ = std::move(*m);
-  if (auto it = j.find("tensors"); it != j.end() && it->is_object()) impl.tensor_names = *it;
+  YC_ASSIGN_OR_RETURN(ParsedMeta parsed, ParseMeta(meta_text, where, "meta entry"));
+  meta_ = std::move(parsed.meta);
+  impl.tensor_names = std::move(parsed.tensor_names);
   checksum->AddText("meta", meta_text);
   for (const char* section : kSections) {
     if (!impl.tensor_names.contains(section)) continue;
@@ -328,12 +342,9 @@ Status CheckpointReader::ReadLegacy(TorchArchive& archive, ChecksumInput* checks
   const ValueId meta_id = tree.Attr(root, "meta");
   if (meta_id == kNoValue) return Status::Corruption(Status::At(where, "not a yolocache checkpoint (no meta record)"));
   YC_ASSIGN_OR_RETURN(std::string meta_text, tree.String(meta_id, "meta record"));
-  Json j = Json::parse(meta_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::Corruption(Status::At(where, "meta record is not valid JSON"));
-  Result<CheckpointMeta> m = MetaFromJson(j);
-  if (!m.ok()) return Status(m.status()).WithContext(where);
-  meta_ = std::move(*m);
-  if (auto it = j.find("tensors"); it != j.end() && it->is_object()) impl.tensor_names = *it;
+  YC_ASSIGN_OR_RETURN(ParsedMeta parsed, ParseMeta(meta_text, where, "meta record"));
+  meta_ = std::move(parsed.meta);
+  impl.tensor_names = std::move(parsed.tensor_names);
 
   // Everything is read (and so CRC-checked) now, and hashed in the writer's order when the file has a checksum.
   checksum->AddText("meta", meta_text);

@@ -23,7 +23,6 @@
 #include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
 
-#include "trainer/config/train_options.h"
 #include "trainer/io/optimizer_state.h"
 #include "trainer/io/torch_save_writer.h"
 #include "trainer/model/detection_model.h"
@@ -65,8 +64,6 @@ struct UltralyticsCheckpointFields {
 // Pushes the dictionary's key, value pairs (the caller opens the dict, may add keys of its own, closes it).
 void WriteUltralyticsCheckpointItems(TorchSaveWriter& w, const UltralyticsCheckpointFields& f);
 
-// Our options under Ultralytics' argument names; `model` as train_args records it ("yolov8n.yaml").
-nlohmann::ordered_json UltralyticsTrainArgs(const TrainOptions& o, const std::string& model);
 // Our validation summary (precision, recall, mAP50, mAP50-95, fitness) under Ultralytics' metric keys.
 nlohmann::ordered_json UltralyticsTrainMetrics(const nlohmann::json& metrics);
 
