@@ -49,14 +49,7 @@ Result<std::unique_ptr<Predictor>> Predictor::Load(const fs::path& checkpoint, c
   std::unique_ptr<TorchScriptModel> script;
   if (IsTorchScriptPath(checkpoint)) {
     YC_ASSIGN_OR_RETURN(TorchScriptModel ts, LoadTorchScriptModel(checkpoint, device));
-    if (ts.imgsz[0] != ts.imgsz[1]) {
-      return Status::InvalidArgument(checkpoint.string() + ": exported at " + std::to_string(ts.imgsz[0]) + "x" +
-                                     std::to_string(ts.imgsz[1]) + "; predict takes a square export");
-    }
-    if (options.imgsz != 0 && options.imgsz != ts.imgsz[0]) {
-      return Status::InvalidArgument("--imgsz " + std::to_string(options.imgsz) + ": " + checkpoint.string() +
-                                     " was traced at " + std::to_string(ts.imgsz[0]) + " and runs at that size only");
-    }
+    YC_RETURN_IF_ERROR(CheckTracedSize(ts, checkpoint, options.imgsz, "predict"));
     loaded.info.names = ts.names;
     loaded.info.imgsz = ts.imgsz[0];
     script = std::make_unique<TorchScriptModel>(std::move(ts));

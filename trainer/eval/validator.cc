@@ -262,14 +262,7 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
     loaded.info.names = script.names;
     loaded.info.nc = static_cast<int64_t>(script.names.size());
     loaded.info.imgsz = script.imgsz[0];
-    if (script.imgsz[0] != script.imgsz[1]) {
-      return Status::InvalidArgument(o.weights + ": exported at " + std::to_string(script.imgsz[0]) + "x" +
-                                     std::to_string(script.imgsz[1]) + "; val takes a square export");
-    }
-    if (o.imgsz != 0 && o.imgsz != script.imgsz[0]) {
-      return Status::InvalidArgument("--imgsz " + std::to_string(o.imgsz) + ": " + o.weights + " was traced at " +
-                                     std::to_string(script.imgsz[0]) + " and runs at that size only");
-    }
+    YC_RETURN_IF_ERROR(CheckTracedSize(script, o.weights, o.imgsz, "val"));
   } else {
     YC_ASSIGN_OR_RETURN(loaded, LoadInferenceModel(o.weights, device));
   }

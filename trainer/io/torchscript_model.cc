@@ -15,6 +15,20 @@ namespace fs = std::filesystem;
 bool IsTorchScriptPath(const fs::path& path) { return path.extension() == ".torchscript"; }
 bool IsOnnxPath(const fs::path& path) { return path.extension() == ".onnx"; }
 
+Status CheckTracedSize(const TorchScriptModel& model, const std::filesystem::path& path, int imgsz,
+                       const std::string& command) {
+  const auto [h, w] = model.imgsz;
+  if (h != w) {
+    return Status::InvalidArgument(path.string() + ": exported at " + std::to_string(h) + "x" + std::to_string(w) +
+                                   "; " + command + " takes a square export");
+  }
+  if (imgsz != 0 && imgsz != h) {
+    return Status::InvalidArgument("--imgsz " + std::to_string(imgsz) + ": " + path.string() + " was traced at " +
+                                   std::to_string(h) + " and runs at that size only");
+  }
+  return Status::OK();
+}
+
 Status OnnxNotRunnable(const fs::path& path, const std::string& command) {
   return Status::Unsupported(path.string() + ": an ONNX file; " + command +
                              " runs .pt weights (Ultralytics' or ours) and .torchscript exports, not ONNX (yolocache "

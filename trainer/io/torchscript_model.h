@@ -47,6 +47,11 @@ bool IsOnnxPath(const std::filesystem::path& path);
 // metadata, not a detection export.
 Result<TorchScriptModel> LoadTorchScriptModel(const std::filesystem::path& path, const at::Device& device);
 
+// InvalidArgument unless the export is square and `imgsz` (0: any) is its traced size: what `command`
+// (val, predict) can run it at.
+Status CheckTracedSize(const TorchScriptModel& model, const std::filesystem::path& path, int imgsz,
+                       const std::string& command);
+
 // Unsupported naming the .onnx file and what `command` (val, predict) takes instead.
 Status OnnxNotRunnable(const std::filesystem::path& path, const std::string& command);
 
