@@ -96,12 +96,13 @@ class Loader:
         mode, batch, seed, order = o["mode"], o["batch"], o["seed"], o["order"]
         self.split = split or ("train" if mode == "train" else "val")
         self.mode, self.batch_size, self.imgsz, self.num_workers = mode, batch, o["imgsz"], o["threads"]
+        hyps = {}
         for key, value in (hyp or {}).items():
             if key in _UNSUPPORTED_HYP:
                 if value != _UNSUPPORTED_HYP[key]:
                     raise ValueError(f"hyp '{key}'={value}: not implemented by the yolocache loader (use {_UNSUPPORTED_HYP[key]})")
             elif key in HYP_DEFAULTS:
-                options[key] = type(HYP_DEFAULTS[key])(value)  # Ultralytics' args may hold 1 for 1.0, 10.0 for 10
+                hyps[key] = type(HYP_DEFAULTS[key])(value)  # Ultralytics' args may hold 1 for 1.0, 10.0 for 10
             else:
                 raise ValueError(f"unknown hyp '{key}' (known: {', '.join(HYP_DEFAULTS)})")
         # What a saved position is only valid for.
@@ -109,7 +110,7 @@ class Loader:
                               world_size=o["world_size"], drop_last=o["drop_last"], order=order,
                               window_mb=o["window_mb"] if order == "windowed" else None)
         # Every option, defaults included: the C++ side resolves window_io='auto' against world_size.
-        self._impl = _yolocache._Loader(self.cache._impl, self.split, dict(o, **options, pin_memory=pin_memory))
+        self._impl = _yolocache._Loader(self.cache._impl, self.split, dict(o, **hyps, pin_memory=pin_memory))
         self.epoch = 0
         self._next_batch = 0  # where the next iteration starts within self.epoch
         self._claim = threading.Lock()  # guards the two fields below
