@@ -67,10 +67,12 @@ Result<Throughput> MeasureThroughput(std::shared_ptr<const RecordSource> source,
       XXH64_update(hash.get(), parts, sizeof parts);
     }
   }
+  // The workers' snapshot before the window's end: busy time is then cut inside the window (a worker
+  // preempted between the two would otherwise add time past it).
+  const Loader::Stats after = loader.stats();
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const int64_t disk_after = ProcessDiskReadBytes();
   if (disk_before >= 0 && disk_after >= disk_before) r.disk_bytes = disk_after - disk_before;
-  const Loader::Stats after = loader.stats();
   const double busy = after.busy_seconds - before.busy_seconds;
   r.worker_busy = r.seconds > 0 ? busy / (r.seconds * options.threads) : 0;
   if (after.samples > before.samples) {

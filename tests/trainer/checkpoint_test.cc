@@ -13,6 +13,7 @@
 #include "trainer/engine/ema.h"
 #include "trainer/loss/loss.h"
 #include "trainer/engine/optimizer.h"
+#include "trainer/io/optimizer_state.h"
 
 namespace yc::trainer {
 namespace {
@@ -151,6 +152,62 @@ TEST(Checkpoint, RoundTripsEverything) {
   ASSERT_TRUE(inference.ok()) << inference.status().ToString();
   EXPECT_FALSE((*inference)->is_training());
   EXPECT_TRUE(SameState(*ema.module(), **inference));
+}
+
+// The compact training form (the default: Ultralytics' size): the EMA and the optimizer state in fp16,
+// stored once for both readers, no model tensors; the model resumes from the EMA, the momentum comes back
+// widened from fp16; about a third of the full-precision file.
+TEST(Checkpoint, CompactTrainingFormHoldsTheEmaAndOptimizerInHalfPrecision) {
+  TempDir tmp;
+  at::manual_seed(1);
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));
+  auto opt = MakeSgd(model);
+  SgdStep(model, *opt, 11);
+  ModelEMA ema(*model);
+  SgdStep(model, *opt, 12);
+  ASSERT_TRUE(ema.Update(*model).ok());
+  CheckpointContents c;
+  c.meta = SampleMeta();
+  c.model = model.get();
+  c.ema = ema.module().get();
+  c.optimizer = opt.get();
+  const fs::path full = tmp / "full.pt", compact = tmp / "compact.pt";
+  ASSERT_TRUE(WriteCheckpoint(full, c).ok());
+  c.full_precision = false;
+  ASSERT_TRUE(WriteCheckpoint(compact, c).ok());
+  const double ratio = static_cast<double>(fs::file_size(compact)) / static_cast<double>(fs::file_size(full));
+  EXPECT_LT(ratio, 0.4) << fs::file_size(compact) << " vs " << fs::file_size(full) << " bytes";
+  EXPECT_GT(ratio, 0.25);  // the EMA and the momentum are each stored once, not dropped
+
+  auto reader = CheckpointReader::Open(compact, at::Device(at::kCPU));  // checksum verified
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_FALSE((*reader)->is_release());
+  EXPECT_TRUE((*reader)->has_ema());
+  EXPECT_TRUE((*reader)->has_optimizer());
+  DetectionModel model2(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));
+  ASSERT_TRUE((*reader)->LoadModule("model", *model2).ok());
+  auto want = ema.module()->named_parameters(true);
+  for (const auto& p : model2->named_parameters(true)) {
+    EXPECT_TRUE(at::equal(p.value(), want[p.key()].to(at::kHalf).to(at::kFloat))) << p.key();
+  }
+  auto opt2 = MakeSgd(model2);
+  ASSERT_TRUE((*reader)->LoadOptimizer(*opt2).ok());
+  const auto& params = opt->param_groups()[1].params();
+  const auto& params2 = opt2->param_groups()[1].params();
+  ASSERT_EQ(params.size(), params2.size());
+  size_t compared = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto a = opt->state().find(OptimizerStateKey(params[i]));
+    if (a == opt->state().end()) continue;  // a parameter without gradients has no momentum
+    auto b = opt2->state().find(OptimizerStateKey(params2[i]));
+    ASSERT_NE(b, opt2->state().end()) << "parameter " << i;
+    const at::Tensor& m = static_cast<const torch::optim::SGDParamState&>(*a->second).momentum_buffer();
+    const at::Tensor& m2 = static_cast<const torch::optim::SGDParamState&>(*b->second).momentum_buffer();
+    EXPECT_EQ(m2.scalar_type(), at::kFloat);
+    EXPECT_TRUE(at::equal(m2, m.to(at::kHalf).to(at::kFloat))) << "parameter " << i;
+    ++compared;
+  }
+  EXPECT_GT(compared, 10u);
 }
 
 // A diverged run's weights: FirstNonFiniteTensor names the first NaN/inf tensor, and a checkpoint holding

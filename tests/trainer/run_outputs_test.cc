@@ -256,7 +256,7 @@ TEST_F(RunOutputs, RunFolderHasUltralyticsFileNames) {
   const fs::path work = tmp_->path() / "ultralytics";
   fs::create_directories(work);
   ASSERT_EQ(u.Run("ultralytics_run.py", {(tmp_->path() / "data" / "data.yaml").string(), "64", "4", (work / "runs").string(),
-                                         (work / "out.json").string()},
+                                         (work / "out.json").string(), Weights().string()},
                   work),
             0)
       << testing::ReadFile(work / "python.log");
@@ -277,6 +277,21 @@ TEST_F(RunOutputs, RunFolderHasUltralyticsFileNames) {
     if (!line.empty() && line[0] != '#') keys.push_back(line.substr(0, line.find(':')));
   }
   EXPECT_EQ(nlohmann::json(keys), ref["args_keys"]);
+  // best.pt: Ultralytics' keys (ours adds only its `yolocache` entry), and train_results as Ultralytics
+  // reads results.csv back (the same columns, a value per epoch).
+  std::vector<std::string> best_keys;
+  for (const auto& k : ref["ours_best_keys"]) {
+    if (k != "yolocache") best_keys.push_back(k.get<std::string>());
+  }
+  EXPECT_EQ(nlohmann::json(best_keys), ref["best_keys"]);
+  std::vector<std::string> columns, their_columns;
+  for (const auto& [k, v] : ref["ours_train_results"].items()) {
+    columns.push_back(k);
+    EXPECT_EQ(v.size(), 1u) << k;  // 1 epoch
+  }
+  for (const auto& [k, v] : ref["train_results"].items()) their_columns.push_back(k);
+  EXPECT_EQ(columns, their_columns);
+  EXPECT_EQ(ref["ours_train_results"]["epoch"][0], 1);
 }
 
 // Export without an imgsz: the checkpoint's training size (64 here), as Ultralytics exports.

@@ -113,6 +113,38 @@ TEST(TrainLoop, LearnsSyntheticShapes) {
   EXPECT_EQ((*best)->meta().state.best_epoch, s->best_epoch);
   auto again = Train(o, TrainHooks{nullptr, nullptr, tmp / "run" / "weights" / "last.pt", {}});
   EXPECT_EQ(again.status().code(), Status::Code::kInvalidArgument);
+
+  // Ultralytics' final_eval: a run's final figures are best.pt's. A 2-epoch fine-tune of this best.pt whose
+  // second epoch is made worse on purpose (stopped after epoch 1, resumed with lr0 0.5): best.pt stays
+  // epoch 1's and is validated again at the end, so the final metrics are epoch 1's (up to best.pt's fp16
+  // rounding), not epoch 2's. It also resumes from the default (fp16, Ultralytics-sized) last.pt.
+  TrainOptions tune = o;
+  tune.out = (tmp / "tune").string();
+  tune.weights = (tmp / "run" / "weights" / "best.pt").string();
+  tune.epochs = 2;
+  tune.val_every = 1;
+  tune.optimizer = "SGD";
+  tune.warmup_epochs = 0;
+  std::atomic<bool> cancel{false};
+  StopAt stopper(&cancel, 1, 0);
+  Result<TrainSummary> first = Train(tune, TrainHooks{&stopper, &cancel, {}, {}});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_TRUE(first->interrupted);
+  const fs::path tune_last = tmp / "tune" / "weights" / "last.pt";
+  Result<TrainOptions> ro = ResumeOptions(tune_last);
+  ASSERT_TRUE(ro.ok()) << ro.status().ToString();
+  EXPECT_FALSE(ro->exact_resume);
+  ro->lr0 = 0.5;
+  cancel = false;
+  Result<TrainSummary> second = Train(*ro, TrainHooks{nullptr, &cancel, tune_last, {}});
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  Result<std::vector<EpochRecord>> tuned = ReadResultsCsv(tmp / "tune" / "results.csv");
+  ASSERT_TRUE(tuned.ok() && tuned->size() == 2u);
+  const double fitness1 = 0.1 * (*tuned)[0].map50 + 0.9 * (*tuned)[0].map50_95;
+  const double fitness2 = 0.1 * (*tuned)[1].map50 + 0.9 * (*tuned)[1].map50_95;
+  ASSERT_GT(fitness1, fitness2 + 0.01) << "epoch 2 was meant to be worse";
+  EXPECT_EQ(second->best_epoch, 1);
+  EXPECT_NEAR(second->final_metrics.fitness, fitness1, 0.02 * fitness1);
 }
 
 class ResumeTest : public ::testing::TestWithParam<size_t> {};
@@ -133,6 +165,7 @@ TEST_P(ResumeTest, MatchesUninterruptedRun) {
   o.seed = 7;
   o.save_every = 1;
   o.keep = 1;
+  o.exact_resume = true;  // fp32 state in last.pt (the default fp16 form resumes from the EMA, as Ultralytics)
 
   Result<TrainSummary> straight = Train(o);
   ASSERT_TRUE(straight.ok()) << straight.status().ToString();

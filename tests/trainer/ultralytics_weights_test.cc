@@ -1,9 +1,10 @@
 // Our best.pt and last.pt opened by Ultralytics' own code (../shared/ultralytics with Debian's python3-torch;
 // skipped with a message where absent), one python process per model (tests/trainer/fixtures/
-// ultralytics_weights.py): YOLO(best.pt) loads, its forward equals ours on the same input, predict runs,
-// fuse() keeps the output, export(format='torchscript') writes a file, and YOLO(last.pt).train(resume=True)
-// resumes epoch 2 of 2 from it, for yolov8n (nc 80) and yolo11n (nc 3). Validation figures are compared
-// with a trained model in metrics_parity_test.cc (Ultralytics' validator on our best.pt).
+// ultralytics_weights.py): YOLO(best.pt) loads, its forward equals ours on the same input, its predict gives
+// our Predictor's detections on the same images, fuse() keeps the output, export(format='torchscript') writes
+// a file, and YOLO(last.pt).train(resume=True) resumes epoch 2 of 2 from it (last.pt in the default fp16
+// training form), for yolov8n (nc 80) and yolo11n (nc 3). Validation figures are compared with a trained
+// model in metrics_parity_test.cc (Ultralytics' validator on our best.pt).
 #include <cstdio>
 #include <fstream>
 
@@ -16,6 +17,7 @@
 #include "tests/test_support.h"
 #include "tests/trainer/ultralytics_fixture.h"
 #include "trainer/engine/optimizer.h"
+#include "trainer/eval/predictor.h"
 #include "trainer/io/checkpoint.h"
 
 namespace yc::trainer {
@@ -104,6 +106,7 @@ void RoundTrip(ModelFamily family, int64_t nc) {
   last.model = model.get();
   last.ema = ema.get();
   last.optimizer = opt.get();
+  last.full_precision = false;  // what training writes by default (TrainOptions::exact_resume off)
   ASSERT_TRUE(WriteCheckpoint(tmp / "last.pt", last).ok());
   ASSERT_TRUE(WriteCheckpoint(tmp / "best.pt", ReleaseContents(meta, *ema)).ok());
   std::printf("%s nc %lld: last.pt while training (SGD) %lld bytes, release (best.pt, final last.pt) %lld bytes\n",
@@ -122,6 +125,23 @@ void RoundTrip(ModelFamily family, int64_t nc) {
     pred = (*ours)->forward(input).pred;
   }
   WriteTensorFile(tmp / "io.bin", {{"input", input}, {"pred", pred}});
+  // Our predict on the val images, as Ultralytics' predict will run them (imgsz 64, conf 0.001).
+  PredictOptions po;
+  po.imgsz = 64;
+  po.conf = 0.001;
+  Result<std::unique_ptr<Predictor>> predictor = Predictor::Load(tmp / "best.pt", at::Device(at::kCPU), po);
+  ASSERT_TRUE(predictor.ok()) << predictor.status().ToString();
+  nlohmann::json detections = nlohmann::json::object();
+  for (const auto& e : fs::directory_iterator(tmp / "data" / "images" / "val")) {
+    Result<PredictResult> pr = (*predictor)->PredictFile({e.path(), fs::path("pred") / e.path().filename(), false}, tmp.path());
+    ASSERT_TRUE(pr.ok()) << pr.status().ToString();
+    nlohmann::json rows = nlohmann::json::array();
+    for (const Detection& d : pr->detections) rows.push_back({d.x1, d.y1, d.x2, d.y2, d.conf, d.cls});
+    detections[e.path().filename().string()] = rows;
+  }
+  {
+    std::ofstream(tmp / "ours_predict.json") << detections.dump();
+  }
   // And last.pt reads back as our resumable checkpoint.
   Result<std::unique_ptr<CheckpointReader>> l = CheckpointReader::Open(tmp / "last.pt", at::Device(at::kCPU));
   ASSERT_TRUE(l.ok()) << l.status().ToString();
@@ -131,7 +151,7 @@ void RoundTrip(ModelFamily family, int64_t nc) {
   ASSERT_EQ(fx.Run("ultralytics_weights.py", {(tmp / "best.pt").string(), (tmp / "last.pt").string(),
                                               (tmp / "io.bin").string(), (tmp / "data" / "data.yaml").string(),
                                               (tmp / "data_nc.yaml").string(), std::to_string(nc),
-                                              (tmp / "out.json").string()},
+                                              (tmp / "ours_predict.json").string(), (tmp / "out.json").string()},
                    tmp.path()),
             0)
       << testing::ReadFile(tmp / "python.log");
@@ -139,6 +159,16 @@ void RoundTrip(ModelFamily family, int64_t nc) {
   // fp32 on both sides over the same fp16 weights; boxes are in pixels (up to 64).
   EXPECT_LT(got["forward_max_diff"].get<double>(), 1e-3) << got.dump();
   EXPECT_LT(got["fused_max_diff"].get<double>(), 1e-3) << got.dump();
+  // Predict: as many boxes, and each of our 20 most confident found among Ultralytics' (same class, IoU
+  // > 0.99, confidence within 1e-3).
+  // An untrained nc-80 head scores ~1e-5 (Detect's class-bias initialisation), below any conf, so only the
+  // nc-3 model is sure to give boxes; for nc 80 both sides must give none alike.
+  if (nc <= 3) {
+    EXPECT_GT(got["predict_ours"].get<int>(), 0) << got.dump();
+  }
+  EXPECT_NEAR(got["predict_theirs"].get<double>(), got["predict_ours"].get<double>(),
+              0.02 * got["predict_ours"].get<double>() + 1) << got.dump();
+  EXPECT_EQ(got["predict_top_matched"].get<int>(), got["predict_top"].get<int>()) << got.dump();
   EXPECT_TRUE(got["exported"].get<bool>()) << got.dump();
   EXPECT_EQ(got["resumed_start_epoch"].get<int>(), 1) << got.dump();  // Ultralytics' 0-based: epoch 2
 }

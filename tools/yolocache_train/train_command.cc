@@ -26,6 +26,9 @@ void AddRunOptions(CLI::App& app, TrainArgs& a) {
   app.add_option("--iou", o.val_iou, "Validation NMS IoU threshold")->capture_default_str();
   app.add_option("--save-every", o.save_every, "Also save weights/epochN.pt every N epochs (0: off)")->capture_default_str();
   app.add_option("--keep", o.keep, "epochN.pt files kept (0: all)")->capture_default_str();
+  app.add_flag("--exact-resume", o.exact_resume,
+               "last.pt/epochN.pt keep the fp32 model, EMA and optimizer state (~3x Ultralytics' fp16 size), so "
+               "--resume ends bit-for-bit where an uninterrupted run does");
   app.add_option("--patience", o.patience, "Stop after N epochs without improvement (0: never)")->capture_default_str();
   app.add_option("--resume", a.resume,
                  "Continue the run saved in this checkpoint (e.g. DIR/weights/last.pt), in its run folder unless --out "

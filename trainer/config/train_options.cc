@@ -150,6 +150,7 @@ std::vector<Field> MakeFields() {
       Num("max_det", &TrainOptions::max_det),
       Num("save_every", &TrainOptions::save_every),
       Num("keep", &TrainOptions::keep),
+      Bool("exact_resume", &TrainOptions::exact_resume),
       Num("patience", &TrainOptions::patience),
       Num("seed", &TrainOptions::seed),
       Str("project", &TrainOptions::project),

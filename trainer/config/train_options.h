@@ -88,6 +88,11 @@ struct TrainOptions {
   int max_det = 300;
   int save_every = 0;            // also write epochN.pt every N epochs; 0 = off (Ultralytics save_period)
   int keep = 3;                  // epochN.pt files kept (newest); 0 = keep all
+  // last.pt / epochN.pt while training: false (Ultralytics' form) holds the EMA and optimizer state in fp16
+  // (~13 MB for yolov8n) and --resume restarts the model from the EMA, as Ultralytics' resume does; true also
+  // keeps the fp32 model, EMA and optimizer state (~3x the size) so a resumed run ends bit-for-bit where an
+  // uninterrupted one does.
+  bool exact_resume = false;
   int patience = 100;            // epochs without fitness improvement before stopping; 0 = never
   uint64_t seed = 0;             // torch init + loader sampling/augmentation
 

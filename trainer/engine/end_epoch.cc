@@ -75,8 +75,10 @@ Status TrainRun::EndEpochMain(int epoch, bool* stop) {
   AdvanceState(epoch);
   state_.finished = final_epoch || *stop;
   rec.time = state_.train_seconds;
-  YC_ASSIGN_OR_RETURN(EpochSnapshots snaps, TakeEpochSnapshots(improved));
+  // results.csv first: the checkpoints' train_results hold this epoch's row, as Ultralytics' save_model reads
+  // the csv its save_metrics has just written.
   YC_RETURN_IF_ERROR(results_->Append(rec));
+  YC_ASSIGN_OR_RETURN(EpochSnapshots snaps, TakeEpochSnapshots(improved));
   // The files are written while the next epoch trains; the previous epoch's must be complete first
   // (and its error, if any, stops the run here).
   YC_RETURN_IF_ERROR(writer_.Wait());

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <sstream>
 
 #include "libcache/base/mapped_file.h"
@@ -72,6 +73,25 @@ std::string FormatResultsRow(const EpochRecord& r) {
   for (double v : r.val_loss) s += "," + (r.has_val_loss ? Num(v) : std::string());
   for (double v : r.lr) s += "," + Num(v);
   return s;
+}
+
+nlohmann::ordered_json ResultsColumns(const std::vector<EpochRecord>& records) {
+  const std::vector<std::string> names = SplitCsv(ResultsCsvHeader());
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const std::string& name : names) out[name] = nlohmann::ordered_json::array();
+  for (const EpochRecord& r : records) {
+    const std::vector<std::string> cells = SplitCsv(FormatResultsRow(r));  // the values the file holds
+    for (size_t i = 0; i < names.size() && i < cells.size(); ++i) {
+      double v = std::numeric_limits<double>::quiet_NaN();
+      if (!cells[i].empty()) ParseField(cells[i], &v);
+      if (i == 0) {
+        out[names[i]].push_back(r.epoch);
+      } else {
+        out[names[i]].push_back(v);
+      }
+    }
+  }
+  return out;
 }
 
 Result<std::vector<EpochRecord>> ReadResultsCsv(const fs::path& path) {

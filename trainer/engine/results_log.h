@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/status.h"
 
 namespace yc::trainer {
@@ -34,6 +36,9 @@ struct EpochRecord {
 // "epoch,time,train/box_loss,...,lr/pg2" (no newline).
 std::string ResultsCsvHeader();
 std::string FormatResultsRow(const EpochRecord& record);
+// The rows as Ultralytics reads results.csv back into its checkpoints' train_results (pandas
+// read_csv(...).to_dict(orient="list")): {column: [value per epoch]}, empty cells NaN, epoch an integer.
+nlohmann::ordered_json ResultsColumns(const std::vector<EpochRecord>& records);
 // Parses a results.csv written by this tool. DataError naming the file and line on malformed rows.
 Result<std::vector<EpochRecord>> ReadResultsCsv(const std::filesystem::path& path);
 

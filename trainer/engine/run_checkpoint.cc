@@ -1,6 +1,7 @@
 // A run's checkpoints (trainer/engine/train_run.h): what last.pt and best.pt hold, the check that a
 // resumed checkpoint trained on this cache, and the DDP gradient average before pending gradients are saved.
 #include "libcache/format/manifest.h"
+#include "trainer/engine/results_log.h"
 #include "trainer/engine/run_identity.h"
 #include "trainer/engine/train_run.h"
 
@@ -22,6 +23,10 @@ CheckpointMeta TrainRun::Meta() const {
   return m;
 }
 
+nlohmann::ordered_json TrainRun::TrainResults() const {
+  return results_ ? ResultsColumns(results_->records()) : nlohmann::ordered_json::object();
+}
+
 Status TrainRun::CheckResumedData(const CheckpointMeta& meta) {
   const std::string resumed = hooks_.resume.string();
   if (meta.data_identity.empty()) {
@@ -40,8 +45,9 @@ Status TrainRun::CheckResumedData(const CheckpointMeta& meta) {
 }
 
 Result<std::shared_ptr<CheckpointSnapshot>> TrainRun::SnapshotRelease(const std::filesystem::path& file) {
-  Result<std::shared_ptr<CheckpointSnapshot>> snap =
-      CheckpointSnapshot::Take(ReleaseContents(Meta(), *stack_.ema->module()));
+  CheckpointContents c = ReleaseContents(Meta(), *stack_.ema->module());
+  c.train_results = TrainResults();
+  Result<std::shared_ptr<CheckpointSnapshot>> snap = CheckpointSnapshot::Take(c);
   if (!snap.ok()) return Status(snap.status()).WithContext(file.string());
   return snap;
 }
@@ -59,6 +65,8 @@ Result<std::shared_ptr<CheckpointSnapshot>> TrainRun::SnapshotLast(bool pending_
   if (stack_.fused) stack_.fused->SyncState();  // Adam step counts live on the device while training
   c.optimizer = stack_.optimizer.get();
   c.grads = pending_grads;
+  c.full_precision = o_.exact_resume;
+  c.train_results = TrainResults();
   Result<std::shared_ptr<CheckpointSnapshot>> snap = CheckpointSnapshot::Take(c);
   if (!snap.ok()) return Status(snap.status()).WithContext(last_.string());
   return snap;

@@ -74,6 +74,7 @@ class TrainRun {
 
   // The epoch loop (trainer.cc).
   Status RunEpochs();
+  Status ValidateBest();  // Ultralytics' final_eval: the run's final figures are best.pt's
   Status RunSyntheticProbe();
   Status SaveRankWeights();
   void Summarise();
@@ -141,6 +142,7 @@ class TrainRun {
   // last.pt. `file` names the destination in errors.
   Result<std::shared_ptr<CheckpointSnapshot>> SnapshotRelease(const std::filesystem::path& file);
   CheckpointMeta Meta() const;  // the run as it stands, for either file
+  nlohmann::ordered_json TrainResults() const;  // results.csv so far, as the checkpoints' train_results
   // The resumed checkpoint's cache is --data's, or hooks_.resume_other_data allows another.
   Status CheckResumedData(const CheckpointMeta& meta);
   Status SaveLast(bool pending_grads);  // written before returning (interrupts)

@@ -41,6 +41,7 @@ Result<TrainSummary> TrainRun::Execute() {
   summary_.last = last_;
   summary_.names = names_;
   YC_RETURN_IF_ERROR(RunEpochs());
+  if (IsMain() && !summary_.interrupted) YC_RETURN_IF_ERROR(ValidateBest());
   if (o_.plots && IsMain() && summary_.has_metrics && !summary_.interrupted) {
     // The last validation's curves and confusion matrices (Ultralytics draws them in its final validation).
     writer_.Submit([metrics = summary_.final_metrics, confusion = last_confusion_, names = names_, dir = out_]() -> Status {
@@ -60,6 +61,23 @@ Result<TrainSummary> TrainRun::Execute() {
   }
   summary_.wall_seconds = Seconds(wall0_);
   return summary_;
+}
+
+// Ultralytics' final_eval validates best.pt once more, and its figures are the run's: the class table, the
+// curves, the confusion matrices, val_batch*.jpg. When best.pt holds the last validated EMA, that validation
+// already gave them (best.pt is its fp16 rounding); otherwise best.pt is read back and validated here.
+Status TrainRun::ValidateBest() {
+  const int last_validated = last_metrics_.value("epoch", 0);
+  if (!validator_ || state_.best_epoch <= 0 || state_.best_epoch == last_validated) return Status::OK();
+  YC_RETURN_IF_ERROR(writer_.Wait());  // best.pt is on disk
+  YC_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> reader, CheckpointReader::Open(best_, stack_.target.device));
+  YC_ASSIGN_OR_RETURN(DetectionModel best, reader->BuildInferenceModel(stack_.target.device));
+  Say("Validating " + best_.string() + " (epoch " + std::to_string(state_.best_epoch) + ")...");
+  const ValSamplePlots samples{out_, names_};
+  YC_ASSIGN_OR_RETURN(ValResult v, validator_->Run(*best, {}, hooks_.cancel, o_.plots ? &samples : nullptr));
+  summary_.final_metrics = v.metrics;
+  last_confusion_ = v.confusion;
+  return Status::OK();
 }
 
 // From the resume position to the last epoch, or until a cancel, an early stop or an error.

@@ -167,12 +167,13 @@ const char* OptimizerKindName(const torch::optim::Optimizer& o) {
 }
 
 // The optimizer's state with host copies of its tensors (the optimizer keeps stepping its own).
-Result<SavedOptimizer> CopyOptimizer(const torch::optim::Optimizer& optimizer) {
+// `half`: floating-point state in fp16, as Ultralytics' convert_optimizer_state_dict_to_fp16 stores it.
+Result<SavedOptimizer> CopyOptimizer(const torch::optim::Optimizer& optimizer, bool half) {
   YC_ASSIGN_OR_RETURN(SavedOptimizer saved, CaptureOptimizer(optimizer));
   for (auto& g : saved.groups) {
     for (auto& param : g.params) {
       if (!param) continue;
-      for (auto& [name, t] : param->tensors) t = HostCopy(t);
+      for (auto& [name, t] : param->tensors) t = half && t.is_floating_point() ? HostCopy(t.to(at::kHalf)) : HostCopy(t);
     }
   }
   return saved;
@@ -267,6 +268,19 @@ void PickleSection(TorchSaveWriter& w, const std::string& key, const std::vector
   (*names)[key] = list;
 }
 
+// A section whose tensors are Ultralytics' fp16 DetectionModel entry of the same name (release `model`, the
+// compact form's `ema`): only listed, and hashed as the reader gets them back (float32).
+void ListUltralyticsSection(const std::string& key, const DetectionModelImpl& module, Json* names,
+                            ChecksumInput* checksum) {
+  Json list = Json::array();
+  for (const auto& [name, t] : NamedState(module)) {
+    list.push_back(name);
+    at::Tensor stored = t.is_floating_point() ? ReleaseHalf(t).to(at::kCPU, at::kFloat) : HostCopy(t);
+    checksum->AddTensor(key + "/" + std::to_string(list.size() - 1), stored);
+  }
+  (*names)[key] = list;
+}
+
 std::vector<std::pair<std::string, at::Tensor>> Grads(const torch::nn::Module& model) {
   std::vector<std::pair<std::string, at::Tensor>> out;
   for (const auto& p : model.named_parameters(true)) {
@@ -288,6 +302,7 @@ UltralyticsCheckpointFields UltralyticsFields(const CheckpointContents& c, const
   // Ultralytics reads a data YAML, not our cache: the one the cache was built from when a cache was given.
   if (m.options.data_source.empty() && !m.data_yaml.empty()) f.train_args["data"] = m.data_yaml;
   f.train_metrics = UltralyticsTrainMetrics(m.metrics);
+  f.train_results = c.train_results;
   if (m.kind == kCheckpointKindRelease) {
     f.model = model;
     return f;
@@ -326,12 +341,15 @@ Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const Check
     const auto* ema = c.ema != nullptr ? c.ema->as<DetectionModelImpl>() : (release ? model : nullptr);
     std::optional<SavedOptimizer> optimizer;
     UltralyticsCheckpointFields fields = UltralyticsFields(c, model, ema);
-    // Our full-precision EMA and optimizer state are in the file anyway: Ultralytics' `ema` and `optimizer`
-    // share their storages (fp32) instead of adding fp16 copies.
-    fields.half_ema = c.ema == nullptr;
+    // Full precision: our fp32 EMA and optimizer state are in the file anyway, so Ultralytics' `ema` and
+    // `optimizer` share their storages instead of adding fp16 copies. Otherwise both are fp16, stored once:
+    // our optimizer entry holds the fp16 copies Ultralytics' entry shares, and our EMA is read back from
+    // Ultralytics' `ema` (as release weights are from its `model`).
+    const bool compact = !release && !c.full_precision && ema != nullptr;
+    fields.half_ema = c.ema == nullptr || compact;
     fields.half_optimizer = false;
     if (c.optimizer != nullptr) {
-      Result<SavedOptimizer> copy = CopyOptimizer(*c.optimizer);
+      Result<SavedOptimizer> copy = CopyOptimizer(*c.optimizer, compact);
       if (!copy.ok()) return Status::IOError("cannot snapshot checkpoint: " + copy.status().message());
       optimizer = std::move(*copy);
       if (model != nullptr) {
@@ -352,18 +370,15 @@ Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const Check
     Json names = Json::object();
     ChecksumInput tensors;  // in the reader's order: meta, model, ema, grads, optimizer
     if (release && model != nullptr) {
-      // The weights are Ultralytics' `model` (fp16): listed and hashed as the reader gets them back (float32).
-      Json list = Json::array();
-      for (const auto& [name, t] : NamedState(*model)) {
-        list.push_back(name);
-        at::Tensor stored = t.is_floating_point() ? ReleaseHalf(t).to(at::kCPU, at::kFloat) : HostCopy(t);
-        tensors.AddTensor("model/" + std::to_string(list.size() - 1), stored);
-      }
-      names["model"] = list;
-    } else {
+      ListUltralyticsSection("model", *model, &names, &tensors);
+    } else if (!compact) {
       PickleSection(w, "model", NamedState(*c.model), c.half, &names, &tensors);
     }
-    if (c.ema != nullptr) PickleSection(w, "ema", NamedState(*c.ema), false, &names, &tensors);
+    if (compact && ema != nullptr) {
+      ListUltralyticsSection("ema", *ema, &names, &tensors);
+    } else if (c.ema != nullptr) {
+      PickleSection(w, "ema", NamedState(*c.ema), false, &names, &tensors);
+    }
     if (c.grads) PickleSection(w, "grads", Grads(*c.model), false, &names, &tensors);
     if (optimizer) {
       p.Str("optimizer");

@@ -10,8 +10,12 @@
 // Ultralytics ignores:
 //   meta        str      JSON: format, model scale, nc, names, options, state, metrics, tensor names
 //   model, ema  [Tensor] parameters then buffers in full precision, in the names listed in meta.tensors
+//               (only with TrainOptions::exact_resume; the default compact form lists the EMA's names and
+//               reads it back from Ultralytics' fp16 `ema`, and has no model tensors: the model resumes
+//               from the EMA, as Ultralytics' resume does)
 //   grads       [Tensor] accumulated .grad of the parameters named in meta.tensors.grads (optional)
-//   optimizer   dict     our optimizer's groups: options and per-parameter state (optional)
+//   optimizer   dict     our optimizer's groups: options and per-parameter state (optional; fp16 in the
+//                        compact form, the same storages as Ultralytics' `optimizer`)
 //   checksum    str      "xxh3-64:<hex>" over meta and every tensor and value above (checkpoint_checksum.h)
 // Written atomically: a temporary file in the same directory, fsync, rename, fsync of the directory;
 // a crash leaves the previous file intact.
@@ -110,6 +114,11 @@ struct CheckpointContents {
   torch::optim::Optimizer* optimizer = nullptr;  // not changed; its state is swapped for copies while saved
   bool grads = false;  // save the model's defined .grad tensors (gradient accumulation in progress)
   bool half = false;   // store the floating-point tensors of `model` as fp16 (release weights)
+  // Training form: keep the fp32 model, EMA and optimizer state for an exact resume. Off: Ultralytics' size,
+  // the EMA and the optimizer state in fp16 and no model tensors (the reader gives the EMA for "model").
+  bool full_precision = true;
+  // Ultralytics' train_results: results.csv so far as {column: [values]} (pandas' to_dict(orient="list")).
+  nlohmann::ordered_json train_results = nlohmann::ordered_json::object();
 };
 
 // The release form of a run's weights: meta.kind "release", `model` = `ema` in fp16, nothing else.

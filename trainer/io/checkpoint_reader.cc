@@ -259,9 +259,9 @@ Result<SavedOptimizer> ParseOptimizer(TorchArchive& a, ValueId id, const ScriptT
   return out;
 }
 
-// The release form's weights: Ultralytics' `model` entry, read as Ultralytics' own files are, in the order
-// meta.tensors.model lists them.
-Result<std::vector<at::Tensor>> ReleaseWeights(const fs::path& path, const Json& names, const std::string& where) {
+// A section stored only as Ultralytics' DetectionModel (release weights: its `model`; the compact training
+// form's EMA: its `ema`), read as Ultralytics' own files are, in the order meta.tensors lists them.
+Result<std::vector<at::Tensor>> UltralyticsWeights(const fs::path& path, const Json& names, const std::string& where) {
   YC_ASSIGN_OR_RETURN(UltralyticsCheckpoint ck, ReadUltralyticsCheckpoint(path));
   std::map<std::string, at::Tensor> by_name(ck.state_dict.begin(), ck.state_dict.end());
   std::vector<at::Tensor> out;
@@ -313,8 +313,9 @@ Status CheckpointReader::ReadSaved(TorchArchive& archive, ChecksumInput* checksu
   for (const char* section : kSections) {
     if (!impl.tensor_names.contains(section)) continue;
     std::vector<at::Tensor> tensors;
-    if (t.Find(ours, section) == kNoValue && std::string(section) == "model" && is_release()) {
-      YC_ASSIGN_OR_RETURN(tensors, ReleaseWeights(path_, impl.tensor_names["model"], where));
+    const bool ultralytics_only = (std::string(section) == "model" && is_release()) || std::string(section) == "ema";
+    if (t.Find(ours, section) == kNoValue && ultralytics_only) {
+      YC_ASSIGN_OR_RETURN(tensors, UltralyticsWeights(path_, impl.tensor_names[section], where));
     } else {
       YC_ASSIGN_OR_RETURN(tensors, tree.TensorList(t.Find(ours, section), section));
     }
@@ -430,7 +431,9 @@ Result<std::map<std::string, at::Tensor>> NamedSection(const CheckpointReader::I
 
 }  // namespace
 
-Status CheckpointReader::LoadModule(const std::string& section, torch::nn::Module& module) const {
+Status CheckpointReader::LoadModule(const std::string& wanted, torch::nn::Module& module) const {
+  // The compact training form keeps no model tensors: the model resumes from the EMA, as Ultralytics' does.
+  const std::string section = wanted == "model" && !impl_->tensor_names.contains("model") && has_ema() ? "ema" : wanted;
   try {
     YC_ASSIGN_OR_RETURN(auto saved, NamedSection(*impl_, section, path_.string()));
     c10::NoGradGuard no_grad;

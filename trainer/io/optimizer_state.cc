@@ -128,12 +128,14 @@ Result<at::Tensor> StateTensor(const SavedParamState& s, const char* name, const
     return at::Tensor();
   }
   const at::Tensor& t = it->second;
-  if (t.sizes() != param.sizes() || t.scalar_type() != param.scalar_type()) {
+  // fp16 state (Ultralytics' form) is widened to the parameter's dtype, as its resume casts it.
+  const bool widened = t.scalar_type() == at::kHalf && param.is_floating_point();
+  if (t.sizes() != param.sizes() || (t.scalar_type() != param.scalar_type() && !widened)) {
     return Status::Corruption("optimizer state: " + where + " " + name + " has shape/dtype " +
                               c10::str(t.sizes(), " ", t.scalar_type()) + ", the parameter " +
                               c10::str(param.sizes(), " ", param.scalar_type()));
   }
-  return t.to(param.device(), /*non_blocking=*/false, /*copy=*/true);
+  return t.to(param.device(), param.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
 }
 
 Result<int64_t> StateStep(const SavedParamState& s, const std::string& where) {

@@ -55,8 +55,9 @@ OptimizerStateMap::key_type OptimizerStateKey(const at::Tensor& param);
 Result<SavedOptimizer> CaptureOptimizer(const torch::optim::Optimizer& optimizer);
 
 // Sets every group's options and every saved parameter state of `optimizer` (state tensors copied onto
-// their parameter's device, keeping the saved layout). Corruption naming what does not fit: the group or
-// parameter counts, a missing option or state tensor, a shape or dtype other than the parameter's.
+// their parameter's device and dtype, keeping the saved layout; fp16 state is widened). Corruption naming
+// what does not fit: the group or parameter counts, a missing option or state tensor, a shape other than
+// the parameter's, a dtype other than its own or fp16.
 Status RestoreOptimizer(const SavedOptimizer& saved, torch::optim::Optimizer& optimizer);
 
 // The optimizer's part of a checkpoint's checksum, in group, parameter and name order.

@@ -130,10 +130,25 @@ void Optimizer(TorchSaveWriter& w, const UltralyticsCheckpointFields& f) {
   p.SetItems();
 }
 
+// date, version, license, docs: last in a training checkpoint (BaseTrainer.save_model), first in released
+// weights (strip_optimizer saves {**updates, **x}), so that both key orders are Ultralytics'.
+void Stamp(PickleWriter& p, const std::string& date) {
+  Key(p, "date");
+  p.Str(date);
+  Key(p, "version");
+  p.Str(kUltralyticsVersion);
+  Key(p, "license");
+  p.Str("AGPL-3.0 (https://ultralytics.com/license)");
+  Key(p, "docs");
+  p.Str("https://docs.ultralytics.com");
+}
+
 }  // namespace
 
 void WriteUltralyticsCheckpointItems(TorchSaveWriter& w, const UltralyticsCheckpointFields& f) {
   PickleWriter& p = w.pickle();
+  const bool released = f.epoch < 0;
+  if (released) Stamp(p, f.date);
   Key(p, "epoch");
   p.Int(f.epoch);
   Key(p, "best_fitness");
@@ -172,14 +187,7 @@ void WriteUltralyticsCheckpointItems(TorchSaveWriter& w, const UltralyticsCheckp
   PickleJson(p, f.train_metrics);
   Key(p, "train_results");
   PickleJson(p, f.train_results);
-  Key(p, "date");
-  p.Str(f.date);
-  Key(p, "version");
-  p.Str(kUltralyticsVersion);
-  Key(p, "license");
-  p.Str("AGPL-3.0 (https://ultralytics.com/license)");
-  Key(p, "docs");
-  p.Str("https://docs.ultralytics.com");
+  if (!released) Stamp(p, f.date);
 }
 
 OJson UltralyticsTrainMetrics(const nlohmann::json& m) {
