@@ -73,15 +73,33 @@ bool SameState(const torch::nn::Module& a, const torch::nn::Module& b) {
   return true;
 }
 
+// A model two SGD steps in (seeded), its optimizer, and an EMA taken after the first step and updated
+// after the second: the state both checkpoint forms are written from.
+struct SteppedModel {
+  DetectionModel model = Seeded();
+  std::unique_ptr<torch::optim::Optimizer> opt = MakeSgd(model);
+  ModelEMA ema = FirstStepEma(model, *opt);
+
+  SteppedModel() {
+    SgdStep(model, *opt, 12);
+    EXPECT_TRUE(ema.Update(*model).ok());
+  }
+  static DetectionModel Seeded() {
+    at::manual_seed(1);
+    return DetectionModel(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));
+  }
+  static ModelEMA FirstStepEma(DetectionModel& m, torch::optim::Optimizer& o) {
+    SgdStep(m, o, 11);
+    return ModelEMA(*m);
+  }
+};
+
 TEST(Checkpoint, RoundTripsEverything) {
   TempDir tmp;
-  at::manual_seed(1);
-  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));
-  auto opt = MakeSgd(model);
-  SgdStep(model, *opt, 11);
-  ModelEMA ema(*model);
-  SgdStep(model, *opt, 12);
-  ASSERT_TRUE(ema.Update(*model).ok());
+  SteppedModel stepped;
+  DetectionModel& model = stepped.model;
+  auto& opt = stepped.opt;
+  ModelEMA& ema = stepped.ema;
   // Pending gradients of a third batch (accumulation not yet stepped).
   opt->zero_grad();
   {
@@ -159,13 +177,10 @@ TEST(Checkpoint, RoundTripsEverything) {
 // widened from fp16; about a third of the full-precision file.
 TEST(Checkpoint, CompactTrainingFormHoldsTheEmaAndOptimizerInHalfPrecision) {
   TempDir tmp;
-  at::manual_seed(1);
-  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));
-  auto opt = MakeSgd(model);
-  SgdStep(model, *opt, 11);
-  ModelEMA ema(*model);
-  SgdStep(model, *opt, 12);
-  ASSERT_TRUE(ema.Update(*model).ok());
+  SteppedModel stepped;
+  DetectionModel& model = stepped.model;
+  auto& opt = stepped.opt;
+  ModelEMA& ema = stepped.ema;
   CheckpointContents c;
   c.meta = SampleMeta();
   c.model = model.get();
