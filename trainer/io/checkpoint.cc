@@ -374,7 +374,7 @@ Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const Check
     } else if (!compact) {
       PickleSection(w, "model", NamedState(*c.model), c.half, &names, &tensors);
     }
-    if (compact && ema != nullptr) {
+    if (compact) {  // compact implies an EMA
       ListUltralyticsSection("ema", *ema, &names, &tensors);
     } else if (c.ema != nullptr) {
       PickleSection(w, "ema", NamedState(*c.ema), false, &names, &tensors);
