@@ -3,7 +3,7 @@
 //  * a fixed, seeded set of letterboxed predictions and labels: our mapping to the original image
 //    (ToOriginalImage), matching and AP (DetectionMetrics) and ConfusionMatrix equal DetectionValidator's
 //    update_metrics + DetMetrics and ConfusionMatrix.process_batch within 1e-6;
-//  * a yolocache model trained for 30 short CPU epochs on the synth set: `yolocache-train val --json` equals
+//  * a yolocache yolov8n and a yolo11n, each trained for 30 short CPU epochs on the synth set: `yolocache-train val --json` equals
 //    Ultralytics' DetectionValidator on the same best.pt (loaded by Ultralytics' own attempt_load_one_weight)
 //    and the same original val images within 2e-4.
 #include <cmath>
@@ -169,7 +169,7 @@ TEST(MetricsParity, FixedPredictionsEqualUltralyticsMetrics) {
 // fp32 on the CPU) on the same weights and the original images. Equal within 2e-4 (in practice ~1e-9)
 // when both run rect batches; a DetectionValidator built directly defaults to rect=False (square
 // batches), which gives other boxes: mAP50-95 0.0981 there vs 0.0865 with rect on one such model.
-TEST(MetricsParity, TrainedCheckpointValEqualsUltralyticsValidator) {
+void ExpectValEqualsUltralyticsValidator(const char* model) {
   const testing::UltralyticsFixture fx = testing::UltralyticsFixture::Find();
   if (!fx.available) GTEST_SKIP() << fx.why;
   TempDir tmp;
@@ -182,7 +182,7 @@ TEST(MetricsParity, TrainedCheckpointValEqualsUltralyticsValidator) {
   // epochs at lr0 0.003, or 30 at imgsz 64, still find nothing). ~45 s of one core, most of it training.
   testing::CliRun t = testing::RunTool(
       "yolocache-train", tmp.path(),
-      {"train", "--data", cache.string(), "--model", "yolov8n", "--imgsz", "96", "--epochs", "30", "--batch", "4",
+      {"train", "--data", cache.string(), "--model", model, "--imgsz", "96", "--epochs", "30", "--batch", "4",
        "--nbs", "4", "--device", "cpu", "--threads", "1", "--torch-threads", "1", "--warmup-epochs", "0",
        "--optimizer", "AdamW", "--lr0", "0.002", "--mosaic", "0", "--val-every", "0", "--no-plots", "--out",
        run.string()});
@@ -210,6 +210,9 @@ TEST(MetricsParity, TrainedCheckpointValEqualsUltralyticsValidator) {
     EXPECT_NEAR(ours[key].get<double>(), ref[key].get<double>(), 2e-4) << key << "\nours " << v.out << "\nultralytics " << ref.dump();
   }
 }
+
+TEST(MetricsParity, TrainedYolov8nValEqualsUltralyticsValidator) { ExpectValEqualsUltralyticsValidator("yolov8n"); }
+TEST(MetricsParity, TrainedYolo11nValEqualsUltralyticsValidator) { ExpectValEqualsUltralyticsValidator("yolo11n"); }
 
 }  // namespace
 }  // namespace yc::trainer
