@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <iostream>
 
 #include "base/status.h"
@@ -169,8 +170,19 @@ std::string ClosestMatchHint(CLI::App& app, const std::vector<std::string>& args
   return hint;
 }
 
-int ParseCommandLine(CLI::App& app, int argc, char** argv, const std::vector<KeyAlias>& aliases) {
-  const std::vector<std::string> args = RewriteKeyValueArgs(app, std::vector<std::string>(argv + 1, argv + argc), aliases);
+int ParseCommandLine(CLI::App& app, int argc, char** argv, const std::vector<KeyAlias>& aliases,
+                     const LineRewrite& rewrite, std::vector<std::string>* read) {
+  std::vector<std::string> given(argv + 1, argv + argc);
+  if (rewrite) {
+    Result<std::vector<std::string>> read = rewrite(app, given);
+    if (!read.ok()) {
+      std::cerr << std::filesystem::path(app.get_name()).filename().string() << ": " << read.status().message() << "\n";
+      return kExitUsage;
+    }
+    given = std::move(*read);
+  }
+  const std::vector<std::string> args = RewriteKeyValueArgs(app, given, aliases);
+  if (read != nullptr) *read = args;
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes a vector last-first
   try {
     app.parse(reversed);

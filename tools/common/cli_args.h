@@ -18,11 +18,14 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "base/status.h"
 
 namespace yc::cli {
 
@@ -46,8 +49,14 @@ size_t EditDistance(std::string_view a, std::string_view b);
 // nothing is close.
 std::string ClosestMatchHint(CLI::App& app, const std::vector<std::string>& args);
 
-// Rewrites, parses; on a parse error prints CLI11's message (or the help) and the hint. Returns -1
+// A binary's reading of the whole line before the key=value rewriting (yolocache-train: Ultralytics'
+// grammar, tools/yolocache_train/ultralytics_line.h): the tokens to parse, or a usage error (exit 2).
+using LineRewrite = std::function<Result<std::vector<std::string>>(CLI::App&, const std::vector<std::string>&)>;
+
+// Rewrites (`rewrite` first, when given), parses; on a parse error prints CLI11's message (or the help) and the hint. Returns -1
 // when the command should run, else the exit code (0 after --help/--version, 2 for usage errors).
-int ParseCommandLine(CLI::App& app, int argc, char** argv, const std::vector<KeyAlias>& aliases = {});
+// `read`, when given, receives the tokens as parsed (after both rewritings).
+int ParseCommandLine(CLI::App& app, int argc, char** argv, const std::vector<KeyAlias>& aliases = {},
+                     const LineRewrite& rewrite = nullptr, std::vector<std::string>* read = nullptr);
 
 }  // namespace yc::cli

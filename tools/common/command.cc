@@ -1,6 +1,10 @@
 #include "tools/common/command.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
 #include <map>
 
 #include "base/status.h"
@@ -24,6 +28,17 @@ void SortCommands(const std::vector<std::string>& order, std::vector<CommandInfo
   });
 }
 
+// `token` as a POSIX shell reads it back: bare when it holds only safe characters, else single-quoted.
+std::string ShellQuoted(const std::string& token) {
+  const bool bare = !token.empty() && std::all_of(token.begin(), token.end(), [](unsigned char c) {
+    return std::isalnum(c) || std::strchr("-_./=:,+@%", c) != nullptr;
+  });
+  if (bare) return token;
+  std::string out = "'";
+  for (char c : token) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 }  // namespace
 
 int RunRegisteredCommand(CLI::App& app, int argc, char** argv, const CommandLine& line) {
@@ -36,7 +51,21 @@ int RunRegisteredCommand(CLI::App& app, int argc, char** argv, const CommandLine
     actions[sub] = command.setup(*sub);
   }
   app.name(argv[0]);
-  if (const int rc = ParseCommandLine(app, argc, argv, line.aliases); rc >= 0) return rc;
+  bool explain = false;
+  if (line.rewrite) {
+    app.add_flag("--explain", explain,
+                 "Print the command line as it is read (Ultralytics' keys as our options) and stop, running nothing");
+  }
+  std::vector<std::string> read;
+  if (const int rc = ParseCommandLine(app, argc, argv, line.aliases, line.rewrite, &read); rc >= 0) return rc;
+  if (explain) {
+    std::string text = std::filesystem::path(argv[0]).filename().string();
+    for (const std::string& token : read) {
+      if (token != "--explain") text += " " + ShellQuoted(token);
+    }
+    std::cout << text << "\n";
+    return kExitOk;
+  }
   for (auto& [sub, action] : actions) {
     if (!sub->parsed()) continue;
     try {

@@ -42,6 +42,7 @@ struct Registration {
 struct CommandLine {
   std::vector<std::string> order;   // the subcommands in --help, in this order (the rest after, by name)
   std::vector<KeyAlias> aliases;    // Ultralytics' key=value names that differ from ours (cli_args.h)
+  LineRewrite rewrite;              // a binary's own reading of the line before that (cli_args.h), or none
   // What an exception escaping a command prints and returns (the command's name, the exception).
   std::function<int(const std::string&, const std::exception&)> on_exception;
 };

@@ -63,9 +63,9 @@ void AddModelOptions(CLI::App& app, TrainOptions& o) {
 void AddResourceOptions(CLI::App& app, TrainArgs& a) {
   TrainOptions& o = a.o;
   AddDeviceOption(app, o.device, "cuda:0 when available, else cpu");
-  app.add_flag("--amp", a.amp, "Mixed precision on (CUDA default: fp16 + loss scaling; CPU: bf16)");
+  app.add_flag("--amp", a.amp, "Mixed precision on (CUDA default: fp16 + loss scaling; CPU: fp32 as Ultralytics, bf16 with --amp-dtype bf16)");
   app.add_flag("--no-amp", a.no_amp, "Mixed precision off (CPU default)");
-  app.add_option("--amp-dtype", a.amp_dtype, "auto | fp16 | bf16")->capture_default_str();
+  app.add_option("--amp-dtype", a.amp_dtype, "auto | fp16 | bf16 (bf16 also turns autocast on on the CPU)")->capture_default_str();
   AddLoaderFlag(app, "threads", &o.threads)->check(ThreadCount());
   app.add_option("--torch-threads", o.torch_threads, "LibTorch CPU threads (0: LibTorch's default)")
       ->capture_default_str()

@@ -31,6 +31,7 @@ struct TrainArgs {
   bool amp = false, no_amp = false;
   std::string amp_dtype = "auto";
   std::string rank_weights;  // hidden --save-rank-weights DIR (DDP tests)
+  bool dry_run = false;      // --dry-run: validate, print args.yaml, do nothing
   DataArgs data_args;        // --cache-dir, --strict-source
 };
 

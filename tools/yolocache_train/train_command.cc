@@ -8,6 +8,7 @@
 #include "tools/common/interrupt.h"
 #include "tools/yolocache_train/console_observer.h"
 #include "tools/yolocache_train/train_cli.h"
+#include "trainer/config/args_yaml.h"
 #include "trainer/distributed/distributed.h"
 #include "trainer/engine/trainer.h"
 #include "trainer/eval/class_table.h"
@@ -24,6 +25,11 @@ void AddRunOptions(CLI::App& app, TrainArgs& a) {
   app.add_flag_callback("--no-val", [&o] { o.val = false; }, "Never validate (best.pt = the final EMA, no early stopping)");
   app.add_option("--conf", o.val_conf, "Validation NMS confidence threshold")->capture_default_str();
   app.add_option("--iou", o.val_iou, "Validation NMS IoU threshold")->capture_default_str();
+  app.add_option("--max-det", o.max_det, "Validation detections per image at most")->capture_default_str();
+  app.add_option("--autobatch", o.autobatch,
+                 "Pick the batch that fills this share of the GPU's memory (Ultralytics' batch=-1 is 0.6, batch=0.7 "
+                 "is 0.7); on the CPU the default batch 16")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--save-every", o.save_every, "Also save weights/epochN.pt every N epochs (0: off)")->capture_default_str();
   app.add_option("--keep", o.keep, "epochN.pt files kept (0: all)")->capture_default_str();
   app.add_flag("--exact-resume", o.exact_resume,
@@ -43,6 +49,9 @@ void AddRunOptions(CLI::App& app, TrainArgs& a) {
       ->capture_default_str();
   app.add_flag("--synthetic-input", o.synthetic_input,
                "After training, measure the model's fwd+bwd+step ceiling on device-resident random data");
+  app.add_flag("--dry-run", a.dry_run,
+               "Read and check every argument, print the run's args.yaml (Ultralytics' keys) and stop: no cache is "
+               "built and nothing is written");
   app.add_option("--save-rank-weights", a.rank_weights, "Every rank writes its final parameters to DIR/rank<R>.pt")
       ->group("");  // hidden: for the distributed tests
   // Fine-tuning (train only): --model then defaults to the weights' architecture.
@@ -124,6 +133,15 @@ int RunTrain(const CLI::App& app, const TrainArgs& a) {
     if (!o.weights.empty() && app.count("--model") == 0) o.model.clear();
   }
   if (a.resume.empty()) o.data_source = o.data;  // args.yaml's `data`: what the user gave, not the cache
+  // Every argument is checked before any work: a run that will be refused builds no cache.
+  std::string rounded;
+  o.imgsz = StrideMultipleImgsz(o.imgsz, &rounded);
+  if (!rounded.empty()) std::cerr << "yolocache-train train: warning: " << rounded << "\n";
+  if (Status st = ValidateTrainOptions(o); !st.ok()) return Fail("train", st);
+  if (a.dry_run) {
+    std::cout << ArgsYaml(o, "");
+    return kExitOk;
+  }
   if (const int rc = PrepareDataArg("train", a.data_args, &o.data, o.imgsz, std::cout); rc >= 0) return rc;
   ConsoleObserver console;
   hooks.observer = &console;

@@ -81,7 +81,7 @@ nlohmann::ordered_json UltralyticsArgs(const TrainOptions& o) {
   a["epochs"] = o.epochs;
   a["time"] = null;
   a["patience"] = o.patience;
-  a["batch"] = o.batch;
+  a["batch"] = o.autobatch > 0 ? J(-1) : J(o.batch);  // before AutoBatch chose one, as Ultralytics writes it
   a["imgsz"] = o.imgsz;
   a["save"] = true;
   a["save_period"] = o.save_every > 0 ? o.save_every : -1;

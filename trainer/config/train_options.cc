@@ -1,5 +1,6 @@
 #include "trainer/config/train_options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <variant>
@@ -230,6 +231,17 @@ Result<TrainOptions> TrainOptionsFromJson(const nlohmann::json& json) {
   return o;
 }
 
+int StrideMultipleImgsz(int imgsz, std::string* warning) {
+  constexpr int kStride = 32;
+  const int rounded = std::max(kStride, (imgsz + kStride - 1) / kStride * kStride);
+  warning->clear();
+  if (rounded != imgsz && imgsz > 0) {
+    *warning = "imgsz=" + std::to_string(imgsz) + " must be a multiple of max stride " + std::to_string(kStride) +
+               ", updating to " + std::to_string(rounded);
+  }
+  return imgsz > 0 ? rounded : imgsz;
+}
+
 Status ValidateTrainOptions(const TrainOptions& o) {
   auto bad = [](const std::string& what) { return Status::InvalidArgument(what); };
   auto finite = [](double v) { return std::isfinite(v); };
@@ -237,6 +249,7 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.model.empty() && o.weights.empty()) return bad("--model is required (or --weights, whose architecture is used)");
   if (o.freeze < 0) return bad("--freeze must be >= 0");
   if (o.batch < 1) return bad("--batch must be >= 1");
+  if (!(o.autobatch >= 0 && o.autobatch < 1)) return bad("--autobatch must be a share of the GPU memory in (0, 1), or 0");
   if (o.imgsz < 32 || o.imgsz % 32 != 0 || o.imgsz > kMaxImgsz) {
     return bad("--imgsz must be a multiple of 32 (the model's largest stride), 32.." + std::to_string(kMaxImgsz));
   }

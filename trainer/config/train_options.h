@@ -14,10 +14,10 @@
 
 namespace yc::trainer {
 
-// AMP: auto = fp16 autocast + GradScaler on CUDA, off on CPU (Ultralytics' amp=True, which it turns off
-// on CPU). on = auto's CUDA behaviour on CUDA and bf16 autocast on CPU; off = fp32.
+// AMP: auto and on = fp16 autocast + GradScaler on CUDA, fp32 on CPU (Ultralytics' amp=True, which it
+// turns off on CPU) unless an autocast dtype is asked for there (bf16); off = fp32.
 enum class AmpMode { kAuto, kOn, kOff };
-// Autocast dtype when AMP is on: auto = fp16 (+ loss scaling) on CUDA, bf16 on CPU; bf16 never scales.
+// Autocast dtype when AMP is on: auto = fp16 (+ loss scaling) on CUDA, none on CPU; bf16 never scales.
 enum class AmpDtype { kAuto, kFloat16, kBFloat16 };
 
 struct TrainOptions {
@@ -35,6 +35,9 @@ struct TrainOptions {
   std::string val_split = "val";
   int epochs = 100;
   int batch = 16;
+  // Ultralytics' AutoBatch (batch=-1, or batch=0.7): > 0 picks the batch that fills this share of the
+  // GPU's memory once the model is built (engine/autobatch.h), into `batch`; 0 = off (`batch` as given).
+  double autobatch = 0;
   int imgsz = 640;
 
   // Device and resources.
@@ -117,6 +120,10 @@ nlohmann::ordered_json ToJson(const TrainOptions& options);
 // Missing keys keep their defaults; unknown keys are ignored (newer writers); a wrong type or value is
 // InvalidArgument naming the key.
 Result<TrainOptions> TrainOptionsFromJson(const nlohmann::json& json);
+
+// Ultralytics' check_imgsz: `imgsz` rounded up to a multiple of the largest stride (32), with the warning
+// it prints ("" when none was needed).
+int StrideMultipleImgsz(int imgsz, std::string* warning);
 
 // Ranges and combinations; the message names the option as the CLI spells it (--lr0, --batch, ...).
 Status ValidateTrainOptions(const TrainOptions& options);

@@ -12,6 +12,7 @@
 #include "trainer/config/args_yaml.h"
 #include "trainer/config/run_dir.h"
 #include "trainer/config/sample_order.h"
+#include "trainer/engine/autobatch.h"
 #include "trainer/engine/run_identity.h"
 #include "trainer/engine/train_run.h"
 #include "trainer/model/sync_batch_norm.h"
@@ -30,6 +31,7 @@ Status TrainRun::Setup() {
   YC_RETURN_IF_ERROR(OpenResume());
   YC_RETURN_IF_ERROR(PrepareRunDir());
   YC_RETURN_IF_ERROR(BuildModel());
+  YC_RETURN_IF_ERROR(ChooseAutoBatch());
   YC_RETURN_IF_ERROR(BuildLoader());
   YC_RETURN_IF_ERROR(BuildTraining());
   YC_RETURN_IF_ERROR(BuildValidator());
@@ -222,6 +224,24 @@ Status TrainRun::BuildModel() {
   model->train();
   Say("model: " + ModelNameString(model_name_) + ", " + std::to_string(nc_) + " classes, " +
       std::to_string(CountParameters(*model)) + " parameters");
+  return Status::OK();
+}
+
+// --autobatch (batch=-1): the batch is chosen once the model exists, before the loader is built with it,
+// and stored as `batch` (the checkpoints' options, so --resume keeps it). Ultralytics measures it only
+// in a single process; so do we.
+Status TrainRun::ChooseAutoBatch() {
+  if (o_.autobatch <= 0) return Status::OK();
+  if (Distributed()) {
+    return Status::InvalidArgument("--autobatch (batch=-1) works in one process only, as in Ultralytics; give --batch");
+  }
+  AutoBatchRequest r;
+  r.fraction = o_.autobatch;
+  r.imgsz = o_.imgsz;
+  r.autocast_fp16 = stack_.target.amp.enabled && stack_.target.amp.dtype == at::kHalf;
+  r.channels_last = stack_.target.channels_last;
+  o_.batch = AutoBatchSize(stack_.model, stack_.target.device, r, [this](const std::string& line) { Say(line); });
+  o_.autobatch = 0;
   return Status::OK();
 }
 

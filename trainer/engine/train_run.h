@@ -65,6 +65,7 @@ class TrainRun {
   Status PrepareRunDir();
   Status WriteArgs();
   Status BuildModel();
+  Status ChooseAutoBatch();
   void TransferPretrained();
   Status BuildLoader();
   void PlotLabelsInBackground(std::shared_ptr<const RecordSource> train_source);

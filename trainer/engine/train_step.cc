@@ -15,7 +15,10 @@ namespace yc::trainer {
 
 Result<AmpConfig> ResolveAmp(const TrainOptions& o, const at::Device& device) {
   AmpConfig a;
-  a.enabled = o.amp == AmpMode::kOn || (o.amp == AmpMode::kAuto && device.is_cuda());
+  // On the CPU, amp means fp32 unless a dtype is asked for, as Ultralytics' check_amp turns AMP off there;
+  // bf16 autocast only with --amp-dtype bf16 (fp16, which needs CUDA, is refused below).
+  const bool cpu_dtype_asked = !device.is_cuda() && o.amp_dtype != AmpDtype::kAuto;
+  a.enabled = o.amp != AmpMode::kOff && (device.is_cuda() || cpu_dtype_asked);
   if (!a.enabled) return a;
   if (o.amp_dtype == AmpDtype::kBFloat16 || (o.amp_dtype == AmpDtype::kAuto && !device.is_cuda())) {
     a.dtype = at::kBFloat16;

@@ -115,6 +115,29 @@ double DeviceMemoryReservedBytes(const at::Device& device) {
   return 0.0;
 }
 
+DeviceMemory DeviceMemoryNow(const at::Device& device) {
+  DeviceMemory m;
+#if YOLOCACHE_TORCH_CUDA
+  if (device.is_cuda()) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    m.total = static_cast<double>(at::cuda::getDeviceProperties(device.index())->totalGlobalMem);
+    m.reserved = static_cast<double>(stats.reserved_bytes[0].current);
+    m.allocated = static_cast<double>(stats.allocated_bytes[0].current);
+  }
+#else
+  (void)device;
+#endif
+  return m;
+}
+
+void EmptyDeviceCache(const at::Device& device) {
+#if YOLOCACHE_TORCH_CUDA
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
+#else
+  (void)device;
+#endif
+}
+
 std::string DeviceDescription(const at::Device& device) {
 #if YOLOCACHE_TORCH_CUDA
   if (device.is_cuda()) {

@@ -42,6 +42,14 @@ std::string ConfigureDevice(const at::Device& device, bool cudnn_benchmark = fal
 void SynchronizeDevice(const at::Device& device);
 // Bytes held by LibTorch's caching allocator on a CUDA device (Ultralytics' memory_reserved); 0 on CPU.
 double DeviceMemoryReservedBytes(const at::Device& device);
+// A CUDA device's memory as Ultralytics' AutoBatch reads it (torch.cuda.get_device_properties,
+// memory_reserved, memory_allocated), in bytes; all 0 on CPU.
+struct DeviceMemory {
+  double total = 0, reserved = 0, allocated = 0;
+};
+DeviceMemory DeviceMemoryNow(const at::Device& device);
+// Gives the caching allocator's unused blocks back to the device (torch.cuda.empty_cache); no-op on CPU.
+void EmptyDeviceCache(const at::Device& device);
 // "NVIDIA H200" / "cpu (2 threads)".
 std::string DeviceDescription(const at::Device& device);
 
