@@ -19,8 +19,8 @@ TEST(ThreadBoundsCli, TrainValCeilingRefuseOutOfRangeThreads) {
   const std::string weights = (tmp / "none.pt").string();
   const std::vector<std::vector<std::string>> cases = {
       {"train", "--data", cache, "--model", "yolov8n", "--threads", "65536"},
-      {"train", "data=" + cache, "model=yolov8n", "threads=65536"},
-      {"train", "data=" + cache, "model=yolov8n", "workers=100000"},
+      {"train", "data=" + cache, "model=yolov8n.yaml", "threads=65536"},
+      {"train", "data=" + cache, "model=yolov8n.yaml", "workers=100000"},
       {"train", "--data", cache, "--model", "yolov8n", "--torch-threads", "65536"},
       {"train", "--data", cache, "--model", "yolov8n", "--threads", "-1"},
       {"val", "--weights", weights, "--data", cache, "--threads", "65536"},

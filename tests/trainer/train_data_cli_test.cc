@@ -36,7 +36,7 @@ TEST(TrainDataCli, ADataYamlIsBuiltThenReusedThenUpdated) {
   const fs::path yaml = testing::TinySynthDataset(tmp / "data");
   const fs::path caches = tmp / "caches", run = tmp / "run";
   // key=value throughout, as `yolo train` takes them (workers= is --threads, amp=False is --no-amp).
-  CliRun t = YolocacheTrain(tmp, {"train", "data=" + yaml.string(), "model=yolov8n", "imgsz=64", "epochs=1", "batch=4",
+  CliRun t = YolocacheTrain(tmp, {"train", "data=" + yaml.string(), "model=yolov8n.yaml", "imgsz=64", "epochs=1", "batch=4",
                                   "device=cpu", "workers=1", "torch_threads=1", "amp=False", "out=" + run.string(),
                                   "cache_dir=" + caches.string()});
   ASSERT_EQ(t.exit_code, 0) << t.out << t.err;

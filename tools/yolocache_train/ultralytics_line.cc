@@ -466,7 +466,15 @@ Result<std::vector<std::string>> ReadUltralyticsLine(CLI::App& app, const std::v
   }
   Emitter e(Subcommand(app, line.mode), line.mode, notes);
   e.Token(line.mode);
-  for (const auto& [key, value] : line.overrides.items()) YC_RETURN_IF_ERROR(EmitKey(key, value, line.overrides, &e));
+  // Ultralytics' modes read its keys; our own commands (ceiling) take key=value as their options.
+  const bool ultralytics_mode = IsOneOf(line.mode, {"train", "val", "predict", "export"});
+  for (const auto& [key, value] : line.overrides.items()) {
+    if (ultralytics_mode) {
+      YC_RETURN_IF_ERROR(EmitKey(key, value, line.overrides, &e));
+    } else {
+      e.Token(key + "=" + value);
+    }
+  }
   out.insert(out.end(), e.out().begin(), e.out().end());
   out.insert(out.end(), line.passthrough.begin(), line.passthrough.end());
   return out;
