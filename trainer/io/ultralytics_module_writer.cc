@@ -1,7 +1,8 @@
 #include "trainer/io/ultralytics_module_writer.h"
 
+#include <array>
 #include <set>
-#include <c10/util/variant.h>
+#include <type_traits>
 
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -20,6 +21,24 @@ namespace nn = torch::nn;
 using OJson = nlohmann::ordered_json;
 
 namespace {
+
+// A Conv2d's padding as numbers. The option is a variant (explicit sizes, kValid or kSame): c10::variant
+// in LibTorch 1.x, std::variant in 2.x; the unqualified visit finds the right one by argument lookup.
+std::array<int64_t, 2> Padding(const nn::detail::ConvNdOptions<2>& o) {
+  return visit(
+      [&o](const auto& p) -> std::array<int64_t, 2> {
+        using P = std::decay_t<decltype(p)>;
+        if constexpr (std::is_same_v<P, torch::ExpandingArray<2>>) {
+          return {(*p)[0], (*p)[1]};
+        } else if constexpr (std::is_same_v<P, torch::enumtype::kSame>) {
+          return {(*o.kernel_size())[0] / 2, (*o.kernel_size())[1] / 2};  // odd kernels, dilation 1 (ours)
+        } else {
+          return {0, 0};  // kValid
+        }
+      },
+      o.padding());
+}
+
 
 // The family's model yaml as Ultralytics' cfg/models/v8/yolov8.yaml and cfg/models/11/yolo11.yaml load
 // (yaml's `None` is the string 'None' there too): the architecture trainer/model/yolov8.cc and yolo11.cc build.
@@ -217,14 +236,14 @@ class ModuleWriter {
 
   void Conv2d(const nn::Conv2dImpl& c) {
     const auto& o = c.options;
-    const auto& pad = c10::get<torch::ExpandingArray<2>>(o.padding());
+    const std::array<int64_t, 2> pad = Padding(o);
     Open("torch.nn.modules.conv", "Conv2d", {{"weight", c.weight}, {"bias", c.bias}}, {});
     NoChildren();
     Attr("in_channels", o.in_channels());
     Attr("out_channels", o.out_channels());
     Pair("kernel_size", (*o.kernel_size())[0], (*o.kernel_size())[1]);
     Pair("stride", (*o.stride())[0], (*o.stride())[1]);
-    Pair("padding", (*pad)[0], (*pad)[1]);
+    Pair("padding", pad[0], pad[1]);
     Pair("dilation", (*o.dilation())[0], (*o.dilation())[1]);
     Attr("transposed", false);
     Pair("output_padding", 0, 0);
@@ -232,7 +251,7 @@ class ModuleWriter {
     Attr("padding_mode", "zeros");
     p_.Str("_reversed_padding_repeated_twice");
     p_.Mark();
-    for (int64_t v : {(*pad)[1], (*pad)[1], (*pad)[0], (*pad)[0]}) p_.Int(v);
+    for (int64_t v : {pad[1], pad[1], pad[0], pad[0]}) p_.Int(v);
     p_.Tuple();
     Close();
   }
