@@ -79,17 +79,22 @@ void AddCauses(const SplitManifest& sm, const std::string& root, const std::vect
     owned.insert(label);
     auto found = first_error.find(fp.path);
     if (found == first_error.end()) found = first_error.find(label);
-    const RecordedProblem* why = found == first_error.end() ? nullptr : found->second;
-    const std::string code = why == nullptr ? "unrecorded" : why->code;
-    auto [at, added] = index.emplace(code, s->causes.size());
-    if (added) s->causes.push_back({code, 0, {}, why == nullptr ? "" : why->problem.file, why == nullptr ? "" : why->problem.message});
+    ExclusionCause first;  // what the cause says when this image is its first
+    first.code = "unrecorded";
+    if (found != first_error.end()) {
+      first.code = found->second->code;
+      first.first_file = found->second->problem.file;
+      first.first_message = found->second->problem.message;
+    }
+    auto [at, added] = index.emplace(first.code, s->causes.size());
+    if (added) s->causes.push_back(std::move(first));
     ExclusionCause& cause = s->causes[at->second];
     ++cause.images;
     if (cause.examples.size() < kExcludedExamples) cause.examples.push_back(fp.path);
   }
   if (named < s->excluded) {  // a bare cache without fingerprints: the count alone
     auto [at, added] = index.emplace("unrecorded", s->causes.size());
-    if (added) s->causes.push_back({"unrecorded", 0, {}, "", ""});
+    if (added) s->causes.push_back(ExclusionCause{"unrecorded", 0, {}, "", ""});
     s->causes[at->second].images += s->excluded - named;
   }
   std::stable_sort(s->causes.begin(), s->causes.end(),
