@@ -285,6 +285,38 @@ Result<DatasetSpec> LoadDirectory(const fs::path& dir) {
   return spec;
 }
 
+// The data YAML a dataset folder holds, as Ultralytics' find_dataset_yaml picks it among the folder's
+// own *.yaml files: the only one, else the one named like the folder (we also take data.yaml, the
+// name Roboflow and our synth use). An empty path when there is none (a bare folder); DataError when
+// several leave the choice open, rather than guessing which one the user meant.
+Result<fs::path> FolderYaml(const fs::path& dir) {
+  std::vector<fs::path> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& f = it->path();
+    std::error_code fec;
+    if (f.extension() != ".yaml" || f.filename().string()[0] == '.' || !it->is_regular_file(fec)) continue;
+    found.push_back(f);
+  }
+  if (ec) return Status::IOError(Status::At(dir.string(), ec.message()));
+  if (found.size() <= 1) return found.empty() ? fs::path() : found[0];
+  std::sort(found.begin(), found.end());
+  for (const std::string& stem : {dir.filename().string(), std::string("data")}) {
+    for (const fs::path& f : found) {
+      if (f.stem() == stem) return f;
+    }
+  }
+  std::string names;
+  for (const fs::path& f : found) names += (names.empty() ? "" : ", ") + f.filename().string();
+  return Bad(dir, "holds several YAML files (" + names + ") and none is named " + dir.filename().string() +
+                      ".yaml or data.yaml: give the one to use");
+}
+
+Result<DatasetSpec> LoadFolder(const fs::path& dir, const SpecOptions& options) {
+  YC_ASSIGN_OR_RETURN(const fs::path yaml, FolderYaml(dir));
+  return yaml.empty() ? LoadDirectory(dir) : LoadYaml(yaml, options);
+}
+
 }  // namespace
 
 const SplitSpec* DatasetSpec::split(std::string_view name) const {
@@ -313,7 +345,7 @@ Result<DatasetSpec> LoadDatasetSpec(const fs::path& yaml_or_dir, const SpecOptio
   const fs::path p = Normal(yaml_or_dir);
   if (!Exists(p)) return Status::NotFound(Status::At(yaml_or_dir.string(), "not found"));
   try {
-    return IsDir(p) ? LoadDirectory(p) : LoadYaml(p, options);
+    return IsDir(p) ? LoadFolder(p, options) : LoadYaml(p, options);
   } catch (const YAML::Exception& e) {  // conversions on hostile documents
     return Bad(p, std::string("invalid YAML (") + e.what() + ")");
   } catch (const std::bad_alloc&) {  // not the data's fault: exit 3, as README says

@@ -15,8 +15,11 @@
 //          "../x" falls back to root/x as Ultralytics does. Every entry must exist.
 //   names: a list, or a map {index: name} with indices 0..n-1; nc optional but must equal len(names);
 //          with only nc, names are class_0..class_{nc-1}.
-// A bare directory: each images/<split>/ folder is a split, or else the whole directory is "train";
-// it has no names (nc unknown: the class upper bound is not checked).
+// A directory holding a data YAML is read as that YAML, found as Ultralytics' find_dataset_yaml does
+// among the directory's own *.yaml files: the only one, else <directory name>.yaml, else data.yaml;
+// several without either are a DataError listing them.
+// A bare directory (no *.yaml in it): each images/<split>/ folder is a split, or else the whole
+// directory is "train"; it has no names (nc unknown: the class upper bound is not checked).
 // Errors are DataError (NotFound for a missing argument) with the YAML path and the key in the text.
 #pragma once
 

@@ -208,6 +208,48 @@ TEST(DatasetSpecDir, BareDirectories) {
   EXPECT_EQ(f->splits[0].inputs, (std::vector<fs::path>{flat.path()}));
 }
 
+// Issue 28: a folder holding a data YAML is that YAML (names and splits), picked as Ultralytics'
+// find_dataset_yaml picks it; several without a preferred name are refused, naming them.
+TEST(DatasetSpecDir, AFolderHoldingADataYamlIsReadAsIt) {
+  TempDir d;
+  fs::create_directories(d / "images/train");
+  fs::create_directories(d / "images/val");
+  fs::create_directories(d / "images/extra");
+  WriteFile(d / "custom.yaml", "train: images/train\nval: images/val\nnames: [cat, dog]\n");
+  Result<DatasetSpec> s = LoadDatasetSpec(d.path());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->names, (std::vector<std::string>{"cat", "dog"}));  // not class_0, class_1
+  EXPECT_EQ(s->source, d / "custom.yaml");
+  EXPECT_EQ(s->root_from, "the YAML's folder");
+  ASSERT_EQ(s->splits.size(), 2u);  // the YAML's splits, not every images/* folder
+  EXPECT_EQ(s->splits[1].name, "val");
+
+  WriteFile(d / "other.yaml", "train: images/train\nval: images/val\nnames: [x]\n");
+  Result<DatasetSpec> two = LoadDatasetSpec(d.path());
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.status().code(), Status::Code::kDataError);
+  EXPECT_NE(two.status().message().find("several YAML files (custom.yaml, other.yaml)"), std::string::npos)
+      << two.status().ToString();
+  WriteFile(d / "data.yaml", "train: images/train\nval: images/val\nnames: [bird]\n");
+  Result<DatasetSpec> named = LoadDatasetSpec(d.path());
+  ASSERT_TRUE(named.ok()) << named.status().ToString();
+  EXPECT_EQ(named->names, std::vector<std::string>{"bird"});
+  // The folder's own name beats data.yaml, as Ultralytics prefers the YAML named like its folder.
+  WriteFile(d / (d.path().filename().string() + ".yaml"), "train: images/train\nval: images/val\nnames: [own]\n");
+  Result<DatasetSpec> own = LoadDatasetSpec(d.path());
+  ASSERT_TRUE(own.ok()) << own.status().ToString();
+  EXPECT_EQ(own->names, std::vector<std::string>{"own"});
+
+  // A YAML in the folder that is not a data YAML is an error naming it, not a silent bare folder.
+  TempDir m;
+  fs::create_directories(m / "images/train");
+  WriteFile(m / "model.yaml", "nc: 3\n");
+  Result<DatasetSpec> bad = LoadDatasetSpec(m.path());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find((m / "model.yaml").string() + ": missing key 'train'"), std::string::npos)
+      << bad.status().ToString();
+}
+
 TEST(DatasetSpecCoco, Coco128) {
   YC_REQUIRE_SHARED(coco, "coco128");
   Result<DatasetSpec> s = LoadDatasetSpec(coco / "coco128.yaml");

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "tools/common/command.h"
+#include "tools/common/data_report.h"
 #include "tools/common/interrupt.h"
 #include "tools/yolocache_train/console_observer.h"
 #include "tools/yolocache_train/train_cli.h"
@@ -143,6 +144,8 @@ int RunTrain(const CLI::App& app, const TrainArgs& a) {
     return kExitOk;
   }
   if (const int rc = PrepareDataArg("train", a.data_args, &o.data, o.imgsz, std::cout); rc >= 0) return rc;
+  if (const int rc = ReportDataProblems("train", o.data, {o.train_split, o.val ? o.val_split : ""}, std::cout); rc >= 0)
+    return rc;
   ConsoleObserver console;
   hooks.observer = &console;
   // Ctrl-C, kill and a closed terminal (SIGHUP: an ssh session that dropped) stop training at the next

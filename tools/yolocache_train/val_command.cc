@@ -8,6 +8,7 @@
 #include "libcache/base/path_json.h"
 #include "tools/common/cli_validators.h"
 #include "tools/common/command.h"
+#include "tools/common/data_report.h"
 #include "tools/common/loader_flags.h"
 #include "tools/common/progress_bar.h"
 #include "tools/yolocache_train/train_cli.h"
@@ -62,6 +63,7 @@ int RunVal(const ValArgs& a) {
   if (!imgsz.ok()) return Fail("val", imgsz.status());
   o.imgsz = *imgsz;
   if (const int rc = PrepareDataArg("val", a.data_args, &o.data, o.imgsz, log); rc >= 0) return rc;
+  if (const int rc = ReportDataProblems("val", o.data, {o.split}, log); rc >= 0) return rc;
   std::unique_ptr<ProgressBar> bar;
   if (!a.json) bar = std::make_unique<ProgressBar>("val", 0, "batch");
   auto progress = [&](size_t done, size_t total) {
