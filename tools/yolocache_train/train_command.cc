@@ -7,6 +7,7 @@
 #include "tools/common/command.h"
 #include "tools/common/interrupt.h"
 #include "tools/yolocache_train/console_observer.h"
+#include "tools/yolocache_train/result_file.h"
 #include "tools/yolocache_train/train_cli.h"
 #include "trainer/distributed/distributed.h"
 #include "trainer/engine/trainer.h"
@@ -141,6 +142,7 @@ int RunTrain(const CLI::App& app, const TrainArgs& a) {
   if (!r.ok()) return Fail("train", r.status());
   if (r->rank != 0) return r->interrupted ? kExitInterrupted : kExitOk;  // DDP: rank 0 reports the run
   PrintSummary(*r, o);
+  WriteResultFile(a.result_file, TrainSummaryJson(*r), "train");
   return r->interrupted ? kExitInterrupted : kExitOk;
 }
 
@@ -148,6 +150,7 @@ Registration reg("train", "Train a YOLOv8 or YOLO11 model (Ultralytics recipe) o
   auto a = std::make_shared<TrainArgs>();
   AddTrainOptions(app, *a);
   AddRunOptions(app, *a);
+  AddResultFileOption(app, &a->result_file);
   return [a, &app] { return RunTrain(app, *a); };
 });
 
