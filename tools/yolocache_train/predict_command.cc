@@ -24,7 +24,7 @@ struct PredictArgs {
   std::vector<std::string> images;
   PredictOptions o;
   bool json = false;
-  std::string result_file;  // hidden --result-json FILE: the --json document (result_file.h)
+  std::string result_file;  // hidden --result-json FILE: {"names", "results": the --json array} (result_file.h)
 };
 
 // The run folder, after checking that it cannot hold any input (they would be overwritten).
@@ -80,7 +80,7 @@ int RunPredict(const PredictArgs& a) {
   } else {
     std::cout << "Results saved to " << save_dir->string() << (a.o.save_txt ? " (labels in labels/)" : "") << "\n";
   }
-  WriteResultFile(a.result_file, all, "predict");
+  WriteResultFile(a.result_file, {{"names", (*p)->names()}, {"results", all}}, "predict");
   if (polling.interrupted()) {
     std::cerr << "yolocache-train predict: interrupted after " << done << " of " << inputs->size() << " inputs\n";
     return kExitInterrupted;

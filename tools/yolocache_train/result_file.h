@@ -1,7 +1,8 @@
 // The hidden --result-json FILE of train, val, predict and export: the command's result as one JSON
 // document in FILE, while the console shows what it always shows. It is how an in-process caller
-// (yolocache.YOLO in Python) gets the numbers without reading stdout; val/predict/export write the
-// document their --json prints, train its closing summary (TrainSummaryJson).
+// (yolocache.YOLO in Python) gets the numbers without reading stdout; val and export write the
+// document their --json prints, predict {"names": [...], "results": its --json array}, train its
+// closing summary (TrainSummaryJson).
 #pragma once
 
 #include <string>

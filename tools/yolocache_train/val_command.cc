@@ -31,6 +31,7 @@ struct ValArgs {
 nlohmann::json ValJson(const CheckpointValOptions& o, const CheckpointValReport& r) {
   const ValResult& v = r.result;
   nlohmann::json j = MetricsToJson(v.metrics, r.names);
+  j["names"] = r.names;
   SetPathField(j, "save_dir", r.save_dir.string());
   SetPathField(j, "weights", o.weights);
   SetPathField(j, "data", o.data);
