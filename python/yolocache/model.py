@@ -131,6 +131,8 @@ class YOLO:
             _unsupported("trainer=")
         if "model" in kwargs:
             self.__init__(kwargs.pop("model"))
+        if kwargs.get("resume") is True and self.ckpt_path:
+            kwargs["resume"] = self.ckpt_path  # Ultralytics: resume=True continues this model's checkpoint
         summary = run("train", self._model_tokens() + tokens(kwargs))
         self.trainer_summary = summary
         save_dir = Path(summary["save_dir"])
