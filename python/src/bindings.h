@@ -36,5 +36,7 @@ void BindOptions(pb::module_& m);  // loader_options, loader_options_markdown
 // wrong type or value.
 LoaderOptions LoaderOptionsFromDict(const pb::dict& options);
 void BindLoader(pb::module_& m);   // _Loader
+void BindPrepare(pb::module_& m);  // default_cache_root, dataset_spec, prepare_cache
+void BindCommands(pb::module_& m); // run_command: yolocache-train in-process (yolocache.YOLO)
 
 }  // namespace yc::py

@@ -16,7 +16,7 @@ def ultralytics(tmp_path_factory):
         pytest.skip(f"Ultralytics source not found at {ULTRALYTICS} (set YOLOCACHE_ULTRALYTICS)")
     os.environ["YOLO_OFFLINE"] = "1"
     os.environ["YOLO_CONFIG_DIR"] = str(tmp_path_factory.mktemp("yolo_config"))
-    os.environ["YOLOCACHE_DIR"] = str(tmp_path_factory.mktemp("caches"))
+    os.environ["YOLOCACHE_CACHE_DIR"] = str(tmp_path_factory.mktemp("caches"))
     sys.path.insert(0, str(ULTRALYTICS))
     import ultralytics
 
@@ -46,6 +46,8 @@ def test_trainer_trains_one_epoch_through_our_loader(ultralytics, dataset, tmp_p
     assert trainer.train_loader.epoch == 1  # one full epoch went through it
     assert (tmp_path / "run" / "results.csv").exists()
     assert "metrics/mAP50(B)" in trainer.metrics
-    # The cache was built from the data YAML, in YOLOCACHE_DIR, and is reused by the next run.
-    caches = list(Path(os.environ["YOLOCACHE_DIR"]).glob("*.yc"))
+    # The cache was built from the data YAML itself, in the CLIs' folder under the CLIs' name for it: the
+    # one `yolocache-train --data data.yaml --imgsz 64` uses.
+    caches = [p.parent for p in Path(os.environ["YOLOCACHE_CACHE_DIR"]).glob("*/manifest.json")]
     assert len(caches) == 1 and yu.Cache(caches[0]).records("train") == 40
+    assert caches[0] == Path(yu._yolocache.prepare_cache(str(data), 64)["dir"])

@@ -1,4 +1,9 @@
-"""yolocache from Python: build and verify caches, and feed any PyTorch loop from the C++ loader.
+"""yolocache from Python: Ultralytics' YOLO API on the C++ trainer, cache building and verifying, and
+the C++ loader for any PyTorch loop.
+
+    from yolocache import YOLO
+    metrics = YOLO('yolo11n.yaml').train(data='coco128.yaml', epochs=100)   # yolocache-train, in-process
+    print(metrics.box.map)
 
     import yolocache
     report = yolocache.build('coco128.yaml', 'coco128.yc')      # the same dict as `yolocache build --json`
@@ -13,14 +18,24 @@ See docs/PYTHON.md.
 """
 import inspect
 import json
+import os
 import threading
+import warnings
 
 import torch  # noqa: F401  (loads LibTorch before the extension, which links against it)
 
 from . import _yolocache
 from ._yolocache import Error
 
-__all__ = ["Cache", "Error", "Loader", "build", "verify", "HYP_DEFAULTS", "LOADER_OPTIONS"]
+__all__ = ["Cache", "Error", "Loader", "YOLO", "build", "verify", "default_cache_root", "HYP_DEFAULTS",
+           "LOADER_OPTIONS"]
+
+# One cache folder for the CLIs and Python (default_cache_root): YOLOCACHE_DIR, this package's variable
+# before it had the CLIs', still names it when YOLOCACHE_CACHE_DIR is not set.
+if os.environ.get("YOLOCACHE_DIR") and not os.environ.get("YOLOCACHE_CACHE_DIR"):
+    warnings.warn("YOLOCACHE_DIR is deprecated: set YOLOCACHE_CACHE_DIR (the variable of the CLIs too)",
+                  DeprecationWarning, stacklevel=2)
+    os.environ["YOLOCACHE_CACHE_DIR"] = os.environ["YOLOCACHE_DIR"]
 
 # Every option of the loader, as the C++ side defines it (loader/option_table.h; the tables in
 # docs/PYTHON.md are made from it too): {name: {"name", "default", "choices", "help", "hyp"}}.
@@ -31,6 +46,12 @@ HYP_DEFAULTS = {name: option["default"] for name, option in LOADER_OPTIONS.items
 _KEYWORDS = {name: option["default"] for name, option in LOADER_OPTIONS.items() if not option["hyp"]}
 # Ultralytics augmentations the loader does not implement: accepted only at their default (off).
 _UNSUPPORTED_HYP = {"copy_paste": 0.0, "cutmix": 0.0, "bgr": 0.0}
+
+
+def default_cache_root():
+    """Where caches built from a data YAML or folder live, for the CLIs and Python alike:
+    $YOLOCACHE_CACHE_DIR, else $XDG_CACHE_HOME/yolocache, else ~/.cache/yolocache."""
+    return _yolocache.default_cache_root()
 
 
 def build(source, out, imgsz=640, backend="shards", compress="none", level=3, shard_size=1 << 30, splits=(),
@@ -179,3 +200,6 @@ def _loader_signature():
 
 
 Loader.__init__.__signature__ = _loader_signature()
+
+
+from .model import YOLO  # noqa: E402  (after the names it uses from this module)

@@ -5,9 +5,10 @@
     YOLO('yolov8n.yaml').train(data='coco128.yaml', trainer=yolocache.ultralytics.DetectionTrainer)
 
 Everything else (model, loss, optimizer, EMA, validation, callbacks, logging, checkpoints) stays
-Ultralytics'. The data YAML, as Ultralytics resolved it, is built into a cache once (later runs update
-it: unchanged images are reused, changed ones decoded again); the cache lives in $YOLOCACHE_DIR
-(default ~/.cache/yolocache). Train batches follow args.epochs/close_mosaic and the augmentation
+Ultralytics'. The data YAML is built into a cache once (later runs update it: unchanged images are
+reused, changed ones decoded again), in the CLIs' cache folder and under the CLIs' name for it
+($YOLOCACHE_CACHE_DIR, else $XDG_CACHE_HOME/yolocache, else ~/.cache/yolocache; yolocache.
+default_cache_root()), so `yolocache-train --data` and this trainer share one cache. Train batches follow args.epochs/close_mosaic and the augmentation
 hyperparameters; val batches are rect letterboxed like Ultralytics'; under DDP each rank loads its share.
 """
 import hashlib
@@ -16,32 +17,59 @@ from pathlib import Path
 
 import yaml
 
-from . import HYP_DEFAULTS, Cache, Loader, build
+from . import HYP_DEFAULTS, Cache, Loader, _yolocache, default_cache_root
 
 __all__ = ["DetectionTrainer", "YolocacheLoader", "cache_for"]
 
 
-def cache_for(data, imgsz, log=print):
-    """Builds (or updates) and opens the cache of an Ultralytics data dict (check_det_dataset's result:
-    absolute `path`, `train`, `val`, `names`). The dict is written as a YAML beside the cache, so the
-    cache records exactly the images Ultralytics would read."""
-    spec = {"path": str(data["path"]), "names": dict(enumerate(data["names"].values()))
-            if isinstance(data["names"], dict) else dict(enumerate(data["names"]))}
+def _names_list(names):
+    return list(names.values()) if isinstance(names, dict) else list(names)
+
+
+def _real(paths):
+    return [os.path.realpath(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])]
+
+
+def _same_as_resolved(yaml_file, data):
+    """Whether yolocache reads the data YAML as Ultralytics resolved it (the same split files, names)."""
+    try:
+        spec = _yolocache.dataset_spec(str(yaml_file))
+    except (OSError, ValueError, RuntimeError):
+        return False
+    splits = {name: _real(inputs) for name, inputs in spec["splits"].items()}
+    wanted = {split: _real(data[split]) for split in ("train", "val", "test") if data.get(split)}
+    return spec["names"] == _names_list(data["names"]) and all(splits.get(k) == v for k, v in wanted.items())
+
+
+def _resolved_yaml(data):
+    """The data dict Ultralytics resolved, written as a YAML into the cache folder (named by its content)."""
+    spec = {"path": os.path.realpath(data["path"]), "names": dict(enumerate(_names_list(data["names"])))}
     for split in ("train", "val", "test"):
         if data.get(split):
             spec[split] = data[split]
     text = yaml.safe_dump(spec, sort_keys=False)
-    key = hashlib.sha1(f"{text}\nimgsz={imgsz}".encode()).hexdigest()[:12]
-    root = Path(os.environ.get("YOLOCACHE_DIR") or Path.home() / ".cache" / "yolocache")
+    root = Path(default_cache_root())
     root.mkdir(parents=True, exist_ok=True)
     stem = Path(str(data.get("yaml_file") or "data")).stem
-    yaml_path, cache_dir = root / f"{stem}-{key}.yaml", root / f"{stem}-{key}.yc"
-    yaml_path.write_text(text)
-    exists = (cache_dir / "manifest.json").exists()
-    report = build(yaml_path, cache_dir, imgsz=imgsz, update=exists)
-    log(f"yolocache: cache {cache_dir} ({report['records']} records, {report['seconds']:.1f} s"
-        + (f", {sum(s['reused'] for s in report['splits'].values())} reused)" if exists else ")"))
-    return Cache(cache_dir)
+    path = root / f"{stem}-{hashlib.sha1(text.encode()).hexdigest()[:12]}.yaml"
+    path.write_text(text)
+    return path
+
+
+def cache_for(data, imgsz, log=print):
+    """Builds (or updates, or reuses) and opens the cache of an Ultralytics data dict (check_det_dataset's
+    result: `path`, absolute `train`, `val`, `names`, `yaml_file`). The cache is the one
+    `yolocache-train --data <yaml_file> --imgsz <imgsz>` uses when yolocache reads that YAML as Ultralytics
+    did; otherwise (a root only Ultralytics' datasets_dir finds, a download) the resolved dict is written
+    as a YAML into the cache folder and built from there, so the cache holds exactly the images Ultralytics
+    would read."""
+    yaml_file = data.get("yaml_file")
+    same = bool(yaml_file) and Path(yaml_file).is_file() and _same_as_resolved(yaml_file, data)
+    source = yaml_file if same else _resolved_yaml(data)
+    prepared = _yolocache.prepare_cache(str(source), int(imgsz))
+    cache = Cache(prepared["dir"])
+    log(f"yolocache: cache {prepared['dir']} ({prepared['action']}, {len(cache)} records)")
+    return cache
 
 
 class _Dataset:

@@ -6,8 +6,10 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <memory>
 
 #include "base/status.h"
+#include "tools/common/program.h"
 
 namespace yc::cli {
 
@@ -17,6 +19,11 @@ std::vector<CommandInfo>& Registry() {
 }
 
 namespace {
+
+std::unique_ptr<Program>& ProgramSlot() {
+  static std::unique_ptr<Program> program;
+  return program;
+}
 
 // Position in `order`, then by name: a binary lists its commands in the order a user meets them.
 void SortCommands(const std::vector<std::string>& order, std::vector<CommandInfo>* commands) {
@@ -75,6 +82,26 @@ int RunRegisteredCommand(CLI::App& app, int argc, char** argv, const CommandLine
     }
   }
   return kExitUsage;
+}
+
+ProgramRegistration::ProgramRegistration(Program program) { ProgramSlot() = std::make_unique<Program>(std::move(program)); }
+
+const Program* RegisteredProgram() { return ProgramSlot().get(); }
+
+int RunRegisteredProgram(const std::vector<std::string>& args) {
+  const Program* program = RegisteredProgram();
+  if (program == nullptr || args.empty()) {
+    std::cerr << "yolocache: no command line registered in this binary\n";
+    return kExitFatal;
+  }
+  CLI::App app{program->description};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", program->version);
+  std::vector<std::string> copies = args;  // argv is mutable char*
+  std::vector<char*> argv;
+  for (std::string& a : copies) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return RunRegisteredCommand(app, static_cast<int>(copies.size()), argv.data(), program->line);
 }
 
 }  // namespace yc::cli

@@ -51,4 +51,20 @@ struct CommandLine {
 // its exit code, or ParseCommandLine's.
 int RunRegisteredCommand(CLI::App& app, int argc, char** argv, const CommandLine& line);
 
+// The binary's own settings, registered by its command library beside its commands (one per binary),
+// so that its main() and an in-process caller (the Python module) read one command line; run it with
+// RunRegisteredProgram (tools/common/program.h, which needs no CLI11).
+struct Program {
+  std::string description;  // the first line of --help
+  std::string version;      // what --version prints
+  CommandLine line;
+};
+
+struct ProgramRegistration {
+  explicit ProgramRegistration(Program program);
+};
+
+// The registered program, or nullptr.
+const Program* RegisteredProgram();
+
 }  // namespace yc::cli

@@ -14,6 +14,8 @@
 // such an exit has our naming and is removed by the next command writing there (libcache/base/pid_files.h).
 #pragma once
 
+#include <signal.h>
+
 #include <atomic>
 
 namespace yc::cli {
@@ -22,7 +24,7 @@ namespace yc::cli {
 // names the process in the one line ("<program>: interrupted") printed when it exits at once.
 void InstallInterruptHandling(const char* program);
 
-// The flag a signal sets (never cleared).
+// The flag a signal sets (cleared only by InProcessInterrupts).
 const std::atomic<bool>* InterruptFlag();
 
 class InterruptPolling {
@@ -33,6 +35,25 @@ class InterruptPolling {
   InterruptPolling& operator=(const InterruptPolling&) = delete;
   const std::atomic<bool>* flag() const;
   bool interrupted() const { return flag()->load(); }
+};
+
+// For a caller that runs commands inside a process that outlives them (the Python module: its own
+// handlers must come back, and a Ctrl-C must not end the interpreter): for this object's lifetime, the
+// handlers above with the flag cleared and polled throughout, so a first signal only sets the flag
+// (work that does not check it, such as loading weights, runs on to the next check); a second one
+// still ends the process at once. Then the handlers that were there before. One at a time per process.
+class InProcessInterrupts {
+ public:
+  explicit InProcessInterrupts(const char* program);
+  ~InProcessInterrupts();
+  InProcessInterrupts(const InProcessInterrupts&) = delete;
+  InProcessInterrupts& operator=(const InProcessInterrupts&) = delete;
+  // The first signal that came in this scope (SIGINT, SIGTERM or SIGHUP), 0 when none did.
+  int signal() const;
+
+ private:
+  struct sigaction saved_[3] = {};
+  InterruptPolling polling_;
 };
 
 // For a command that polls the flag from here to its end (the `yolocache` subcommands): an

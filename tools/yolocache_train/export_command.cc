@@ -5,6 +5,7 @@
 
 #include "libcache/base/path_json.h"
 #include "tools/common/command.h"
+#include "tools/yolocache_train/result_file.h"
 #include "tools/yolocache_train/train_cli.h"
 #include "trainer/io/exporter.h"
 
@@ -17,6 +18,7 @@ struct ExportArgs {
   ExportOptions o;
   std::string format = "torchscript";  // Ultralytics' default format
   bool json = false;
+  std::string result_file;  // hidden --result-json FILE: the --json document (result_file.h)
 };
 
 std::string Shape(const std::vector<int64_t>& dims) {
@@ -25,7 +27,7 @@ std::string Shape(const std::vector<int64_t>& dims) {
   return s + "]";
 }
 
-void PrintJson(const ExportReport& r) {
+nlohmann::json ExportJson(const ExportReport& r) {
   const char* dtype = r.half ? "float16" : "float32";
   nlohmann::json j;
   SetPathField(j, "file", r.file.string());
@@ -41,7 +43,7 @@ void PrintJson(const ExportReport& r) {
   j["device"] = r.device;
   j["warnings"] = r.warnings;
   j["seconds"] = r.seconds;
-  std::cout << JsonText(j) << "\n";
+  return j;
 }
 
 void PrintText(const ExportReport& r) {
@@ -64,10 +66,11 @@ int RunExport(const ExportArgs& a) {
   if (!r.ok()) return Fail("export", r.status());
   for (const auto& w : r->warnings) std::cerr << "yolocache-train export: warning: " << w << "\n";
   if (a.json) {
-    PrintJson(*r);
+    std::cout << JsonText(ExportJson(*r)) << "\n";
   } else {
     PrintText(*r);
   }
+  WriteResultFile(a.result_file, ExportJson(*r), "export");
   return kExitOk;
 }
 
@@ -90,6 +93,7 @@ Registration reg("export", "Export weights to ONNX or TorchScript, laid out as U
                    AddDeviceOption(app, o.device, "cpu, as Ultralytics");
                    app.add_option("--out", o.out, "Output file (default: the weights' stem + .onnx / .torchscript beside them)");
                    app.add_flag("--json", a->json, "Print the result as JSON");
+                   AddResultFileOption(app, &a->result_file);
                    return [a] { return RunExport(*a); };
                  });
 

@@ -6,6 +6,7 @@
 #include "libcache/base/pid_files.h"
 #include "tools/common/command.h"
 #include "tools/common/interrupt.h"
+#include "tools/yolocache_train/result_file.h"
 #include "tools/yolocache_train/train_cli.h"
 #include "trainer/config/run_dir.h"
 #include "trainer/eval/predictor.h"
@@ -23,6 +24,7 @@ struct PredictArgs {
   std::vector<std::string> images;
   PredictOptions o;
   bool json = false;
+  std::string result_file;  // hidden --result-json FILE: {"names", "results": the --json array} (result_file.h)
 };
 
 // The run folder, after checking that it cannot hold any input (they would be overwritten).
@@ -70,17 +72,15 @@ int RunPredict(const PredictArgs& a) {
       ++failures;
       continue;
     }
-    if (a.json) {
-      all.push_back(PredictResultToJson(*r, (*p)->names()));
-    } else {
-      PrintResult(in, *r);
-    }
+    if (a.json || !a.result_file.empty()) all.push_back(PredictResultToJson(*r, (*p)->names()));
+    if (!a.json) PrintResult(in, *r);
   }
   if (a.json) {
     std::cout << JsonText(all) << "\n";
   } else {
     std::cout << "Results saved to " << save_dir->string() << (a.o.save_txt ? " (labels in labels/)" : "") << "\n";
   }
+  WriteResultFile(a.result_file, {{"names", (*p)->names()}, {"results", all}}, "predict");
   if (polling.interrupted()) {
     std::cerr << "yolocache-train predict: interrupted after " << done << " of " << inputs->size() << " inputs\n";
     return kExitInterrupted;
@@ -107,6 +107,7 @@ Registration reg("predict", "Detect objects in images and videos; write annotate
                    app.add_option("--max-det", a->o.max_det, "Detections per image at most")->capture_default_str();
                    AddDeviceOption(app, a->device, "cuda:0 when available, else cpu");
                    app.add_flag("--json", a->json, "Print the detections as JSON");
+                   AddResultFileOption(app, &a->result_file);
                    return [a] { return RunPredict(*a); };
                  });
 

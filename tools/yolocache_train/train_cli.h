@@ -33,6 +33,7 @@ struct TrainArgs {
   std::string rank_weights;  // hidden --save-rank-weights DIR (DDP tests)
   bool dry_run = false;      // --dry-run: validate, print args.yaml, do nothing
   DataArgs data_args;        // --cache-dir, --strict-source
+  std::string result_file;   // hidden --result-json FILE (train: result_file.h)
 };
 
 // --cache-dir and --strict-source, for a --data that is a data YAML or folder (tools/common/data_arg.h).

@@ -8,6 +8,7 @@
 #include "tools/common/data_report.h"
 #include "tools/common/interrupt.h"
 #include "tools/yolocache_train/console_observer.h"
+#include "tools/yolocache_train/result_file.h"
 #include "tools/yolocache_train/train_cli.h"
 #include "trainer/config/args_yaml.h"
 #include "trainer/distributed/distributed.h"
@@ -162,6 +163,7 @@ int RunTrain(const CLI::App& app, const TrainArgs& a) {
   if (!r.ok()) return Fail("train", r.status());
   if (r->rank != 0) return r->interrupted ? kExitInterrupted : kExitOk;  // DDP: rank 0 reports the run
   PrintSummary(*r, o);
+  WriteResultFile(a.result_file, TrainSummaryJson(*r), "train");
   return r->interrupted ? kExitInterrupted : kExitOk;
 }
 
@@ -169,6 +171,7 @@ Registration reg("train", "Train a YOLOv8 or YOLO11 model (Ultralytics recipe) o
   auto a = std::make_shared<TrainArgs>();
   AddTrainOptions(app, *a);
   AddRunOptions(app, *a);
+  AddResultFileOption(app, &a->result_file);
   return [a, &app] { return RunTrain(app, *a); };
 });
 

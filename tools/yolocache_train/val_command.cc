@@ -11,6 +11,7 @@
 #include "tools/common/data_report.h"
 #include "tools/common/loader_flags.h"
 #include "tools/common/progress_bar.h"
+#include "tools/yolocache_train/result_file.h"
 #include "tools/yolocache_train/train_cli.h"
 #include "trainer/eval/class_table.h"
 #include "trainer/eval/validator.h"
@@ -25,11 +26,13 @@ struct ValArgs {
   DataArgs data_args;
   bool json = false;
   bool no_rect = false;
+  std::string result_file;  // hidden --result-json FILE: the --json document (result_file.h)
 };
 
-void PrintJson(const CheckpointValOptions& o, const CheckpointValReport& r) {
+nlohmann::json ValJson(const CheckpointValOptions& o, const CheckpointValReport& r) {
   const ValResult& v = r.result;
   nlohmann::json j = MetricsToJson(v.metrics, r.names);
+  j["names"] = r.names;
   SetPathField(j, "save_dir", r.save_dir.string());
   SetPathField(j, "weights", o.weights);
   SetPathField(j, "data", o.data);
@@ -39,7 +42,7 @@ void PrintJson(const CheckpointValOptions& o, const CheckpointValReport& r) {
   j["stage_seconds"] = {{"data", v.data_seconds}, {"model", v.model_seconds}, {"nms", v.nms_seconds},
                         {"metrics", v.metrics_seconds}};
   if (v.has_loss) j["loss"] = {{"box", v.loss[0]}, {"cls", v.loss[1]}, {"dfl", v.loss[2]}};
-  std::cout << JsonText(j) << "\n";
+  return j;
 }
 
 void PrintTable(const CheckpointValReport& r) {
@@ -75,10 +78,11 @@ int RunVal(const ValArgs& a) {
   if (bar) bar->Finish();
   if (!r.ok()) return Fail("val", r.status());
   if (a.json) {
-    PrintJson(o, *r);
+    std::cout << JsonText(ValJson(o, *r)) << "\n";
   } else {
     PrintTable(*r);
   }
+  WriteResultFile(a.result_file, ValJson(o, *r), "val");
   return kExitOk;
 }
 
@@ -100,6 +104,7 @@ Registration reg("val", "Validate a checkpoint on a cache split (P, R, mAP50, mA
   AddLoaderFlag(app, "threads", &o.threads)->check(ThreadCount());
   app.add_flag("--no-rect", a->no_rect, "Square imgsz batches instead of rectangular ones");
   app.add_flag("--json", a->json, "Print the metrics as JSON");
+  AddResultFileOption(app, &a->result_file);
   AddRunFolderOptions(app, o.project, o.name, o.out, o.exist_ok, "the plots", "Reuse PROJECT/NAME instead of incrementing");
   app.add_flag_callback("--no-plots", [&o] { o.plots = false; }, "No PR/F1/P/R curves or confusion matrices");
   return [a] { return RunVal(*a); };
