@@ -41,10 +41,11 @@ def _raise_for(rc, lines):
     own = [line for line in lines if line.startswith(_PROGRAM + " ")]
     message = own[-1] if own else "\n".join(line for line in lines if "Run with --help" not in line)
     message = message or f"{_PROGRAM} failed (exit {rc})"
+    # A weights file that is not here (exit 2 from the line's model=, as Ultralytics raises for it too).
+    if "not found: " in message or "no such weights file" in message:
+        raise FileNotFoundError(message)
     if rc == _EXIT_USAGE:
         raise ValueError(message)
-    if "not found: " in message:
-        raise FileNotFoundError(message)
     raise Error(message)
 
 
