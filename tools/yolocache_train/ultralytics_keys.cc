@@ -149,9 +149,9 @@ std::string BoolWord(std::string_view value) {
   return "";
 }
 
-namespace {
-
 bool IsNullWord(std::string_view v) { return v.empty() || v == "None" || v == "null" || v == "Null" || v == "~"; }
+
+namespace {
 
 // The number `text` holds entirely, as Python's float() reads it; false when it holds none.
 bool AsNumber(std::string_view text, double* out) {

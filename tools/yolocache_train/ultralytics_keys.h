@@ -37,6 +37,8 @@ const UltralyticsKey* FindUltralyticsKey(std::string_view key);
 std::string OptionForKey(const UltralyticsKey& k);
 // Whether `value` means the key's default as Ultralytics reads values (True/true, 0.5/.5, None/null/"").
 bool IsDefaultValue(const UltralyticsKey& k, std::string_view value);
+// Whether `value` is YAML's or Python's null (None, null, ~, or nothing).
+bool IsNullWord(std::string_view value);
 // "true"/"false" for Python's and YAML's boolean words (True, false, 1, 0, yes, no), else "".
 std::string BoolWord(std::string_view value);
 

@@ -40,7 +40,6 @@ std::string Lower(std::string s) {
   return s;
 }
 
-bool IsNullValue(const std::string& v) { return v.empty() || v == "None" || v == "null" || v == "Null" || v == "~"; }
 
 // The number `text` holds entirely (Python's float()), or nullopt.
 std::optional<double> Number(const std::string& text) {
@@ -178,7 +177,7 @@ Result<Line> Tokenize(CLI::App& app, const std::vector<std::string>& args) {
     }
     if (IsKeyToken(a, &eq)) {
       const std::string key = a.substr(0, eq), value = a.substr(eq + 1);
-      if (key == "cfg" && !IsNullValue(value)) {
+      if (key == "cfg" && !IsNullWord(value)) {
         YC_RETURN_IF_ERROR(LoadCfg(value, &line.overrides));
       } else {
         line.overrides.Set(key, value);
@@ -219,11 +218,11 @@ Result<Line> Tokenize(CLI::App& app, const std::vector<std::string>& args) {
 // The mode from task=/mode= keys and the words.
 Status ResolveMode(Line* line) {
   if (auto task = line->overrides.Get("task")) {
-    if (!IsNullValue(*task)) YC_RETURN_IF_ERROR(TaskStatus(*task));
+    if (!IsNullWord(*task)) YC_RETURN_IF_ERROR(TaskStatus(*task));
     line->overrides.Erase("task");
   }
   if (auto mode = line->overrides.Get("mode")) {
-    if (!IsNullValue(*mode)) {
+    if (!IsNullWord(*mode)) {
       if (line->mode.empty()) line->mode = *mode;
       else if (*mode != line->mode) return Refuse("mode=" + PrintableText(*mode) + " contradicts the command '" + line->mode + "'");
     }
@@ -365,28 +364,28 @@ Status EmitGrammarKey(const UltralyticsKey& k, const std::string& value, const O
   const std::string& mode = e->mode();
   const std::string on = BoolWord(value);
   if (key == "model") {
-    if (IsNullValue(value)) return Status::OK();
+    if (IsNullWord(value)) return Status::OK();
     const bool resume = mode == "train" && BoolWord(o.Get("resume").value_or("")) == "true";
     return EmitModel(value, resume, e);
   }
   if (key == "resume") {
-    if (mode != "train" || on == "false" || IsNullValue(value)) return Status::OK();
+    if (mode != "train" || on == "false" || IsNullWord(value)) return Status::OK();
     if (on == "true") {
       const std::string model = o.Get("model").value_or("");
-      return IsNullValue(model) ? EmitLatestRun(o, e) : Status::OK();  // with a model, EmitModel resumes it
+      return IsNullWord(model) ? EmitLatestRun(o, e) : Status::OK();  // with a model, EmitModel resumes it
     }
     e->Option("--resume", value);
     return Status::OK();
   }
   if (key == "batch") return EmitBatch(value, e);
   if (key == "imgsz") return EmitImgsz(k, value, e);
-  if (key == "freeze") return IsNullValue(value) ? Status::OK() : EmitFreeze(k, value, e);
+  if (key == "freeze") return IsNullWord(value) ? Status::OK() : EmitFreeze(k, value, e);
   if (key == "save_period") {
-    if (mode == "train" && !IsNullValue(value) && Number(value).value_or(1) >= 1) e->Option("--save-every", value);
+    if (mode == "train" && !IsNullWord(value) && Number(value).value_or(1) >= 1) e->Option("--save-every", value);
     return Status::OK();
   }
   if (key == "device") {
-    if (IsNullValue(value)) return Status::OK();
+    if (IsNullWord(value)) return Status::OK();
     if (value.find(',') != std::string::npos && ListItems(value).size() > 1) {
       return Refuse("device=" + PrintableText(value) + ": start one process per GPU with `torchrun --nproc-per-node " +
                     std::to_string(ListItems(value).size()) +
@@ -399,7 +398,7 @@ Status EmitGrammarKey(const UltralyticsKey& k, const std::string& value, const O
   if (key == "pretrained") {
     // True/False only matter for a model YAML, where Ultralytics has no weights to load either way;
     // a path is the weights to start from.
-    if (on.empty() && !IsNullValue(value) && mode == "train") {
+    if (on.empty() && !IsNullWord(value) && mode == "train") {
       YC_ASSIGN_OR_RETURN(const fs::path found, FindWeights(value));
       e->Option("--weights", found.string());
     }
@@ -416,7 +415,7 @@ Status EmitGrammarKey(const UltralyticsKey& k, const std::string& value, const O
     return Status::OK();
   }
   if (key == "source") {
-    if (mode == "predict" && !IsNullValue(value)) e->Token(value);
+    if (mode == "predict" && !IsNullWord(value)) e->Token(value);
     return Status::OK();
   }
   return Status::OK();
@@ -438,7 +437,7 @@ Status EmitKey(const std::string& key, const std::string& value, const Overrides
     case KeyUse::kDefaultOnly:
       return IsDefaultValue(*k, value) ? Status::OK() : NotImplemented(*k, value, e->mode());
     case KeyUse::kOption: {
-      if (IsNullValue(value)) return Status::OK();  // None: the option's default
+      if (IsNullWord(value)) return Status::OK();  // None: the option's default
       const std::string option = OptionForKey(*k);
       const std::string negated = "--no-" + option.substr(2);
       if (e->Has(option) || e->Has(negated)) {
