@@ -15,10 +15,10 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
+#include <opencv2/core.hpp>
 #include <torch/script.h>
 
+#include "libcache/source/decode.h"
 #include "loader/ops/letterbox.h"
 #include "tests/test_support.h"
 #include "tests/trainer/ultralytics_fixture.h"
@@ -126,9 +126,12 @@ at::Tensor Images(int n, int h, int w) {
     for (const auto& e : fs::directory_iterator(coco / "images" / "train2017")) files.push_back(e.path());
     std::sort(files.begin(), files.end());
     for (size_t i = 0; i < files.size() && static_cast<int>(out.size()) < n; ++i) {
-      cv::Mat bgr = cv::imread(files[i].string(), cv::IMREAD_COLOR), rgb, boxed;
-      if (bgr.empty()) continue;
-      cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+      // Our own decoder (TurboJPEG), so the suite builds where OpenCV has no imgcodecs (the GPU host).
+      const std::string bytes = testing::ReadFile(files[i]);
+      const DecodedImage decoded = DecodeImage(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), {});
+      if (decoded.has_error()) continue;
+      const cv::Mat& rgb = decoded.rgb;
+      cv::Mat boxed;
       LetterboxImage(rgb, ComputeLetterbox(rgb.rows, rgb.cols, h, w, /*scaleup=*/true), &boxed);
       at::Tensor t = at::from_blob(boxed.data, {h, w, 3}, at::kByte).permute({2, 0, 1}).to(at::kFloat) / 255.0;
       out.push_back(t);
