@@ -6,6 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -d .gpu/sysroot ] || tar -C .gpu -xzf .gpu/sysroot.tar.gz
 . .gpu/activate.sh .gpu/sysroot
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DYOLOCACHE_BUILD_TESTS=OFF "$@" >/dev/null
+# Ubuntu's g++ links libstdc++ as a shared library. The g++ first on the host's PATH (/opt/gcc) links it
+# statically: the binaries then carry a second libstdc++ beside the one LibTorch uses, and in the Python
+# module that copy's streams crashed (2026-12-03: a segfault in ostream::_M_insert<long>).
+compiler=()
+[ -x /usr/bin/g++ ] && compiler=(-DCMAKE_C_COMPILER=/usr/bin/gcc -DCMAKE_CXX_COMPILER=/usr/bin/g++)
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DYOLOCACHE_BUILD_TESTS=OFF "${compiler[@]}" "$@" >/dev/null
 cmake --build build-gpu -j"$(nproc)" ${TARGETS:+--target $TARGETS} 2>&1 | grep -E "error|warning: unused|^ninja|FAILED" || true
 test -x build-gpu/tools/yolocache
