@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "tools/common/command.h"
+#include "tools/common/rank_output.h"
 #include "tools/yolocache_train/train_cli.h"
 #include "tools/yolocache_train/ultralytics_line.h"
 #include "trainer/runtime/exception_text.h"
@@ -30,7 +31,7 @@ Program TrainProgram() {
   // default.yaml key) read as ours (ultralytics_line.h); then key=value as --key value and "did you
   // mean" on a typo.
   line.rewrite = [](CLI::App& app, const std::vector<std::string>& args) {
-    return ReadUltralyticsLine(app, args, std::cerr);
+    return ReadUltralyticsLine(app, args, RankStream(std::cerr));  // its notes: once, not once per rank
   };
   line.on_exception = [](const std::string& command, const std::exception& e) {
     // One line with the reason (LibTorch's what() holds a backtrace).

@@ -8,6 +8,7 @@
 #include "tools/common/command.h"
 #include "tools/common/data_report.h"
 #include "tools/common/interrupt.h"
+#include "tools/common/rank_output.h"
 #include "tools/yolocache_train/console_observer.h"
 #include "tools/yolocache_train/result_file.h"
 #include "tools/yolocache_train/train_cli.h"
@@ -76,7 +77,7 @@ Result<TrainOptions> ResumedOptions(const CLI::App& app, const TrainOptions& giv
   for (const char* fixed : {"--model", "--weights", "--freeze", "--epochs", "--batch", "--imgsz", "--optimizer", "--lr0",
                             "--seed", "--order", "--window", "--project", "--name"}) {
     if (app.count(fixed) > 0) {
-      std::cerr << "yolocache-train train: " << fixed << " is ignored with --resume (the checkpoint's value is used)\n";
+      RankStream(std::cerr) << "yolocache-train train: " << fixed << " is ignored with --resume (the checkpoint's value is used)\n";
     }
   }
   if (app.count("--data") > 0) r.data = r.data_source = given.data;  // the cache may have moved
@@ -151,11 +152,9 @@ int RunTrain(const CLI::App& app, const TrainArgs& a) {
     std::cout << ArgsYaml(o, "");
     return kExitOk;
   }
-  // Data-parallel ranks other than 0 say nothing on stdout (Ultralytics logs on RANK -1 and 0 only);
-  // their warnings and errors still go to stderr.
   Result<DistEnv> dist = DistEnvFromEnvironment();
   std::ostream quiet(nullptr);
-  std::ostream& log = dist.ok() && dist->rank != 0 ? quiet : std::cout;
+  std::ostream& log = RankStream(std::cout);  // ranks other than 0 say nothing (rank_output.h)
   // A launcher builds the cache from a YAML before the ranks start (they only reuse one) and refuses data
   // that cannot train; rank 0 then reports the data, once.
   if (const int rc = PrepareDataArg("train", a.data_args, &o.data, o.imgsz, log); rc >= 0) return rc;

@@ -21,9 +21,9 @@ Status CheckBatch(const trainer::TrainOptions& o, int n, const std::string& what
                   "that is a multiple of the " + count + " ranks, e.g. batch=" + std::to_string(n * 8));
   }
   if (o.batch % n != 0) {
-    return Refuse("batch=" + std::to_string(o.batch) + " must be a multiple of the " + count + " ranks (" + what +
-                  "; it is the global batch, " + count + " parts). Try batch=" + std::to_string(o.batch / n * n) +
-                  " or batch=" + std::to_string(o.batch / n * n + n));
+    return Refuse("batch=" + std::to_string(o.batch) + " is the global batch and must be a multiple of the " + count +
+                  " ranks of " + what + ": try batch=" + std::to_string(o.batch / n * n) + " or batch=" +
+                  std::to_string(o.batch / n * n + n) + ", the nearest that are");
   }
   return Status::OK();
 }
