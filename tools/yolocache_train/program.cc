@@ -5,8 +5,9 @@
 // Runs go to --project/--name (runs/detect/train, val, predict; train2, train3 ... as Ultralytics), or --out.
 //   yolocache-train ceiling --model yolov8n --batch 64 --imgsz 640 --amp [--data CACHE | --nc 80] [--json]
 //   yolocache-train export  --weights best.pt --format onnx|torchscript [--imgsz 640] [--dynamic] [--json]
-// Distributed training: start one `train` per rank with RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT
-// set (torchrun --no-python does it; docs/DISTRIBUTED.md); --batch is the global batch.
+// Distributed training: `train device=0,1` starts one rank per device itself (train_ranks.h), or start one
+// `train` per rank with RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT set (torchrun --no-python does
+// it; docs/DISTRIBUTED.md); --batch is the global batch.
 // One file per subcommand (<name>_command.cc), argument parsing and printing only; the work is in trainer/.
 // This file holds what the program itself says (help, version, how it reads Ultralytics' line, errors); main.cc
 // runs it, and so does yolocache.YOLO in Python (python/src/commands_binding.cc).
