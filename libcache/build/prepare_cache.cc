@@ -131,6 +131,10 @@ Result<PreparedCache> PrepareCache(const PrepareOptions& options) {
       build.update = true;
     }
   }
+  if (options.reuse_only) {
+    out.ready = false;
+    return out;
+  }
   fs::create_directories(root, ec);
   if (ec) return Status::IOError(Status::At(root.string(), "cannot create the cache folder: " + ec.message()));
   YC_ASSIGN_OR_RETURN(out.build, BuildCache(build));

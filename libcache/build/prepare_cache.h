@@ -36,6 +36,9 @@ struct PrepareOptions {
   int threads = 0;
   std::function<void(const std::string& split, size_t done, size_t total)> progress;  // while building
   const std::atomic<bool>* cancel = nullptr;
+  // Stop before building or updating (the result is not `ready`; `action` says what would be done): for
+  // processes that must not build one at the same time (data-parallel ranks).
+  bool reuse_only = false;
 };
 
 enum class PrepareAction {
@@ -54,6 +57,7 @@ struct PreparedCache {
   std::string rebuilt_because;        // kRebuilt: why the old cache was not usable
   BuildReport build;                  // kUpdated / kBuilt / kRebuilt
   double check_seconds = 0;           // the quick source check (kReused / kUpdated)
+  bool ready = true;                  // false: reuse_only stopped before building `dir`
 };
 
 Result<PreparedCache> PrepareCache(const PrepareOptions& options);

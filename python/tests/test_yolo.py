@@ -136,6 +136,10 @@ def test_errors_are_python_exceptions_with_the_commands_message(dataset, tmp_pat
         yolocache.YOLO("missing.pt").val(data=str(dataset))
     with pytest.raises(ValueError, match="untrained"):
         yolocache.YOLO("yolov8n.yaml").predict(str(dataset.parent))
+    # device=[0, 1] starts processes, which an in-process run cannot: refused naming the CLI.
+    with pytest.raises(ValueError, match="yolocache-train train ... device=0,1"):
+        yolocache.YOLO("yolov8n.yaml").train(data=str(dataset), device=[0, 1], batch=8)
+    assert not (tmp_path / "runs").exists()
 
 
 def test_one_cache_folder_rule_for_the_clis_and_python(tmp_path):

@@ -59,6 +59,8 @@ TEST(DistEnvTest, ReadsTorchrunVariables) {
   EXPECT_EQ(env->master_port, 29511);
   EXPECT_TRUE(env->agent_store);
   EXPECT_EQ(env->restart_count, 2);
+  EXPECT_EQ(env->local_world_size, 4);  // no LOCAL_WORLD_SIZE: one host
+  EXPECT_EQ(env->cuda_device, -1);      // cuda:LOCAL_RANK unless the trainer picks a device=0,1 item
   auto plain = FromMap({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"},
                         {"TORCHELASTIC_USE_AGENT_STORE", "False"}});
   ASSERT_TRUE(plain.ok());
@@ -74,7 +76,8 @@ TEST(DistEnvTest, RejectsBadValuesNamingTheVariable) {
   };
   for (const Case& c : {Case{"RANK", "2"}, Case{"RANK", "-1"}, Case{"RANK", "x"}, Case{"WORLD_SIZE", "0"},
                         Case{"WORLD_SIZE", "2.5"}, Case{"MASTER_PORT", "70000"}, Case{"MASTER_PORT", ""},
-                        Case{"MASTER_ADDR", ""}, Case{"LOCAL_RANK", "9"}, Case{"TORCHELASTIC_RESTART_COUNT", "a"}}) {
+                        Case{"MASTER_ADDR", ""}, Case{"LOCAL_RANK", "9"}, Case{"TORCHELASTIC_RESTART_COUNT", "a"},
+                        Case{"LOCAL_WORLD_SIZE", "3"}, Case{"LOCAL_WORLD_SIZE", "0"}}) {
     auto vars = good;
     vars[c.var] = c.value;
     auto env = FromMap(vars);

@@ -9,7 +9,11 @@
 // loss is normalised per rank (target-score sums), so those runs are only checked to move by the same order
 // of magnitude; with --sync-bn both are global and the two ranks must equal the single process. Across
 // ranks the parameters must be bit-identical (same start, same averaged gradients, same arithmetic).
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <chrono>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <torch/serialize.h>
@@ -150,6 +154,73 @@ TEST(TrainDdp, GlobalBatchMustDivideByWorldSize) {
     EXPECT_NE(ddp[r].log.find("WORLD_SIZE 2"), std::string::npos) << ddp[r].log;
   }
   EXPECT_FALSE(fs::exists(tmp / "run" / "weights" / "last.pt"));
+}
+
+// `yolocache-train train` starting its ranks itself (device=0,1 on a GPU host; --cpu-ranks 2 here: the
+// same launcher, Gloo): the data YAML is cached once before the ranks start, rank 0 alone logs and writes
+// the one run folder, and rank 1 says nothing on stdout.
+std::vector<std::string> LaunchedArgs(const fs::path& tmp, int epochs) {
+  return {"train", "data=" + (tmp / "data" / "data.yaml").string(), "model=yolov8n.yaml", "imgsz=64", "batch=4",
+          "epochs=" + std::to_string(epochs), "device=cpu", "workers=1", "mosaic=0", "amp=False", "--cpu-ranks", "2",
+          "--torch-threads", "1", "--log-every", "1", "--cache-dir", (tmp / "caches").string()};
+}
+
+size_t Count(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+TEST(TrainDdp, LaunchesTwoCpuRanksItself) {
+  TempDir tmp;
+  testutil::MakeSynthCache(tmp.path(), testutil::Images(8, 4));
+  const testing::CliRun r = testing::YolocacheTrain(tmp, LaunchedArgs(tmp.path(), 1));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("DDP: 2 ranks on MASTER_ADDR=127.0.0.1 MASTER_PORT="), std::string::npos) << r.err;
+  EXPECT_EQ(Count(r.out, "data: built cache"), 1u) << r.out;  // by the launcher, before the ranks
+  EXPECT_EQ(Count(r.out, "data: train: "), 1u) << r.out;       // the data report, by rank 0 alone
+  EXPECT_EQ(Count(r.out, "distributed: 2 ranks (gloo), global batch 4 = 2 per rank"), 1u) << r.out;
+  EXPECT_EQ(Count(r.out, "epoch 1: box"), 1u) << "rank 1 must not log:\n" << r.out;
+  const fs::path run = tmp / "runs" / "detect" / "train";
+  EXPECT_TRUE(fs::exists(run / "weights" / "last.pt"));
+  EXPECT_TRUE(fs::exists(run / "weights" / "best.pt"));
+  EXPECT_FALSE(fs::exists(tmp / "runs" / "detect" / "train2")) << "one run folder";
+  const std::string args = testing::ReadFile(run / "args.yaml");
+  EXPECT_NE(args.find("batch: 4\n"), std::string::npos) << args;  // the global batch, as Ultralytics writes it
+  EXPECT_NE(args.find("device: cpu\n"), std::string::npos) << args;
+}
+
+TEST(TrainDdp, ARankKilledFailsTheLaunchNamingIt) {
+  TempDir tmp;
+  testutil::MakeSynthCache(tmp.path(), testutil::Images(8, 4));
+  const pid_t launcher = testing::SpawnTool("yolocache-train", LaunchedArgs(tmp.path(), 50), tmp / "stdout",
+                                            tmp / "stderr", tmp.path());
+  ASSERT_GT(launcher, 0);
+  // Once rank 0 logged its first epoch, rank 1 (its pid from the launcher's line) is killed.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  int status = 0;
+  bool killed = false, ended = false;
+  while (!ended && std::chrono::steady_clock::now() < end) {
+    const std::string err = testing::ReadFile(tmp / "stderr");
+    const size_t at = err.find("rank 1 pid ");
+    if (!killed && at != std::string::npos && testing::ReadFile(tmp / "stdout").find("epoch 1: box") != std::string::npos) {
+      ASSERT_EQ(::kill(std::stoi(err.substr(at + 11)), SIGKILL), 0);
+      killed = true;
+    }
+    ended = ::waitpid(launcher, &status, WNOHANG) == launcher;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!ended) {
+    ::kill(launcher, SIGKILL);  // the ranks get SIGTERM when it dies
+    ::waitpid(launcher, &status, 0);
+  }
+  const std::string err = testing::ReadFile(tmp / "stderr");
+  ASSERT_TRUE(killed) << "training never started:\n" << testing::ReadFile(tmp / "stdout") << err;
+  ASSERT_TRUE(ended) << "the launcher did not end after a rank was killed:\n" << err;
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGKILL) << err;  // the first failing rank's exit code
+  EXPECT_NE(err.find("DDP: rank 1 failed (killed by SIGKILL, exit 137); stopping the other ranks"), std::string::npos)
+      << err;
 }
 
 }  // namespace

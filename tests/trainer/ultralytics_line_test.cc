@@ -220,9 +220,14 @@ TEST_F(UltralyticsLine, ListsAutoBatchAndDevices) {
   EXPECT_TRUE(Has(r.out, "--device 0")) << r.out;
   r = Explain({"train", "data=d.yaml", "freeze=[1,3]"});
   EXPECT_EQ(r.exit_code, 2);
-  r = Explain({"train", "data=d.yaml", "device=0,1"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(Has(r.err, "torchrun --nproc-per-node 2")) << r.err;
+  // A device list is one --device value for train (it starts a rank per device), the first device
+  // for the other modes.
+  r = Explain({"train", "data=d.yaml", "device=[0, 1]"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Has(r.out, "--device 0,1")) << r.out;
+  r = Explain({"val", "model=w.pt", "data=d.yaml", "device=2,3"});
+  EXPECT_TRUE(Has(r.out, "--device 2")) << r.out;
+  EXPECT_TRUE(Has(r.err, "val runs on one device, the first (2)")) << r.err;
 }
 
 TEST_F(UltralyticsLine, ArgumentsAreCheckedBeforeAnyCacheIsBuilt) {

@@ -88,7 +88,17 @@ ProgramRegistration::ProgramRegistration(Program program) { ProgramSlot() = std:
 
 const Program* RegisteredProgram() { return ProgramSlot().get(); }
 
-int RunRegisteredProgram(const std::vector<std::string>& args) {
+namespace {
+RunningProgram& RunningSlot() {
+  static RunningProgram running;
+  return running;
+}
+}  // namespace
+
+const RunningProgram& CurrentProgram() { return RunningSlot(); }
+
+int RunRegisteredProgram(const std::vector<std::string>& args, const std::string& self_executable) {
+  RunningSlot() = {args, self_executable};
   const Program* program = RegisteredProgram();
   if (program == nullptr || args.empty()) {
     std::cerr << "yolocache: no command line registered in this binary\n";

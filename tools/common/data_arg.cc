@@ -61,12 +61,10 @@ int PrepareDataArg(const std::string& command, const DataArgs& args, std::string
   std::error_code ec;
   const bool is_cache = std::filesystem::exists(std::filesystem::path(*data) / kManifestFileName, ec);
   if (is_cache) return CheckGivenCache(command, args, *data, log);
+  // Data-parallel ranks only use a cache that is up to date: N ranks must not build one at once. The
+  // launcher of device=0,1 (train_ranks.h) builds it before it starts them.
   const char* world = std::getenv("WORLD_SIZE");
-  if (world != nullptr && std::atoi(world) > 1) {
-    return Refuse(command, Status::InvalidArgument(
-                               *data + ": with several ranks --data must be a built cache (run `yolocache build " +
-                               *data + " -o CACHE` first)"));
-  }
+  o.reuse_only = world != nullptr && std::atoi(world) > 1;
   SplitProgress bar("cache");
   o.progress = std::ref(bar);
   InterruptPolling polling;  // a signal stops the build, which removes its staging dir: exit 130
@@ -74,6 +72,14 @@ int PrepareDataArg(const std::string& command, const DataArgs& args, std::string
   Result<PreparedCache> prepared = PrepareCache(o);
   bar.Finish();
   if (!prepared.ok()) return Refuse(command, prepared.status());
+  if (!prepared->ready) {
+    return Refuse(command, Status::InvalidArgument(
+                               PrintableText(*data) + ": its cache " + PrintableText(prepared->dir.string()) +
+                               " is not up to date (it would be " + PrepareActionName(prepared->action) +
+                               "), and several ranks must not build it at once: run `yolocache build " +
+                               PrintableText(*data) + " -o CACHE` first, or start the ranks with device=0,1, "
+                               "which caches the data before"));
+  }
   if (polling.interrupted()) return Refuse(command, Status::Cancelled("interrupted"));  // after the build's last check
   const PreparedCache& p = *prepared;
   const std::string dir = PrintableText(p.dir.string());

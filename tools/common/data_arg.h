@@ -5,8 +5,9 @@
 //   if (int rc = PrepareDataArg("train", d, &o.data, o.imgsz); rc >= 0) return rc;
 //
 // For a cache given directly the source is checked (sizes and mtimes, hashes of what differs): a
-// change is a warning on stderr, or with --strict-source exit 1. Under torchrun (WORLD_SIZE > 1) a YAML
-// or folder is refused (exit 2): N ranks would build one cache at once; build it first.
+// change is a warning on stderr, or with --strict-source exit 1. Under several ranks (WORLD_SIZE > 1) a
+// YAML or folder is used only when its cache is up to date, else refused (exit 2): N ranks would build
+// one cache at once. device=0,1's launcher builds it before starting them.
 #pragma once
 
 #include <iosfwd>

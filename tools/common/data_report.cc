@@ -1,23 +1,13 @@
 #include "tools/common/data_report.h"
 
-#include <cstdlib>
-#include <cstring>
 #include <iostream>
 
 #include "base/status.h"
 #include "libcache/base/path_text.h"
 #include "libcache/exclusion_report.h"
+#include "tools/common/rank_output.h"
 
 namespace yc::cli {
-namespace {
-
-// Data-parallel ranks share one cache: one of them speaks for it.
-bool IsReportingRank() {
-  const char* rank = std::getenv("RANK");
-  return rank == nullptr || *rank == '\0' || std::strcmp(rank, "0") == 0;
-}
-
-}  // namespace
 
 int ReportDataProblems(const std::string& command, const std::string& cache, const std::vector<std::string>& splits,
                        std::ostream& log) {
@@ -27,7 +17,7 @@ int ReportDataProblems(const std::string& command, const std::string& cache, con
   }
   Result<ExclusionReport> report = ReadExclusionReport(cache, used);
   if (!report.ok()) return -1;
-  const bool speak = IsReportingRank();
+  const bool speak = IsSpeakingRank();  // the ranks share one cache: one speaks for it
   const std::string where = report->audit_file.empty()
                                 ? "the cache has no audit.json naming them"
                                 : "every file and reason: " + PrintableText(report->audit_file);

@@ -67,6 +67,8 @@ InterruptPolling::~InterruptPolling() { g_polling.fetch_sub(1); }
 
 const std::atomic<bool>* InterruptFlag() { return &g_interrupted; }
 
+int InterruptSignal() { return g_interrupted.load() ? g_signal.load() : 0; }
+
 const std::atomic<bool>* InterruptPolling::flag() const { return InterruptFlag(); }
 
 const std::atomic<bool>* InstallInterruptFlag() {

@@ -26,6 +26,8 @@ void InstallInterruptHandling(const char* program);
 
 // The flag a signal sets (cleared only by InProcessInterrupts).
 const std::atomic<bool>* InterruptFlag();
+// The signal that set it (SIGINT, SIGTERM or SIGHUP), 0 while it is not set: a launcher forwards that one.
+int InterruptSignal();
 
 class InterruptPolling {
  public:

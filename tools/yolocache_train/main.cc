@@ -5,5 +5,6 @@
 
 int main(int argc, char** argv) {
   yc::cli::InstallInterruptHandling("yolocache-train");  // first: a signal from here on exits 130 (interrupt.h)
-  return yc::cli::RunRegisteredProgram({argv, argv + argc});
+  // /proc/self/exe: train's data-parallel ranks (device=0,1) are this binary again, wherever it was found.
+  return yc::cli::RunRegisteredProgram({argv, argv + argc}, "/proc/self/exe");
 }

@@ -32,6 +32,7 @@ struct TrainArgs {
   std::string amp_dtype = "auto";
   std::string rank_weights;  // hidden --save-rank-weights DIR (DDP tests)
   bool dry_run = false;      // --dry-run: validate, print args.yaml, do nothing
+  int cpu_ranks = 0;         // --cpu-ranks N: start N data-parallel CPU ranks (train_ranks.h)
   DataArgs data_args;        // --cache-dir, --strict-source
   std::string result_file;   // hidden --result-json FILE (train: result_file.h)
 };

@@ -1,5 +1,6 @@
 // `yolocache-train train`: a YOLOv8 / YOLO11 training run (Ultralytics' recipe) on a cache, or its
-// continuation with --resume. Distributed: one process per rank under torchrun (docs/DISTRIBUTED.md).
+// continuation with --resume. Distributed: device=0,1 starts one process per device (train_ranks.h), or
+// one process per rank under torchrun (docs/DISTRIBUTED.md).
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -7,9 +8,11 @@
 #include "tools/common/command.h"
 #include "tools/common/data_report.h"
 #include "tools/common/interrupt.h"
+#include "tools/common/rank_output.h"
 #include "tools/yolocache_train/console_observer.h"
 #include "tools/yolocache_train/result_file.h"
 #include "tools/yolocache_train/train_cli.h"
+#include "tools/yolocache_train/train_ranks.h"
 #include "trainer/config/args_yaml.h"
 #include "trainer/distributed/distributed.h"
 #include "trainer/engine/trainer.h"
@@ -54,6 +57,9 @@ void AddRunOptions(CLI::App& app, TrainArgs& a) {
   app.add_flag("--dry-run", a.dry_run,
                "Read and check every argument, print the run's args.yaml (Ultralytics' keys) and stop: no cache is "
                "built and nothing is written");
+  app.add_option("--cpu-ranks", a.cpu_ranks,
+                 "Start N data-parallel ranks on the CPU (Gloo) with --device cpu, as device=0,1 starts one per GPU "
+                 "(Ultralytics has no CPU DDP: for testing)");
   app.add_option("--save-rank-weights", a.rank_weights, "Every rank writes its final parameters to DIR/rank<R>.pt")
       ->group("");  // hidden: for the distributed tests
   // Fine-tuning (train only): --model then defaults to the weights' architecture.
@@ -71,7 +77,7 @@ Result<TrainOptions> ResumedOptions(const CLI::App& app, const TrainOptions& giv
   for (const char* fixed : {"--model", "--weights", "--freeze", "--epochs", "--batch", "--imgsz", "--optimizer", "--lr0",
                             "--seed", "--order", "--window", "--project", "--name"}) {
     if (app.count(fixed) > 0) {
-      std::cerr << "yolocache-train train: " << fixed << " is ignored with --resume (the checkpoint's value is used)\n";
+      RankStream(std::cerr) << "yolocache-train train: " << fixed << " is ignored with --resume (the checkpoint's value is used)\n";
     }
   }
   if (app.count("--data") > 0) r.data = r.data_source = given.data;  // the cache may have moved
@@ -140,13 +146,23 @@ int RunTrain(const CLI::App& app, const TrainArgs& a) {
   o.imgsz = StrideMultipleImgsz(o.imgsz, &rounded);
   if (!rounded.empty()) std::cerr << "yolocache-train train: warning: " << rounded << "\n";
   if (Status st = ValidateTrainOptions(o); !st.ok()) return Fail("train", st);
+  Result<int> launch = RanksToLaunch(a, o);  // device=0,1: the ranks are started below, after the data
+  if (!launch.ok()) return Fail("train", launch.status());
   if (a.dry_run) {
     std::cout << ArgsYaml(o, "");
     return kExitOk;
   }
-  if (const int rc = PrepareDataArg("train", a.data_args, &o.data, o.imgsz, std::cout); rc >= 0) return rc;
-  if (const int rc = ReportDataProblems("train", o.data, {o.train_split, o.val ? o.val_split : ""}, std::cout); rc >= 0)
+  Result<DistEnv> dist = DistEnvFromEnvironment();
+  std::ostream quiet(nullptr);
+  std::ostream& log = RankStream(std::cout);  // ranks other than 0 say nothing (rank_output.h)
+  // A launcher builds the cache from a YAML before the ranks start (they only reuse one) and refuses data
+  // that cannot train; rank 0 then reports the data, once.
+  if (const int rc = PrepareDataArg("train", a.data_args, &o.data, o.imgsz, log); rc >= 0) return rc;
+  if (const int rc = ReportDataProblems("train", o.data, {o.train_split, o.val ? o.val_split : ""},
+                                        *launch > 1 ? quiet : log);
+      rc >= 0)
     return rc;
+  if (*launch > 1) return LaunchTrainRanks(*launch);
   ConsoleObserver console;
   hooks.observer = &console;
   // Ctrl-C, kill and a closed terminal (SIGHUP: an ssh session that dropped) stop training at the next
@@ -155,7 +171,6 @@ int RunTrain(const CLI::App& app, const TrainArgs& a) {
   // the model) does not, so a signal there exits at once. Data-parallel ranks poll throughout: they
   // agree on stopping at a batch, and a rank leaving alone would block the others' collectives.
   std::optional<InterruptPolling> ranks_polling;
-  Result<DistEnv> dist = DistEnvFromEnvironment();
   if (dist.ok() && dist->world_size > 1) ranks_polling.emplace();
   hooks.cancel = InterruptFlag();
   hooks.rank_weights = a.rank_weights;

@@ -386,13 +386,18 @@ Status EmitGrammarKey(const UltralyticsKey& k, const std::string& value, const O
   }
   if (key == "device") {
     if (IsNullWord(value)) return Status::OK();
-    if (value.find(',') != std::string::npos && ListItems(value).size() > 1) {
-      return Refuse("device=" + PrintableText(value) + ": start one process per GPU with `torchrun --nproc-per-node " +
-                    std::to_string(ListItems(value).size()) +
-                    " --no-python yolocache-train train ...` (docs/DISTRIBUTED.md); launching the ranks itself is "
-                    "not implemented yet");
+    // device=[0, 1] / (0,1) / 0,1: train starts a rank per device (train_ranks.h); val, predict and
+    // export run in one process on the first, as Ultralytics' select_device returns cuda:0 for them.
+    const std::vector<std::string> items = ListItems(value);
+    if (items.size() > 1 && mode != "train") {
+      e->Note("device=" + PrintableText(value) + ": " + mode + " runs on one device, the first (" + items[0] +
+              "), as Ultralytics' " + mode + " does");
+      e->Option("--device", items[0]);
+      return Status::OK();
     }
-    e->Option("--device", ListItems(value).empty() ? value : ListItems(value)[0]);
+    std::string joined;
+    for (const std::string& item : items) joined += (joined.empty() ? "" : ",") + item;
+    e->Option("--device", joined.empty() ? value : joined);
     return Status::OK();
   }
   if (key == "pretrained") {

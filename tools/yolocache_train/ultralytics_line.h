@@ -14,6 +14,8 @@
 //    Ultralytics' get_latest_run finds it; resume=PATH: that checkpoint.
 //  * keys of other tasks and backends: dropped with one line saying why when not at their default; keys
 //    of another mode (lr0= for val): dropped, as Ultralytics' modes ignore each other's keys.
+//  * device=0,1 / [0, 1]: --device 0,1 for train (one rank per device, train_ranks.h); the first device,
+//    with a note, for val, predict and export (as Ultralytics' select_device gives them cuda:0).
 //  * bare boolean keys (`yolo train rect`) mean key=True; None/null values mean the default.
 // Keys it does not know (our own: cache_dir=, order=, or typos) pass through to the key=value rewriting
 // of tools/common/cli_args.h, which maps ours and rejects the rest by name with a hint.

@@ -121,7 +121,7 @@ class DistContextFactory {
   }
 
   static Result<std::unique_ptr<DistContext>> Create(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
-                                                     int local_rank, DistBackend backend,
+                                                     int local_rank, int cuda_device, DistBackend backend,
                                                      std::chrono::milliseconds timeout,
                                                      const std::string& gloo_host) {
     if (world_size < 1 || rank < 0 || rank >= world_size || local_rank < 0) {
@@ -160,11 +160,12 @@ class DistContextFactory {
       // Ultralytics sets this: a dead peer becomes an exception in wait() after the timeout rather
       // than a hang. Kept when the user set it either way.
       ::setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
-      c10::cuda::set_device(static_cast<c10::DeviceIndex>(local_rank));
+      const auto index = static_cast<c10::DeviceIndex>(cuda_device >= 0 ? cuda_device : local_rank);
+      c10::cuda::set_device(index);
       auto options = c10d::ProcessGroupNCCL::Options::create();
       options->timeout = timeout;
       ctx->group_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world_size, options);
-      ctx->device_ = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
+      ctx->device_ = at::Device(at::kCUDA, index);
     } catch (const std::exception& e) {
       return Status::IOError(where + ": " + What(e));
     }
@@ -219,6 +220,15 @@ Result<DistEnv> DistEnvFromVariables(const std::function<const char*(const char*
   if (const char* local = lookup("LOCAL_RANK"); local != nullptr && *local != '\0') {
     YC_ASSIGN_OR_RETURN(auto l, ParseIntVar("LOCAL_RANK", local, 0, env.world_size - 1));
     env.local_rank = l;
+  }
+  env.local_world_size = env.world_size;
+  if (const char* local_world = lookup("LOCAL_WORLD_SIZE"); local_world != nullptr && *local_world != '\0') {
+    YC_ASSIGN_OR_RETURN(auto lw, ParseIntVar("LOCAL_WORLD_SIZE", local_world, 1, env.world_size));
+    if (env.local_rank >= lw) {
+      return Status::InvalidArgument("LOCAL_RANK " + std::to_string(env.local_rank) + " is not below LOCAL_WORLD_SIZE " +
+                                     std::to_string(lw));
+    }
+    env.local_world_size = lw;
   }
   if (const char* restart = lookup("TORCHELASTIC_RESTART_COUNT"); restart != nullptr && *restart != '\0') {
     YC_ASSIGN_OR_RETURN(auto c, ParseIntVar("TORCHELASTIC_RESTART_COUNT", restart, 0, 1 << 30));
@@ -289,8 +299,8 @@ Result<std::unique_ptr<DistContext>> InitDistributed(const DistEnv& env, DistBac
   } catch (const std::exception& e) {
     return Status::IOError(endpoint + ": " + What(e));
   }
-  auto ctx = DistContextFactory::Create(store, env.rank, env.world_size, env.local_rank, backend, timeout,
-                                        env.master_addr);
+  auto ctx = DistContextFactory::Create(store, env.rank, env.world_size, env.local_rank, env.cuda_device, backend,
+                                        timeout, env.master_addr);
   if (!ctx.ok()) return ctx.status().WithContext(endpoint);
   return ctx;
 }
@@ -298,7 +308,8 @@ Result<std::unique_ptr<DistContext>> InitDistributed(const DistEnv& env, DistBac
 Result<std::unique_ptr<DistContext>> InitDistributedWithStore(c10::intrusive_ptr<c10d::Store> store, int rank,
                                                               int world_size, int local_rank, DistBackend backend,
                                                               std::chrono::milliseconds timeout) {
-  return DistContextFactory::Create(std::move(store), rank, world_size, local_rank, backend, timeout, "127.0.0.1");
+  return DistContextFactory::Create(std::move(store), rank, world_size, local_rank, /*cuda_device=*/-1, backend, timeout,
+                                    "127.0.0.1");
 }
 
 Status DistContext::Wrap(const char* what, const std::function<void()>& fn) const {
@@ -419,7 +430,7 @@ Status DistContext::Barrier() {
   return Wrap("barrier", [&] {
     c10d::BarrierOptions options;
     // NCCL's barrier is an all-reduce on a device; naming ours avoids its "guessing the GPU" fallback.
-    if (backend_ == DistBackend::kNccl) options.device_ids = {local_rank_};
+    if (backend_ == DistBackend::kNccl) options.device_ids = {device_.index()};
     group_->barrier(options)->wait();
   });
 }

@@ -60,17 +60,22 @@ constexpr std::chrono::milliseconds kDefaultDistTimeout = std::chrono::hours(3);
 struct DistEnv {
   int rank = 0;
   int world_size = 1;
-  int local_rank = 0;  // GPU index on this host
+  int local_rank = 0;  // this rank's index among the ranks of its host
+  int local_world_size = 1;  // ranks on this host (LOCAL_WORLD_SIZE; unset: WORLD_SIZE, one host)
+  // The CUDA device an NCCL rank runs on: -1 is cuda:LOCAL_RANK (torchrun's convention); the trainer sets
+  // it when `device=0,1` gives each local rank its device (trainer/runtime/device_list.h).
+  int cuda_device = -1;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   bool agent_store = false;  // TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent hosts the store
   int restart_count = 0;     // TORCHELASTIC_RESTART_COUNT: namespaces the store keys of one attempt
 };
 
-// Reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE and
-// TORCHELASTIC_RESTART_COUNT through `lookup` (null for unset). No WORLD_SIZE: a single process. With
-// WORLD_SIZE > 1, RANK, MASTER_ADDR and MASTER_PORT are required; LOCAL_RANK defaults to RANK (one
-// host). Malformed or out-of-range values are an InvalidArgument naming the variable.
+// Reads RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
+// TORCHELASTIC_USE_AGENT_STORE and TORCHELASTIC_RESTART_COUNT through `lookup` (null for unset). No
+// WORLD_SIZE: a single process. With WORLD_SIZE > 1, RANK, MASTER_ADDR and MASTER_PORT are required;
+// LOCAL_RANK defaults to RANK and LOCAL_WORLD_SIZE to WORLD_SIZE (one host). Malformed or out-of-range
+// values are an InvalidArgument naming the variable.
 Result<DistEnv> DistEnvFromVariables(const std::function<const char*(const char*)>& lookup);
 Result<DistEnv> DistEnvFromEnvironment();  // ::getenv
 
@@ -127,7 +132,7 @@ class DistContext {
 };
 
 // Rendezvous and group creation. world_size 1 returns Local(env.local_rank) without touching the
-// network. NCCL also makes cuda:local_rank the current device. Failures (port taken, peer never came,
+// network. NCCL also makes cuda:env.cuda_device (-1: cuda:local_rank) the current device. Failures (port taken, peer never came,
 // timeout, no NCCL in this build) are a Status naming the address and the reason.
 Result<std::unique_ptr<DistContext>> InitDistributed(const DistEnv& env, DistBackend backend,
                                                      std::chrono::milliseconds timeout = kDefaultDistTimeout);

@@ -1,6 +1,8 @@
 // TrainRun::Setup: everything a run needs before its first batch, one step per concern, in the order the
 // run's log tells them (trainer/engine/train_run.h).
+#include <algorithm>
 #include <fstream>
+#include <thread>
 
 #include <ATen/Parallel.h>
 #include <torch/utils.h>
@@ -17,10 +19,24 @@
 #include "trainer/engine/train_run.h"
 #include "trainer/model/sync_batch_norm.h"
 #include "trainer/plots/charts.h"
+#include "trainer/runtime/device_list.h"
 
 namespace yc::trainer {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Ultralytics' build_dataloader (data/build.py): each of a host's ranks gets at most cpu_count // ranks
+// workers; --threads 0 (all cores) is that share. Batches do not depend on the count (the loader is
+// deterministic at any thread count).
+int RankLoaderThreads(int threads, int local_ranks) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int share = std::max(1, cores / std::max(1, local_ranks));
+  return threads == 0 ? share : std::min(threads, share);
+}
+
+}  // namespace
 
 Status TrainRun::Setup() {
   YC_RETURN_IF_ERROR(ValidateTrainOptions(o_));
@@ -55,14 +71,21 @@ Status TrainRun::ReadWeightsAndModelName() {
 // The device, the data-parallel ranks (torchrun or a shell loop setting RANK/WORLD_SIZE/...; none set:
 // one process) and AMP on this rank's device.
 Status TrainRun::SetupDevice() {
-  YC_ASSIGN_OR_RETURN(at::Device device, ParseDevice(o_.device));
   YC_ASSIGN_OR_RETURN(DistEnv env, DistEnvFromEnvironment());
+  if (env.world_size == 1 && IsDeviceList(o_.device)) {
+    return Status::InvalidArgument("--device '" + o_.device + "' names one device per rank: yolocache-train train "
+                                   "starts those ranks itself, or run one process per device under torchrun");
+  }
+  // device=0,1: each local rank takes its item of the list; one device (or none): cuda:LOCAL_RANK.
+  YC_ASSIGN_OR_RETURN(at::Device device, RankDevice(o_.device, env.local_rank, env.local_world_size));
   if (env.world_size > 1 && o_.batch % env.world_size != 0) {
     return Status::InvalidArgument("--batch " + std::to_string(o_.batch) + " is the global batch; it must be a multiple of "
                                    "WORLD_SIZE " + std::to_string(env.world_size));
   }
+  if (device.is_cuda() && IsDeviceList(o_.device)) env.cuda_device = device.index();
+  local_ranks_ = env.local_world_size;
   YC_ASSIGN_OR_RETURN(dist_, InitDistributed(env, device.is_cuda() ? DistBackend::kNccl : DistBackend::kGloo));
-  if (device.is_cuda() && dist_->distributed()) device = dist_->device();  // cuda:LOCAL_RANK
+  if (device.is_cuda() && dist_->distributed()) device = dist_->device();  // the list's item, else cuda:LOCAL_RANK
   if (!dist_->is_main()) hooks_.observer = nullptr;  // rank 0 alone logs (and validates and saves)
   YC_ASSIGN_OR_RETURN(stack_.target, PrepareDevice(o_, device));
   if (o_.torch_threads > 0) at::set_num_threads(o_.torch_threads);
@@ -72,7 +95,8 @@ Status TrainRun::SetupDevice() {
   if (dist_->distributed()) {
     Say(std::string("distributed: ") + std::to_string(dist_->world_size()) + " ranks (" +
         DistBackendName(dist_->backend()) + "), global batch " + std::to_string(o_.batch) + " = " +
-        std::to_string(o_.batch / dist_->world_size()) + " per rank");
+        std::to_string(o_.batch / dist_->world_size()) + " per rank, " +
+        std::to_string(RankLoaderThreads(o_.threads, local_ranks_)) + " loader threads per rank");
   }
   Say("amp: " + DescribeAmp(t.amp));
   return Status::OK();
@@ -266,6 +290,7 @@ void TrainRun::TransferPretrained() {
 Status TrainRun::BuildLoader() {
   feed_ = std::make_unique<DeviceFeed>(stack_.target.device, stack_.target.channels_last, nc_);
   LoaderOptions lo = TrainLoaderOptions(o_, dist_->rank(), dist_->world_size());
+  if (Distributed()) lo.threads = RankLoaderThreads(o_.threads, local_ranks_);
   lo.layout = feed_->layout();
   lo.allocator = MakeBatchAllocator(stack_.target.device);
   std::shared_ptr<const RecordSource> train_source(cache_, train_split_);  // aliasing: keeps the cache alive

@@ -165,6 +165,7 @@ class TrainRun {
   TrainState state_;
   std::filesystem::path out_, weights_, last_, best_;
   std::unique_ptr<DistContext> dist_;       // world 1: a local no-op context
+  int local_ranks_ = 1;                     // ranks on this host (LOCAL_WORLD_SIZE): they share its cores
   std::unique_ptr<GradReducer> reducer_;   // only when distributed
 
   TrainingStack stack_;  // device, AMP, model, optimizer, EMA, scaler, loss, step (training_stack.h)
