@@ -5,10 +5,12 @@
 //    update_metrics + DetMetrics and ConfusionMatrix.process_batch within 1e-6;
 //  * a yolocache yolov8n and a yolo11n, each trained for 30 short CPU epochs on the synth set: `yolocache-train val --json` equals
 //    Ultralytics' DetectionValidator on the same best.pt (loaded by Ultralytics' own attempt_load_one_weight)
-//    and the same original val images within 2e-4.
+//    and the same original val images within 2e-4, and its predictions.json (save_json) equals
+//    Ultralytics' row for row.
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -164,6 +166,37 @@ TEST(MetricsParity, FixedPredictionsEqualUltralyticsMetrics) {
   EXPECT_GT(std::abs(letterboxed.Compute().map50_95 - m.map50_95), 1e-6);
 }
 
+// Our predictions.json (val --save-json) against the one Ultralytics' DetectionValidator wrote with
+// save_json=True: per image the same rows in the same (NMS) order, the same image_id and category_id,
+// bbox and score equal up to one unit of their rounding (3 and 5 decimals).
+void ExpectSamePredictionsJson(const fs::path& ours_file, const fs::path& theirs_file) {
+  ASSERT_TRUE(fs::exists(ours_file)) << ours_file;
+  ASSERT_TRUE(fs::exists(theirs_file)) << theirs_file;
+  const nlohmann::json ours = nlohmann::json::parse(testing::ReadFile(ours_file));
+  const nlohmann::json theirs = nlohmann::json::parse(testing::ReadFile(theirs_file));
+  ASSERT_GT(theirs.size(), 0u);
+  ASSERT_EQ(ours.size(), theirs.size());
+  auto by_image = [](const nlohmann::json& rows) {
+    std::map<std::string, std::vector<nlohmann::json>> out;
+    for (const auto& r : rows) out[r["image_id"].dump()].push_back(r);
+    return out;
+  };
+  const auto a = by_image(ours), b = by_image(theirs);
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [image, rows] : b) {
+    ASSERT_EQ(a.count(image), 1u) << image;
+    const auto& mine = a.at(image);
+    ASSERT_EQ(mine.size(), rows.size()) << image;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      EXPECT_EQ(mine[i]["category_id"], rows[i]["category_id"]) << image << " row " << i;
+      for (int k = 0; k < 4; ++k) {
+        EXPECT_NEAR(mine[i]["bbox"][k].get<double>(), rows[i]["bbox"][k].get<double>(), 1.0001e-3) << image << " row " << i;
+      }
+      EXPECT_NEAR(mine[i]["score"].get<double>(), rows[i]["score"].get<double>(), 1.0001e-5) << image << " row " << i;
+    }
+  }
+}
+
 // `yolocache-train val --weights best.pt --data CACHE` against `yolo val model=best.pt data=data.yaml`
 // (Ultralytics' DetectionValidator as Model.val runs it: rect batches, the model's imgsz, conf 0.001,
 // fp32 on the CPU) on the same weights and the original images. Equal within 2e-4 (in practice ~1e-9)
@@ -191,13 +224,13 @@ void ExpectValEqualsUltralyticsValidator(const char* model) {
   // The defaults a user runs: no --imgsz (the checkpoint's 96), rect batches, conf 0.001, IoU 0.7.
   testing::CliRun v = testing::RunTool("yolocache-train", tmp.path(),
                                        {"val", "--weights", weights.string(), "--data", cache.string(), "--device", "cpu",
-                                        "--threads", "1", "--batch", "16", "--no-plots", "--json"});
+                                        "--threads", "1", "--batch", "16", "--no-plots", "--save-json", "--json"});
   ASSERT_EQ(v.exit_code, 0) << v.err;
   const nlohmann::json ours = nlohmann::json::parse(v.out);
 
   // Ultralytics reads our best.pt itself (trainer/io/checkpoint.h: a torch.save file of its own layout).
   ASSERT_EQ(fx.Run("ultralytics_val.py", {weights.string(), (tmp / "data" / "data.yaml").string(),
-                                          "96", "16", (tmp / "ref.json").string()},
+                                          "96", "16", (tmp / "ref.json").string(), (tmp / "ref_json").string()},
                    tmp.path()),
             0)
       << testing::ReadFile(tmp / "python.log");
@@ -209,6 +242,7 @@ void ExpectValEqualsUltralyticsValidator(const char* model) {
   for (const char* key : {"precision", "recall", "mAP50", "mAP50-95", "fitness"}) {
     EXPECT_NEAR(ours[key].get<double>(), ref[key].get<double>(), 2e-4) << key << "\nours " << v.out << "\nultralytics " << ref.dump();
   }
+  ExpectSamePredictionsJson(tmp / ours["predictions_json"].get<std::string>(), tmp / "ref_json" / "predictions.json");
 }
 
 TEST(MetricsParity, TrainedYolov8nValEqualsUltralyticsValidator) { ExpectValEqualsUltralyticsValidator("yolov8n"); }

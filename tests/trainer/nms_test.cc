@@ -39,6 +39,44 @@ TEST(Nms, SuppressesOverlapsWithinAClassOnly) {
   EXPECT_EQ(NonMaxSuppression(pred2, opt)[0].size(0), 1);
 }
 
+TEST(Nms, ClassesFilterTheBestClassOfEachBoxBeforeSuppression) {
+  // Box 0 is best as class 1 (0.9) and also scores 0.8 as class 0; box 1 is class 0, overlapping box 0.
+  auto pred = Pred({{50, 50, 20, 20}, {51, 51, 20, 20}, {150, 150, 10, 10}},
+                   {{0.8f, 0.9f, 0.0f}, {0.0f, 0.0f, 0.7f}, {0.6f, 0.0f, 0.0f}});
+  NmsOptions opt;
+  opt.conf = 0.25;
+  opt.multi_label = false;
+  opt.classes = {0};
+  // Box 0's best class is 1, so it is dropped, not read as class 0 (Ultralytics filters after the max).
+  auto out = NonMaxSuppression(pred, opt)[0];
+  ASSERT_EQ(out.size(0), 1);
+  EXPECT_EQ(out[0][5].item<float>(), 0.0f);
+  EXPECT_FLOAT_EQ(out[0][4].item<float>(), 0.6f);
+  opt.classes = {1, 2};
+  out = NonMaxSuppression(pred, opt)[0];
+  ASSERT_EQ(out.size(0), 2);  // different classes: no suppression between boxes 0 and 1
+  opt.agnostic = true;        // agnostic: box 1 goes under box 0
+  out = NonMaxSuppression(pred, opt)[0];
+  ASSERT_EQ(out.size(0), 1);
+  EXPECT_EQ(out[0][5].item<float>(), 1.0f);
+  // Multi-label val: box 0 as class 0 is a candidate of its own.
+  NmsOptions val;
+  val.classes = {0};
+  out = NonMaxSuppression(pred, val)[0];
+  ASSERT_EQ(out.size(0), 2);
+  EXPECT_FLOAT_EQ(out[0][4].item<float>(), 0.8f);
+  // The batched path keeps the same rows.
+  for (const NmsOptions& o : {opt, val}) {
+    auto batched = NonMaxSuppressionBatched(at::cat({pred, pred}), o)[1];
+    auto single = NonMaxSuppression(pred, o)[0];
+    ASSERT_TRUE(batched.sizes() == single.sizes());
+    EXPECT_TRUE(at::equal(batched, single));
+  }
+  EXPECT_TRUE(at::equal(ClassFilterMask(at::tensor(std::vector<float>{0, 3, 2}), {2, 0}),
+                        at::tensor(std::vector<int64_t>{1, 0, 1}).to(at::kBool)));
+  EXPECT_TRUE(ClassFilterMask(at::tensor(std::vector<float>{0, 3}), {}).all().item<bool>());
+}
+
 TEST(Nms, MultiLabelKeepsEveryClassAboveConf) {
   auto pred = Pred({{50, 50, 20, 20}}, {{0.6f, 0.3f, 0.0005f}});
   auto out = NonMaxSuppression(pred)[0];  // conf 0.001

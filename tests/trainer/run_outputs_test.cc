@@ -5,9 +5,12 @@
 // (labels.jpg, train_batch0-2.jpg, val_batch0_labels/_pred.jpg, results.png, Box PR/F1/P/R curves,
 // confusion matrices): each written, non-empty, and decoding to its size; and exports that behave like
 // Ultralytics': at the training imgsz, a TorchScript file naming no device, run by val and predict.
+// predict's classes / agnostic_nms / half / save_crop / show_boxes and val's save_json against plain runs.
 // One short training run is shared by the tests.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -25,6 +28,7 @@
 #include "tests/trainer/train_test_util.h"
 #include "tests/trainer/ultralytics_fixture.h"
 #include "trainer/config/run_dir.h"
+#include "trainer/eval/crops.h"
 #include "trainer/eval/predictor.h"
 #include "trainer/eval/validator.h"
 #include "trainer/io/exporter.h"
@@ -243,6 +247,167 @@ TEST_F(RunOutputs, PredictNamesNeverCollideAndTxtRowsMatchTheDetections) {
   for (std::string f; first >> f;) ++fields;
   EXPECT_EQ(fields, 5) << txt;
   EXPECT_NE(q.out.find("Results saved to " + (tmp_->path() / "noconf").string()), std::string::npos) << q.out;
+}
+
+// IoU of two [x1, y1, x2, y2] JSON boxes.
+double BoxIou(const nlohmann::json& a, const nlohmann::json& b) {
+  const double w = std::max(0.0, std::min(a[2].get<double>(), b[2].get<double>()) - std::max(a[0].get<double>(), b[0].get<double>()));
+  const double h = std::max(0.0, std::min(a[3].get<double>(), b[3].get<double>()) - std::max(a[1].get<double>(), b[1].get<double>()));
+  const auto area = [](const nlohmann::json& x) {
+    return (x[2].get<double>() - x[0].get<double>()) * (x[3].get<double>() - x[1].get<double>());
+  };
+  return w * h / (area(a) + area(b) - w * h);
+}
+
+// predict's classes, agnostic_nms, half (on the CPU: fp32, said), save_crop and show_boxes against one
+// baseline run on the val images.
+TEST_F(RunOutputs, PredictClassesAgnosticHalfCropsAndPlainPictures) {
+  ASSERT_EQ(train_.exit_code, 0) << train_.err;
+  const fs::path src = tmp_->path() / "data" / "images" / "val";
+  auto predict = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"predict", "--weights", Weights().string(), src.string(), "--device", "cpu", "--conf",
+                                     "0.001", "--json", "--out", (tmp_->path() / out).string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return YolocacheTrain(*tmp_, args);
+  };
+  const CliRun base = predict("p_base", {});
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  const nlohmann::json all = nlohmann::json::parse(base.out);
+  int keep = -1;  // a class the model does predict: the first image's best detection's
+  for (const auto& item : all) {
+    if (keep < 0 && !item["detections"].empty()) keep = item["detections"][0]["class"].get<int>();
+  }
+  ASSERT_GE(keep, 0) << "no detections at conf 0.001";
+  // Options that do not touch each other share a run (CI time): classes with the crops, half with the
+  // plain pictures.
+  const CliRun cls0 = predict("p_cls0", {"--classes", "[" + std::to_string(keep) + "]", "--save-crop"});
+  const CliRun agnostic = predict("p_agn", {"--agnostic-nms"});
+  const CliRun half = predict("p_half", {"--half", "--no-show-boxes"});
+  for (const CliRun* r : {&cls0, &agnostic, &half}) ASSERT_EQ(r->exit_code, 0) << r->err;
+  EXPECT_NE(half.err.find("half=True runs fp16 on a GPU only; running fp32 on the CPU"), std::string::npos) << half.err;
+  const nlohmann::json only0 = nlohmann::json::parse(cls0.out), agn = nlohmann::json::parse(agnostic.out),
+                       h = nlohmann::json::parse(half.out);
+  ASSERT_EQ(only0.size(), all.size());
+  size_t kept0 = 0, total = 0, fewer = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(h[i]["detections"], all[i]["detections"]) << i;
+    // classes=[keep]: exactly that class's detections of the unfiltered run (NMS keeps classes apart).
+    nlohmann::json want = nlohmann::json::array();
+    for (const auto& d : all[i]["detections"]) {
+      if (d["class"] == keep) want.push_back(d);
+    }
+    EXPECT_EQ(only0[i]["detections"], want) << i;
+    kept0 += want.size();
+    total += all[i]["detections"].size();
+    // agnostic_nms: no two kept boxes overlap beyond the IoU threshold, whatever their classes.
+    const auto& dets = agn[i]["detections"];
+    EXPECT_LE(dets.size(), all[i]["detections"].size());
+    fewer += dets.size() < all[i]["detections"].size();
+    for (size_t a = 0; a < dets.size(); ++a) {
+      for (size_t b = a + 1; b < dets.size(); ++b) EXPECT_LE(BoxIou(dets[a]["box"], dets[b]["box"]), 0.7 + 1e-6);
+    }
+  }
+  EXPECT_GT(kept0, 0u);
+  EXPECT_LT(kept0, total);  // the filter removed something
+  EXPECT_GT(fewer, 0u);     // agnostic suppression removed something
+
+  // save_crop: one crops/<class name>/<stem>[N].jpg per detection, of save_one_box's size.
+  const nlohmann::json& cropped = only0;
+  const std::set<std::string> crop_files = FilesBelow(tmp_->path() / "p_cls0" / "crops");
+  size_t expected = 0;
+  for (const auto& item : cropped) {
+    const std::string stem = fs::path(item["source"].get<std::string>()).stem().string();
+    std::map<std::string, int> seen;  // per class folder: <stem>.jpg, then <stem>2.jpg ...
+    for (const auto& d : item["detections"]) {
+      Detection det;
+      det.x1 = d["box"][0].get<float>(), det.y1 = d["box"][1].get<float>();
+      det.x2 = d["box"][2].get<float>(), det.y2 = d["box"][3].get<float>();
+      const std::string folder = d["name"].get<std::string>();
+      const int n = ++seen[folder];
+      const fs::path file = fs::path(folder) / (stem + (n == 1 ? "" : std::to_string(n)) + ".jpg");
+      ASSERT_EQ(crop_files.count(file.string()), 1u) << file << " of " << crop_files.size();
+      const cv::Rect r = CropRect(det, item["width"].get<int>(), item["height"].get<int>());
+      EXPECT_EQ(PictureSize(tmp_->path() / "p_cls0" / "crops" / file), r.size()) << file;
+      ++expected;
+    }
+  }
+  EXPECT_GT(expected, 0u);
+  EXPECT_EQ(crop_files.size(), expected);
+
+  // show_boxes=False: the saved picture is the image itself; the default draws on it.
+  const std::string name = fs::path(all[0]["output"].get<std::string>()).filename().string();
+  auto pixels = [](const fs::path& f) {
+    const std::string bytes = testing::ReadFile(f);
+    return DecodeImage(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), DecodeOptions{}).rgb;
+  };
+  const cv::Mat original = pixels(fs::path(all[0]["source"].get<std::string>()));
+  const cv::Mat plain_pic = pixels(tmp_->path() / "p_half" / name), boxed = pixels(tmp_->path() / "p_base" / name);
+  ASSERT_FALSE(original.empty());
+  ASSERT_EQ(plain_pic.size(), original.size());
+  ASSERT_EQ(boxed.size(), original.size());
+  cv::Mat plain_diff, boxed_diff;
+  cv::absdiff(plain_pic, original, plain_diff);
+  cv::absdiff(boxed, original, boxed_diff);
+  EXPECT_LT(cv::mean(plain_diff)[0], 4.0);  // JPEG noise only
+  EXPECT_GT(cv::sum(boxed_diff)[0], 2 * cv::sum(plain_diff)[0]);
+}
+
+// save_json: predictions.json holds exactly val's detections, in original-image pixels, as Ultralytics
+// writes them; half on the CPU runs fp32 and says so.
+TEST_F(RunOutputs, ValSaveJsonHoldsTheValPredictions) {
+  ASSERT_EQ(train_.exit_code, 0) << train_.err;
+  CheckpointValOptions vo;
+  vo.weights = Weights().string();
+  vo.data = cache_.string();
+  vo.device = "cpu";
+  vo.threads = 1;
+  vo.plots = false;
+  vo.save_json = true;
+  vo.half = true;
+  vo.out = (tmp_->path() / "val_json").string();
+  Result<CheckpointValReport> r = ValidateCheckpoint(vo);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->predictions_json, tmp_->path() / "val_json" / "predictions.json");
+  bool said_half = false;
+  for (const std::string& note : r->notes) said_half |= note.find("half=True runs fp16 on a GPU only") != std::string::npos;
+  EXPECT_TRUE(said_half);
+  const nlohmann::json j = nlohmann::json::parse(testing::ReadFile(r->predictions_json));
+  size_t row = 0;
+  for (const ImagePredictions& image : r->result.predictions) {
+    if (!image.detections.defined()) continue;
+    const at::Tensor d = image.detections.contiguous();
+    for (int64_t k = 0; k < d.size(0); ++k, ++row) {
+      ASSERT_LT(row, j.size());
+      const nlohmann::json& e = j[row];
+      const float* p = d[k].data_ptr<float>();
+      EXPECT_EQ(e["image_id"], fs::path(image.source).stem().string());  // synth names are not numbers
+      EXPECT_EQ(e["category_id"], static_cast<int>(p[5]) + 1);
+      EXPECT_NEAR(e["bbox"][0].get<double>(), p[0], 6e-4);
+      EXPECT_NEAR(e["bbox"][1].get<double>(), p[1], 6e-4);
+      EXPECT_NEAR(e["bbox"][2].get<double>(), p[2] - p[0], 6e-4);
+      EXPECT_NEAR(e["bbox"][3].get<double>(), p[3] - p[1], 6e-4);
+      EXPECT_NEAR(e["score"].get<double>(), p[4], 6e-6);
+    }
+  }
+  EXPECT_GT(row, 0u);
+  EXPECT_EQ(row, j.size());
+  // fp32 on the CPU: the same figures as without half.
+  vo.half = false;
+  vo.save_json = false;
+  vo.out = (tmp_->path() / "val_nojson").string();
+  Result<CheckpointValReport> plain = ValidateCheckpoint(vo);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->result.metrics.map50_95, r->result.metrics.map50_95);
+  EXPECT_TRUE(plain->predictions_json.empty());
+  EXPECT_FALSE(fs::exists(tmp_->path() / "val_nojson" / "predictions.json"));
+  // The command line: --save-json names the file in --json.
+  CliRun v = YolocacheTrain(*tmp_, {"val", "--weights", Weights().string(), "--data", cache_.string(), "--device", "cpu",
+                                    "--no-plots", "--save-json", "--agnostic-nms", "--json", "--out",
+                                    (tmp_->path() / "val_cli").string()});
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  const nlohmann::json vj = nlohmann::json::parse(v.out);
+  EXPECT_EQ(Printed(vj["predictions_json"]), tmp_->path() / "val_cli" / "predictions.json");
+  EXPECT_TRUE(fs::exists(tmp_->path() / "val_cli" / "predictions.json"));
 }
 
 // The file names below the run folder equal those of Ultralytics' own run (yolov8n.yaml, the same data,

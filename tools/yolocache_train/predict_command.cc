@@ -8,7 +8,9 @@
 #include "tools/common/interrupt.h"
 #include "tools/yolocache_train/result_file.h"
 #include "tools/yolocache_train/train_cli.h"
+#include "trainer/config/class_list.h"
 #include "trainer/config/run_dir.h"
+#include "trainer/eval/half_precision.h"
 #include "trainer/eval/predictor.h"
 #include "trainer/runtime/device_feed.h"
 
@@ -23,6 +25,7 @@ struct PredictArgs {
   bool exist_ok = false;
   std::vector<std::string> images;
   PredictOptions o;
+  std::string classes;  // Ultralytics' classes=: ParseClassList
   bool json = false;
   std::string result_file;  // hidden --result-json FILE: {"names", "results": the --json array} (result_file.h)
 };
@@ -35,13 +38,25 @@ Result<std::filesystem::path> RunFolder(const PredictArgs& a, const std::vector<
   return ResolveRunDir(a.out, a.project, a.name, a.exist_ok);
 }
 
+// A killed run's temp files in crops/<class name>/ (--exist-ok reuses a run folder).
+void RemoveStaleCropTempFiles(const std::filesystem::path& save_dir) {
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(save_dir / "crops", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    if (it->is_directory(ec) && !it->is_symlink(ec)) RemoveStaleTempFiles(it->path());
+  }
+}
+
 void PrintResult(const PredictInput& in, const PredictResult& r) {
   std::cout << in.source.string() << ": " << r.width << "x" << r.height << ", "
             << (in.video ? std::to_string(r.frames) + " frames, " : std::string()) << r.detections.size()
             << " detections (" << F("%.1f", r.milliseconds) << " ms) -> " << r.output.string() << "\n";
 }
 
-int RunPredict(const PredictArgs& a) {
+int RunPredict(PredictArgs a) {
+  Result<std::vector<int>> classes = ParseClassList(a.classes);
+  if (!classes.ok()) return Fail("predict", classes.status());
+  a.o.classes.assign(classes->begin(), classes->end());
   Result<std::vector<PredictInput>> inputs = ExpandPredictInputs(a.images);
   if (!inputs.ok()) return Fail("predict", inputs.status());
   if (inputs->empty()) return Fail("predict", Status::InvalidArgument("no images or videos given (files or directories)"));
@@ -49,6 +64,7 @@ int RunPredict(const PredictArgs& a) {
   Result<at::Device> device = ParseDevice(a.device);
   if (!device.ok()) return Fail("predict", device.status());
   ConfigureDevice(*device);
+  if (a.o.half && !HalfApplies(true, *device)) std::cerr << HalfOnCpuNote("predict") << "\n";
   // The output-path rule before anything is read or written: the run folder must not hold the inputs.
   if (Result<std::filesystem::path> planned = RunFolder(a, *inputs, false); !planned.ok())
     return Fail("predict", planned.status());
@@ -57,6 +73,7 @@ int RunPredict(const PredictArgs& a) {
   Result<std::filesystem::path> save_dir = RunFolder(a, *inputs, true);
   if (!save_dir.ok()) return Fail("predict", save_dir.status());
   for (const auto& dir : {*save_dir, *save_dir / "labels"}) RemoveStaleTempFiles(dir);  // a killed run's (pid_files.h)
+  RemoveStaleCropTempFiles(*save_dir);
   // Ctrl-C, kill and SIGHUP stop between images (a video between frames): the results so far are kept.
   InterruptPolling polling;
   int failures = 0;
@@ -105,6 +122,15 @@ Registration reg("predict", "Detect objects in images and videos; write annotate
                    app.add_option("--conf", a->o.conf, "Confidence threshold")->capture_default_str();
                    app.add_option("--iou", a->o.iou, "NMS IoU threshold")->capture_default_str();
                    app.add_option("--max-det", a->o.max_det, "Detections per image at most")->capture_default_str();
+                   app.add_option("--classes", a->classes, "Keep only these class ids: 0 or [0,2,3] (default: all)");
+                   app.add_flag("--agnostic-nms", a->o.agnostic, "Class-agnostic NMS (boxes of different classes suppress each other)");
+                   app.add_flag("--half", a->o.half, "fp16 inference (GPU; fp32 on the CPU, with a note)");
+                   app.add_flag("--save-crop", a->o.save_crop, "Save each detection as crops/<class name>/<stem>.jpg");
+                   app.add_flag_callback("--no-show-boxes", [o = &a->o] { o->show_boxes = false; }, "Draw no boxes on the saved pictures");
+                   app.add_flag_callback("--no-show-labels", [o = &a->o] { o->show_labels = false; }, "Draw boxes without their labels");
+                   app.add_flag_callback("--no-show-conf", [o = &a->o] { o->show_conf = false; }, "Labels without the confidence");
+                   app.add_option("--line-width", a->o.line_width, "Box line width in pixels (0: from the image size)")
+                       ->capture_default_str();
                    AddDeviceOption(app, a->device, "cuda:0 when available, else cpu");
                    app.add_flag("--json", a->json, "Print the detections as JSON");
                    AddResultFileOption(app, &a->result_file);

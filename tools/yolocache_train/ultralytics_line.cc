@@ -414,10 +414,18 @@ Status EmitGrammarKey(const UltralyticsKey& k, const std::string& value, const O
     if (mode == "train" && on == "true") return NotImplemented(k, value, mode);
     return Status::OK();
   }
-  if (key == "half") {
-    if (mode == "export" && on == "true") e->Flag("--half");
-    if ((mode == "val" || mode == "predict") && on == "true") return NotImplemented(k, value, mode);
+  if (key == "half") {  // export: an fp16 file; val and predict: fp16 inference
+    if (on == "true" && mode != "train") e->Flag("--half");
     return Status::OK();
+  }
+  if (key == "classes") {
+    // predict filters its detections; the dataset-side filter of train and val is not implemented yet.
+    if (IsNullWord(value)) return Status::OK();
+    if (mode == "predict") {
+      e->Option("--classes", value);
+      return Status::OK();
+    }
+    return NotImplemented(k, value, mode);
   }
   if (key == "source") {
     if (mode == "predict" && !IsNullWord(value)) e->Token(value);

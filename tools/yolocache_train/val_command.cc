@@ -38,6 +38,7 @@ nlohmann::json ValJson(const CheckpointValOptions& o, const CheckpointValReport&
   SetPathField(j, "data", o.data);
   j["split"] = o.split;
   j["imgsz"] = r.imgsz;
+  if (!r.predictions_json.empty()) SetPathField(j, "predictions_json", r.predictions_json.string());
   j["seconds"] = v.seconds;
   j["stage_seconds"] = {{"data", v.data_seconds}, {"model", v.model_seconds}, {"nms", v.nms_seconds},
                         {"metrics", v.metrics_seconds}};
@@ -77,6 +78,7 @@ int RunVal(const ValArgs& a) {
   Result<CheckpointValReport> r = ValidateCheckpoint(o, progress);
   if (bar) bar->Finish();
   if (!r.ok()) return Fail("val", r.status());
+  for (const std::string& note : r->notes) log << note << "\n";
   if (a.json) {
     std::cout << JsonText(ValJson(o, *r)) << "\n";
   } else {
@@ -102,6 +104,10 @@ Registration reg("val", "Validate a checkpoint on a cache split (P, R, mAP50, mA
   app.add_option("--iou", o.nms.iou, "NMS IoU threshold")->capture_default_str();
   app.add_option("--max-det", o.nms.max_det, "Detections per image at most")->capture_default_str();
   AddLoaderFlag(app, "threads", &o.threads)->check(ThreadCount());
+  app.add_flag("--agnostic-nms", o.nms.agnostic, "Class-agnostic NMS (boxes of different classes suppress each other)");
+  app.add_flag("--half", o.half, "fp16 inference (GPU; fp32 on the CPU, with a note)");
+  app.add_flag("--save-json", o.save_json,
+               "Write predictions.json (COCO results format) in the run folder (always for a COCO val2017.txt split)");
   app.add_flag("--no-rect", a->no_rect, "Square imgsz batches instead of rectangular ones");
   app.add_flag("--json", a->json, "Print the metrics as JSON");
   AddResultFileOption(app, &a->result_file);

@@ -91,6 +91,13 @@ at::Tensor NmsSortedBitmask(const at::Tensor& sorted_boxes, double iou_threshold
   return out.to(device);
 }
 
+at::Tensor ClassFilterMask(const at::Tensor& klass, const std::vector<int64_t>& classes) {
+  const at::Tensor ids = klass.reshape({-1}).to(at::kLong);
+  if (classes.empty()) return at::ones_like(ids, ids.options().dtype(at::kBool));
+  const at::Tensor wanted = at::tensor(classes, at::TensorOptions().dtype(at::kLong)).to(ids.device());
+  return at::isin(ids, wanted);
+}
+
 at::Tensor Nms(const at::Tensor& boxes, const at::Tensor& scores, double iou_threshold, int64_t max_keep) {
   if (boxes.size(0) == 0) return at::empty({0}, boxes.options().dtype(at::kLong));
   auto order = std::get<1>(scores.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true));
@@ -124,6 +131,7 @@ std::vector<at::Tensor> NonMaxSuppression(const at::Tensor& prediction, const Nm
       det = at::cat({box, conf, std::get<1>(best).to(at::kFloat)}, 1);
       det = det.index_select(0, conf.view(-1).gt(options.conf).nonzero().view(-1));
     }
+    if (!options.classes.empty()) det = det.index_select(0, ClassFilterMask(det.select(1, 5), options.classes).nonzero().view(-1));
     if (det.size(0) == 0) {
       out.push_back(at::zeros({0, 6}, pred.options()));
       continue;

@@ -22,9 +22,17 @@ struct NmsOptions {
   int64_t max_det = 300;
   int64_t max_nms = 30000;
   bool multi_label = true;
-  bool agnostic = false;  // ignore classes (single_cls)
+  bool agnostic = false;  // ignore classes (single_cls, agnostic_nms)
   double max_wh = 7680.0;  // class offset
+  // Ultralytics' `classes`: keep only candidates of these classes (empty: all). As its
+  // non_max_suppression, the filter runs on the (box, class) candidates, after the best class of a box is
+  // chosen (multi_label off) and before max_nms and the suppression.
+  std::vector<int64_t> classes;
 };
+
+// The rows of `klass` (class ids as integers or floats, any shape (n) or (n, 1)) whose class is one of
+// `classes`, as a bool (n) mask on its device; all true when `classes` is empty.
+at::Tensor ClassFilterMask(const at::Tensor& klass, const std::vector<int64_t>& classes);
 
 // prediction: (B, 4 + nc, A) from YOLOv8 eval mode (xywh pixels + class scores). Returns per image an
 // (n, 6) float tensor [x1, y1, x2, y2, conf, cls] on the same device, sorted by descending conf.

@@ -74,6 +74,11 @@ std::vector<at::Tensor> NonMaxSuppressionBatched(const at::Tensor& prediction, c
     score = std::get<0>(best).view({-1}).index_select(0, image * anchors + anchor);
     klass = std::get<1>(best).view({-1}).index_select(0, image * anchors + anchor);
   }
+  if (!options.classes.empty()) {  // the same candidates as the per-image path keeps (nms.h)
+    const at::Tensor keep = ClassFilterMask(klass, options.classes).nonzero().view(-1);
+    image = image.index_select(0, keep), anchor = anchor.index_select(0, keep);
+    klass = klass.index_select(0, keep), score = score.index_select(0, keep);
+  }
   const int64_t n = image.size(0);
   if (n == 0 || options.max_det == 0) {
     for (int64_t b = 0; b < bs; ++b) out.push_back(at::zeros({0, 6}, pred.options()));

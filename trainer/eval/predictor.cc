@@ -18,8 +18,10 @@
 #include "libcache/build/output_guard.h"
 #include "libcache/source/decode.h"
 #include "libcache/source/jpeg_encode.h"
-#include "loader/measure/draw.h"
 #include "loader/ops/letterbox.h"
+#include "trainer/eval/annotate.h"
+#include "trainer/eval/crops.h"
+#include "trainer/eval/half_precision.h"
 #include "trainer/eval/nms.h"
 #include "trainer/eval/video_io.h"
 #include "trainer/io/checkpoint.h"
@@ -62,6 +64,23 @@ Result<std::unique_ptr<Predictor>> Predictor::Load(const fs::path& checkpoint, c
   if (!(options.conf >= 0 && options.conf < 1) || !(options.iou > 0 && options.iou <= 1) || options.max_det < 1) {
     return Status::InvalidArgument("predict: need 0 <= conf < 1, 0 < iou <= 1, max_det >= 1");
   }
+  if (options.line_width < 0) {
+    return Status::InvalidArgument("--line-width must be >= 1 (or 0: Ultralytics' default for the image), got " +
+                                   std::to_string(options.line_width));
+  }
+  options.half = HalfApplies(options.half, device);
+  if (options.half) {  // AutoBackend's model.half(); the input is cast in Predict
+    try {
+      if (script) {
+        script->module->to(at::kHalf);
+        script->half = true;
+      } else {
+        loaded.model->to(at::kHalf);
+      }
+    } catch (const std::exception& e) {
+      return Status::IOError(Status::At(checkpoint.string(), std::string("cannot convert the model to fp16: ") + e.what()));
+    }
+  }
   std::unique_ptr<Predictor> p(new Predictor());
   p->device_ = device;
   p->options_ = options;
@@ -91,6 +110,7 @@ Result<std::vector<Detection>> Predictor::Predict(const cv::Mat& rgb) {
                  .to(device_, at::kFloat)
                  .div_(255.0)
                  .contiguous();
+    if (options_.half && !script_) x = x.to(at::kHalf);  // TorchScriptModel::Forward casts its own input
     const at::Tensor pred = script_ ? script_->Forward(x) : model_->forward(x).pred;
     NmsOptions nms;
     nms.conf = options_.conf;
@@ -98,6 +118,7 @@ Result<std::vector<Detection>> Predictor::Predict(const cv::Mat& rgb) {
     nms.max_det = options_.max_det;
     nms.multi_label = false;
     nms.agnostic = options_.agnostic;
+    nms.classes = options_.classes;
     std::vector<at::Tensor> dets = NonMaxSuppression(pred.to(at::kFloat), nms);
     if (dets.empty()) return out;
     auto d = dets[0].to(at::kCPU).contiguous();
@@ -121,20 +142,6 @@ Result<std::vector<Detection>> Predictor::Predict(const cv::Mat& rgb) {
 }
 
 namespace {
-
-std::vector<std::string> BoxLabels(const std::vector<Detection>& dets, const std::vector<std::string>& names) {
-  std::vector<std::string> labels;
-  for (const Detection& d : dets) labels.push_back(DetectionLabel(d, names));
-  return labels;
-}
-
-// Draws the detections with "name conf" labels on `rgb` in place.
-void Annotate(const std::vector<Detection>& dets, const std::vector<std::string>& names, cv::Mat* rgb) {
-  std::vector<BoxXyxy> boxes;
-  for (const Detection& d : dets) boxes.push_back({d.x1, d.y1, d.x2, d.y2, d.cls});
-  const std::vector<std::string> labels = BoxLabels(dets, names);
-  DrawBoxes(boxes, names, rgb, &labels);
-}
 
 Status MakeParent(const fs::path& file) {
   std::error_code ec;
@@ -160,6 +167,12 @@ fs::path LabelsPath(const fs::path& save_dir, const PredictInput& input, const s
   fs::path rel = input.output;
   rel.replace_extension();
   return save_dir / "labels" / (rel.string() + suffix + ".txt");
+}
+
+// The name Ultralytics gives an input's crops: the stem of its txt path's stem (engine/predictor.py passes
+// txt_path.stem, so "a.b.jpg" is cropped as "a", and a video frame as "<stem>_<frame>").
+std::string CropStem(const PredictInput& input, const std::string& suffix) {
+  return fs::path(input.output.stem().string() + suffix).stem().string();
 }
 
 }  // namespace
@@ -212,8 +225,10 @@ Result<PredictResult> Predictor::PredictFile(const PredictInput& input, const fs
   result.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   result.detections = std::move(*dets);
 
+  // Crops come from the original pixels, before the boxes are drawn on them.
+  if (options_.save_crop) YC_RETURN_IF_ERROR(SaveCrops(result.detections, names_, decoded.rgb, save_dir, CropStem(input, "")));
   cv::Mat canvas = decoded.rgb;
-  Annotate(result.detections, names_, &canvas);
+  DrawDetections(result.detections, names_, options_, &canvas);
   result.output = save_dir / input.output;
   YC_RETURN_IF_ERROR(MakeParentWithin(result.output, save_dir));
   // WriteJpeg: temp file + rename; a link or FIFO of that name is refused, never written through.
@@ -254,7 +269,10 @@ Result<PredictResult> Predictor::PredictVideo(const PredictInput& input, const f
     if (!dets.ok()) return Status(dets.status()).WithContext(input.source.string());
     ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     ++result.frames;
-    Annotate(*dets, names_, &frame);
+    if (options_.save_crop) {
+      YC_RETURN_IF_ERROR(SaveCrops(*dets, names_, frame, save_dir, CropStem(input, "_" + std::to_string(result.frames))));
+    }
+    DrawDetections(*dets, names_, options_, &frame);
     YC_RETURN_IF_ERROR(writer->Write(frame));
     // Ultralytics names a video's label files <stem>_<frame>.txt, frames counted from 1.
     if (options_.save_txt && !dets->empty()) {

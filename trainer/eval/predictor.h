@@ -1,8 +1,8 @@
 // Inference on image files with a trained checkpoint (Ultralytics `predict`): decode (EXIF-oriented,
 // libcache/source/decode.h), letterbox to imgsz with stride-32 minimal padding (LetterBox(auto=True)), model in
 // eval mode, NMS (conf 0.25, IoU 0.7, best class per box), boxes mapped back to the original image,
-// drawn with their class names and confidences ("person 0.87"), written as JPEG (videos: frame by frame
-// into a Motion-JPEG AVI, video_io.h). --save-txt writes Ultralytics' label rows
+// drawn with their class names and confidences ("person 0.87", annotate.h), written as JPEG (videos: frame
+// by frame into a Motion-JPEG AVI, video_io.h); save_crop cuts each detection out (crops.h). --save-txt writes Ultralytics' label rows
 // `cls xc yc w h [conf]` (normalised to the image, %g) to labels/<name>.txt (videos: <name>_<frame>.txt).
 // Every file is written through a temp file + rename (libcache/base/output_file.h); results never replace an
 // input (CheckPredictOutputs).
@@ -30,10 +30,17 @@ struct PredictOptions {
   double conf = 0.25;
   double iou = 0.7;
   int max_det = 300;
-  bool agnostic = false;  // class-agnostic NMS
+  bool agnostic = false;     // agnostic_nms: class-agnostic NMS
+  std::vector<int64_t> classes{};  // classes: keep only these (empty: all; NmsOptions::classes)
+  bool half = false;         // fp16 model and input (a GPU only: half_precision.h)
   int jpeg_quality = 90;
   bool save_txt = false;   // labels/<name>.txt per image (per video frame)
   bool save_conf = false;  // append the confidence to each txt row
+  bool save_crop = false;  // crops/<class name>/<stem>.jpg per detection (crops.h)
+  // How the saved pictures are drawn (annotate.h): Ultralytics' show_boxes, show_labels, show_conf,
+  // line_width (0: its default for the image's size).
+  bool show_boxes = true, show_labels = true, show_conf = true;
+  int line_width = 0;
 };
 
 // One input and where its result goes, relative to the run directory: `output` is the annotated picture

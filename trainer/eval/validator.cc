@@ -7,10 +7,13 @@
 #include <c10/core/GradMode.h>
 
 #include "libcache/base/thread_limit.h"
+#include "libcache/base/output_file.h"
 #include "libcache/cache.h"
+#include "libcache/source/dataset_spec.h"
 #include "loader/loader.h"
 #include "trainer/config/run_dir.h"
 #include "trainer/eval/confusion_matrix.h"
+#include "trainer/eval/half_precision.h"
 #include "trainer/eval/val_plots.h"
 #include "trainer/io/checkpoint.h"
 #include "trainer/io/pretrained.h"
@@ -178,9 +181,12 @@ Result<ValResult> Validator::RunForward(const std::function<DetectOutput(const a
       DetectOutput out;
       {
         AutocastGuard amp(d.device.type(), options_.amp, options_.amp_dtype);
-        out = forward(db.images);
+        out = forward(options_.half ? db.images.to(at::kHalf) : db.images);
       }
       if (d.loss) {
+        if (options_.half) {
+          for (at::Tensor& f : out.feats) f = f.to(at::kFloat);  // the loss in fp32, as with autocast
+        }
         YC_ASSIGN_OR_RETURN(LossOutput l, (*d.loss)(out.feats, db.labels, db.max_boxes));
         loss_sum.add_(l.items);
         ++loss_batches;
@@ -202,6 +208,7 @@ Result<ValResult> Validator::RunForward(const std::function<DetectOutput(const a
           det = dets[static_cast<size_t>(i)].to(at::kCPU).clone();
           ToOriginalImage(sample, det);
         }
+        if (options_.keep_predictions) result.predictions.push_back({sample.source, det});
         metrics.Update(det, gt_boxes, gt_cls);
         confusion.Update(det, gt_boxes, gt_cls);
       }
@@ -227,6 +234,53 @@ Result<ValResult> Validator::RunForward(const std::function<DetectOutput(const a
 
 namespace {
 int ValImgsz(int requested, int checkpoint) { return requested > 0 ? requested : checkpoint > 0 ? checkpoint : 640; }
+
+// Ultralytics' is_coco for the split the cache was built from (its data YAML's entry, as Ultralytics
+// resolves it); false when that YAML cannot be read any more (with a note when save_json asked).
+bool CacheSplitIsCoco(const Cache& cache, const std::string& split, bool save_json, std::vector<std::string>* notes) {
+  const Manifest& m = cache.manifest();
+  SpecOptions so;
+  so.working_dir = m.working_dir;
+  Result<DatasetSpec> spec = LoadDatasetSpec(m.dataset_yaml, so);
+  if (!spec.ok()) {
+    if (save_json)
+      notes->push_back("save_json: cannot read the cache's data YAML to tell a COCO split (" + spec.status().message() +
+                     "): category_id is class + 1");
+    return false;
+  }
+  const SplitSpec* s = spec->split(split);
+  return s != nullptr && IsCocoSplit(s->inputs);
+}
+
+// Moves the model to fp16 (AutoBackend's model.half()); IOError naming the weights when it cannot be.
+Status ModelToHalf(const std::string& weights, InferenceModel* loaded, TorchScriptModel* script, bool traced) {
+  try {
+    if (traced) {
+      script->module->to(at::kHalf);
+      script->half = true;
+    } else {
+      loaded->model->to(at::kHalf);
+    }
+  } catch (const std::exception& e) {
+    return Status::IOError(Status::At(weights, std::string("cannot convert the model to fp16: ") + e.what()));
+  }
+  return Status::OK();
+}
+
+// predictions.json in `dir` when any image has a detection (Ultralytics' `if self.jdict`).
+Status SavePredictionsJson(const ValResult& result, const std::vector<int>& category_ids, const std::filesystem::path& dir,
+                           CheckpointValReport* report) {
+  YC_ASSIGN_OR_RETURN(const nlohmann::json j, CocoPredictions(result.predictions, category_ids));
+  if (j.empty()) {
+    report->notes.push_back("save_json: no detections, predictions.json not written (as Ultralytics)");
+    return Status::OK();
+  }
+  report->predictions_json = dir / "predictions.json";
+  YC_RETURN_IF_ERROR(WriteFileAtomically(report->predictions_json, j.dump()));
+  report->notes.push_back("Saving " + report->predictions_json.string() + " (" + std::to_string(j.size()) +
+                          " detections); the COCO evaluation Ultralytics then runs (faster-coco-eval) is not run");
+  return Status::OK();
+}
 }  // namespace
 
 Result<int> CheckpointValImgsz(const std::string& weights, int imgsz) {
@@ -275,6 +329,12 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
   const RecordSource* split = cache->split(o.split);
   if (split == nullptr) return Status::NotFound(Status::At(o.data, "no '" + o.split + "' split"));
   CheckpointValReport report;
+  const bool half = HalfApplies(o.half, device);
+  if (o.half && !half) report.notes.push_back(HalfOnCpuNote("val"));
+  if (half) YC_RETURN_IF_ERROR(ModelToHalf(o.weights, &loaded, &script, traced));
+  // Ultralytics writes predictions.json for a COCO split even unasked (save_json |= is_coco).
+  const bool coco = CacheSplitIsCoco(*cache, o.split, o.save_json, &report.notes);
+  const bool save_json = o.save_json || coco;
   report.names = info.names;
   report.imgsz = ValImgsz(o.imgsz, info.imgsz);
   report.device = DeviceDescription(device);
@@ -287,6 +347,8 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
   vo.compute_loss = o.compute_loss;
   vo.loss = LossOptions{info.loss_gains[0], info.loss_gains[1], info.loss_gains[2]};
   vo.threads = o.threads;
+  vo.half = half;
+  vo.keep_predictions = save_json;
   if (traced) {  // a fixed-shape graph: its batch, square imgsz batches, no per-level outputs for a loss
     vo.batch = script.batch;
     vo.rect = false;
@@ -305,6 +367,7 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
   } else {
     YC_ASSIGN_OR_RETURN(report.result, v->Run(*loaded.model, progress, nullptr, draw));
   }
+  if (save_json) YC_RETURN_IF_ERROR(SavePredictionsJson(report.result, CocoCategoryIds(coco, static_cast<int>(info.nc)), dir, &report));
   if (o.plots) {
     const Status plotted = WriteValidationPlots(report.result.metrics, report.result.confusion, info.names, dir);
     if (plotted.code() == Status::Code::kUnsupported) {

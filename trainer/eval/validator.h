@@ -20,6 +20,7 @@
 #include "base/status.h"
 #include "libcache/record_source.h"
 #include "loader/batch.h"
+#include "trainer/eval/coco_json.h"
 #include "trainer/eval/metrics.h"
 #include "trainer/eval/nms.h"
 #include "trainer/loss/loss.h"
@@ -37,6 +38,8 @@ struct ValOptions {
   LossOptions loss;      // gains for the val losses
   bool amp = false;      // autocast the forward (CUDA: as Ultralytics' half-precision EMA validation)
   at::ScalarType amp_dtype = at::kHalf;
+  bool half = false;     // fp16 input for a model already in fp16 (val half=True; half_precision.h)
+  bool keep_predictions = false;  // ValResult::predictions (save_json)
   bool channels_last = false;  // CUDA: feed channels_last inputs
   int threads = 0;       // loader threads
   int prefetch = 4;
@@ -48,6 +51,8 @@ struct ValResult {
   std::vector<double> confusion;
   bool has_loss = false;
   std::array<double, 3> loss{};  // mean box, cls, dfl over the val batches
+  // With keep_predictions: every image's detections in its original pixels, in validation order.
+  std::vector<ImagePredictions> predictions;
   int64_t images = 0;
   double seconds = 0;
   // Where `seconds` went (host wall time): waiting for the loader, the model (forward and val loss, up to
@@ -118,6 +123,8 @@ struct CheckpointValOptions {
   std::string project = "runs/detect", name = "val", out;
   bool exist_ok = false;
   bool plots = true;  // PR/F1/P/R curves and the confusion matrices
+  bool half = false;       // fp16 inference on a GPU (half_precision.h)
+  bool save_json = false;  // predictions.json (coco_json.h); also on for a COCO split, as Ultralytics
 };
 struct CheckpointValReport {
   ValResult result;
@@ -126,6 +133,8 @@ struct CheckpointValReport {
   std::string device;
   std::filesystem::path save_dir;  // the run directory
   std::string plots;               // what happened to the plots, one line
+  std::vector<std::string> notes;  // lines for the console: half on the CPU, predictions.json, the COCO eval
+  std::filesystem::path predictions_json;  // written with save_json (empty: not written)
 };
 Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& options,
                                                const std::function<void(size_t, size_t)>& progress = {});
