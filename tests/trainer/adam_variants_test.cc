@@ -23,6 +23,7 @@ namespace yc::trainer {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::TempDir;
 
 constexpr double kLr = 0.01, kMomentum = 0.937, kDecay = 0.05;
 constexpr int kSteps = 8;  // RAdam's rectified branch starts at step 6 with beta2 0.999
