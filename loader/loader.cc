@@ -364,6 +364,18 @@ Status Loader::StartEpoch(int epoch, size_t first_batch) {
   return d.Schedule();
 }
 
+Status Loader::SetEpochs(int epochs) {
+  Impl& d = *impl_;
+  if (epochs < 1) return Status::InvalidArgument("loader: epochs must be >= 1");
+  if (epochs == d.options.epochs) return Status::OK();
+  // The workers read options.epochs (close_mosaic): nothing may run while it changes. What was launched
+  // ahead under the old count is dropped; StartEpoch (or the next Next) launches it again.
+  d.CancelAndWait();
+  d.options.epochs = epochs;
+  if (d.started) d.Relaunch(d.epoch, d.next);
+  return Status::OK();
+}
+
 void Loader::RestartPipeline() {
   Impl& d = *impl_;
   if (d.started) d.Relaunch(d.epoch, d.next);

@@ -53,6 +53,11 @@ class Loader {
   // naming the record and its source path, and again on every call until the next StartEpoch.
   Status Next(std::shared_ptr<Batch>* out);
 
+  // A new total epoch count (Ultralytics' time= recomputes it after every epoch): close_mosaic and the
+  // run-ahead follow it. Batches launched ahead under the old count are dropped, so the next StartEpoch
+  // launches them again; a batch still depends only on (seed, epoch, index, the count). No-op when equal.
+  Status SetEpochs(int epochs);
+
   // Drops every batch in flight and everything read ahead (read-ahead requests, the windowed order's
   // staged windows); the next Next launches them again from the same batch, as on a fresh loader.
   // For bench --cold: after the page cache is dropped, the timed run must start with nothing read.

@@ -184,6 +184,31 @@ TEST(LoaderTest, RunAheadIntoTheNextEpochEqualsAFreshStart) {
   EXPECT_EQ(EpochHashes(other.get(), 1), fresh[1]);  // back to an earlier epoch
 }
 
+// SetEpochs (time= recomputes the count after every epoch): the batches launched ahead under the old count
+// are dropped, and the next epoch is what a fresh loader with the new count makes, across close_mosaic.
+TEST(LoaderTest, SetEpochsEqualsAFreshLoaderWithThatCount) {
+  auto src = Source(10);
+  LoaderOptions o = Train(4);
+  o.prefetch = 3;
+  o.epochs = 10;
+  o.hyp.close_mosaic = 2;  // with 10 epochs epoch 1 is a mosaic epoch; with 3 a letterbox one
+  LoaderOptions three = o;
+  three.epochs = 3;
+  auto fresh = Make(src, three);
+  ASSERT_TRUE(fresh);
+  const auto expected = EpochHashes(fresh.get(), 1);
+  auto loader = Make(src, o);
+  ASSERT_TRUE(loader);
+  const auto mosaic_epoch1 = EpochHashes(Make(src, o).get(), 1);
+  EpochHashes(loader.get(), 0);  // drains epoch 0: epoch 1 is launched ahead with the count 10
+  ASSERT_TRUE(loader->SetEpochs(3).ok());
+  EXPECT_EQ(loader->options().epochs, 3);
+  EXPECT_EQ(EpochHashes(loader.get(), 1), expected);
+  EXPECT_NE(expected, mosaic_epoch1);  // the count mattered
+  EXPECT_TRUE(loader->SetEpochs(3).ok());  // unchanged: nothing dropped
+  EXPECT_FALSE(loader->SetEpochs(0).ok());
+}
+
 TEST(LoaderTest, RankSamplesAreTheSingleProcessSamples) {
   // A sample's stream is keyed by its global position, so rank r's i-th image equals image
   // (i * W + r) of the single-process epoch (same permutation, batch size 1 for easy indexing).

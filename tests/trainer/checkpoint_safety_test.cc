@@ -370,7 +370,8 @@ TEST(CheckpointSafety, FilesWithoutAChecksumStillLoadWithTheirCrcsChecked) {
 
 // Every optimizer kind's state and options come back from the file: the next step is identical.
 TEST(CheckpointSafety, EveryOptimizerKindRoundTripsExactly) {
-  for (OptimizerKind kind : {OptimizerKind::kSGD, OptimizerKind::kAdam, OptimizerKind::kAdamW, OptimizerKind::kRMSProp}) {
+  for (OptimizerKind kind : {OptimizerKind::kSGD, OptimizerKind::kAdam, OptimizerKind::kAdamW, OptimizerKind::kRMSProp,
+                             OptimizerKind::kNAdam, OptimizerKind::kRAdam, OptimizerKind::kAdamax}) {
     SCOPED_TRACE(OptimizerName(kind));
     TempDir tmp;
     at::manual_seed(5);

@@ -235,13 +235,18 @@ TEST_F(UltralyticsLine, ListsAutoBatchAndDevices) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Has(r.out, "--imgsz 320")) << r.out;
   EXPECT_TRUE(Has(r.err, "using imgsz=320")) << r.err;
-  EXPECT_TRUE(Has(r.out, "--freeze 3")) << r.out;
+  EXPECT_TRUE(Has(r.out, "--freeze '[0,1,2]'")) << r.out;  // a list stays a list (args.yaml writes it back)
   EXPECT_TRUE(Has(r.out, "--autobatch 0.6")) << r.out;
   r = Explain({"train", "data=d.yaml", "batch=0.7", "device=0"});
   EXPECT_TRUE(Has(r.out, "--autobatch 0.7")) << r.out;
   EXPECT_TRUE(Has(r.out, "--device 0")) << r.out;
-  r = Explain({"train", "data=d.yaml", "freeze=[1,3]"});
-  EXPECT_EQ(r.exit_code, 2);
+  r = Explain({"train", "data=d.yaml", "freeze=[1,3]", "time=0.5", "multi_scale=True", "optimizer=NAdam"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* part : {"--freeze '[1,3]'", "--time", "0.5", "--multi-scale", "--optimizer", "NAdam"}) {
+    EXPECT_TRUE(Has(r.out, part)) << part << " in " << r.out;
+  }
+  r = Explain({"train", "data=d.yaml", "freeze=10"});
+  EXPECT_TRUE(Has(r.out, "--freeze 10")) << r.out;
   // A device list is one --device value for train (it starts a rank per device), the first device
   // for the other modes.
   r = Explain({"train", "data=d.yaml", "device=[0, 1]"});

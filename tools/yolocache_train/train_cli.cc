@@ -99,7 +99,7 @@ void AddResourceOptions(CLI::App& app, TrainArgs& a) {
 
 // The optimisation recipe (Ultralytics' engine/trainer.py names).
 void AddRecipeOptions(CLI::App& app, TrainOptions& o) {
-  app.add_option("--optimizer", o.optimizer, "auto | SGD | Adam | AdamW | RMSProp")->capture_default_str();
+  app.add_option("--optimizer", o.optimizer, "auto | SGD | Adam | AdamW | NAdam | RAdam | Adamax | RMSProp")->capture_default_str();
   app.add_option("--lr0", o.lr0, "Initial learning rate")->capture_default_str();
   app.add_option("--lrf", o.lrf, "Final learning rate factor (lr0 * lrf)")->capture_default_str();
   app.add_option("--momentum", o.momentum, "SGD momentum / Adam beta1")->capture_default_str();

@@ -66,16 +66,27 @@ void AddRunOptions(CLI::App& app, TrainArgs& a) {
   app.add_option("--weights", o.weights,
                  "Initial weights: an Ultralytics .pt (yolov8n.pt, a run's best.pt) or a yolocache checkpoint; "
                  "tensors whose name and shape match are transferred; --model defaults to the file's");
-  app.add_option("--freeze", o.freeze, "Freeze layers model.0 .. model.N-1 (and .dfl), as Ultralytics")
+  app.add_option_function<std::string>(
+      "--freeze",
+      [&o](const std::string& text) {
+        if (Status st = SetFreeze(text, &o); !st.ok()) throw CLI::ValidationError(st.message());
+      },
+      "Freeze layers as Ultralytics' freeze: N freezes model.0 .. model.N-1, a list 0,3,5 (or [0,3,5]) the layers "
+      "named; .dfl always");
+  app.add_option("--time", o.time,
+                 "Train for this many hours, overriding --epochs (recomputed after every epoch from the mean epoch "
+                 "time), as Ultralytics' time=; 0: off")
       ->capture_default_str();
+  app.add_flag("--multi-scale", o.multi_scale,
+               "Each train batch resized to a random multiple of 32 in [0.5, 1.5] x imgsz, as Ultralytics' multi_scale");
 }
 
 // A resumed run is the saved run: its options come from the checkpoint; only where and how fast it runs
 // may change.
 Result<TrainOptions> ResumedOptions(const CLI::App& app, const TrainOptions& given, const std::string& resume) {
   YC_ASSIGN_OR_RETURN(TrainOptions r, ResumeOptions(resume));
-  for (const char* fixed : {"--model", "--weights", "--freeze", "--epochs", "--batch", "--imgsz", "--optimizer", "--lr0",
-                            "--seed", "--order", "--window", "--project", "--name"}) {
+  for (const char* fixed : {"--model", "--weights", "--freeze", "--epochs", "--time", "--multi-scale", "--batch",
+                            "--imgsz", "--optimizer", "--lr0", "--seed", "--order", "--window", "--project", "--name"}) {
     if (app.count(fixed) > 0) {
       RankStream(std::cerr) << "yolocache-train train: " << fixed << " is ignored with --resume (the checkpoint's value is used)\n";
     }

@@ -332,17 +332,17 @@ Status EmitImgsz(const UltralyticsKey& k, const std::string& value, Emitter* e) 
   return NotImplemented(k, value, e->mode());
 }
 
-// freeze=N, or a list: Ultralytics' [0, 1, ..., N-1] is N; other lists are not implemented yet.
-Status EmitFreeze(const UltralyticsKey& k, const std::string& value, Emitter* e) {
+// freeze=N (a count) or a list of layer indices, [0, 3, 5] or (0, 3, 5): --freeze N or --freeze 0,3,5 (kept a
+// list, so args.yaml writes it back as Ultralytics does; --freeze checks the items).
+Status EmitFreeze(const std::string& value, Emitter* e) {
   const std::vector<std::string> items = ListItems(value);
   if (items.size() == 1 && value.find_first_of("[(") == std::string::npos) {
     e->Option("--freeze", items[0]);
     return Status::OK();
   }
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (items[i] != std::to_string(i)) return NotImplemented(k, value, e->mode());
-  }
-  e->Option("--freeze", std::to_string(items.size()));
+  std::string list = "[";
+  for (const std::string& item : items) list += (list.size() > 1 ? "," : "") + item;
+  e->Option("--freeze", list + "]");
   return Status::OK();
 }
 
@@ -379,7 +379,7 @@ Status EmitGrammarKey(const UltralyticsKey& k, const std::string& value, const O
   }
   if (key == "batch") return EmitBatch(value, e);
   if (key == "imgsz") return EmitImgsz(k, value, e);
-  if (key == "freeze") return IsNullWord(value) ? Status::OK() : EmitFreeze(k, value, e);
+  if (key == "freeze") return IsNullWord(value) ? Status::OK() : EmitFreeze(value, e);
   if (key == "save_period") {
     if (mode == "train" && !IsNullWord(value) && Number(value).value_or(1) >= 1) e->Option("--save-every", value);
     return Status::OK();

@@ -79,7 +79,7 @@ nlohmann::ordered_json UltralyticsArgs(const TrainOptions& o) {
   a["model"] = ModelArg(o);
   a["data"] = data;
   a["epochs"] = o.epochs;
-  a["time"] = null;
+  a["time"] = o.time > 0 ? J(o.time) : null;
   a["patience"] = o.patience;
   a["batch"] = o.autobatch > 0 ? J(-1) : J(o.batch);  // before AutoBatch chose one, as Ultralytics writes it
   a["imgsz"] = o.imgsz;
@@ -104,8 +104,9 @@ nlohmann::ordered_json UltralyticsArgs(const TrainOptions& o) {
   a["amp"] = o.amp != AmpMode::kOff;
   a["fraction"] = 1.0;
   a["profile"] = false;
-  a["freeze"] = o.freeze > 0 ? J(o.freeze) : null;
-  a["multi_scale"] = false;
+  // freeze=N as N, freeze=[0, 3] as that list (PyYAML writes it in block style).
+  a["freeze"] = !o.freeze_layers.empty() ? J(o.freeze_layers) : o.freeze > 0 ? J(o.freeze) : null;
+  a["multi_scale"] = o.multi_scale;
   a["overlap_mask"] = true;
   a["mask_ratio"] = 4;
   a["dropout"] = 0.0;
@@ -186,7 +187,14 @@ std::string ArgsYaml(const TrainOptions& o, const std::string& run_id) {
   std::ostringstream s;
   if (!run_id.empty()) s << kRunIdPrefix << run_id << "\n";
   const nlohmann::ordered_json args = UltralyticsArgs(o);
-  for (auto it = args.begin(); it != args.end(); ++it) s << it.key() << ": " << YamlValue(it.value()) << "\n";
+  for (auto it = args.begin(); it != args.end(); ++it) {
+    if (!it.value().is_array() || it.value().empty()) {
+      s << it.key() << ": " << (it.value().is_array() ? "[]" : YamlValue(it.value())) << "\n";
+      continue;
+    }
+    s << it.key() << ":\n";  // a list, as yaml.safe_dump writes one: "- item" per line
+    for (const auto& item : it.value()) s << "- " << YamlValue(item) << "\n";
+  }
   return s.str();
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <variant>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "libcache/base/path_json.h"
 #include "libcache/base/thread_limit.h"
 #include "loader/option_table.h"
+#include "trainer/config/optimizer_name.h"
 
 namespace yc::trainer {
 
@@ -87,9 +89,21 @@ std::vector<Field> MakeFields() {
       Str("model", &TrainOptions::model),
       Str("weights", &TrainOptions::weights),
       Num("freeze", &TrainOptions::freeze),
+      {"freeze_layers", [](const TrainOptions& o) { return Json(o.freeze_layers); },
+       [](const Json& j, TrainOptions* o) {
+         if (!j.is_array()) return false;
+         std::vector<int> layers;
+         for (const Json& v : j) {
+           if (!v.is_number_integer()) return false;
+           layers.push_back(v.get<int>());
+         }
+         o->freeze_layers = std::move(layers);
+         return true;
+       }},
       Str("train_split", &TrainOptions::train_split),
       Str("val_split", &TrainOptions::val_split),
       Num("epochs", &TrainOptions::epochs),
+      Num("time", &TrainOptions::time),
       Num("batch", &TrainOptions::batch),
       Num("imgsz", &TrainOptions::imgsz),
       Str("device", &TrainOptions::device),
@@ -142,6 +156,7 @@ std::vector<Field> MakeFields() {
   };
   for (const OptionSpec& spec : LoaderOptionTable())
     if (spec.hyp) fields.push_back(Hyp(spec));
+  fields.push_back(Bool("multi_scale", &TrainOptions::multi_scale));
   fields.insert(fields.end(), {
       Num("val_every", &TrainOptions::val_every),
       Bool("val", &TrainOptions::val),
@@ -248,6 +263,11 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.epochs < 1) return bad("--epochs must be >= 1");
   if (o.model.empty() && o.weights.empty()) return bad("--model is required (or --weights, whose architecture is used)");
   if (o.freeze < 0) return bad("--freeze must be >= 0");
+  for (int layer : o.freeze_layers) {
+    if (layer < 0) return bad("--freeze " + std::to_string(layer) + ": a layer index must be >= 0");
+  }
+  if (o.freeze > 0 && !o.freeze_layers.empty()) return bad("--freeze takes a layer count or a list of layers, not both");
+  if (!(o.time >= 0) || !finite(o.time)) return bad("--time must be >= 0 hours (0: off, train --epochs)");
   if (o.batch < 1) return bad("--batch must be >= 1");
   if (!(o.autobatch >= 0 && o.autobatch < 1)) return bad("--autobatch must be a share of the GPU memory in (0, 1), or 0");
   if (o.imgsz < 32 || o.imgsz % 32 != 0 || o.imgsz > kMaxImgsz) {
@@ -261,6 +281,7 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (!(o.ram_budget_gb >= 0) || !finite(o.ram_budget_gb)) return bad("--ram-budget must be >= 0");
   if (o.read_ahead_mb < 0) return bad("--read-ahead must be >= 0");
   if (!ParseWindowIo(o.window_io, 1).ok()) return bad("--window-io must be auto, direct or page-cache");
+  if (Result<std::optional<OptimizerKind>> kind = ParseOptimizerName(o.optimizer); !kind.ok()) return kind.status();
   if (!(o.lr0 > 0) || !finite(o.lr0)) return bad("--lr0 must be > 0");
   if (!(o.lrf > 0) || !finite(o.lrf)) return bad("--lrf must be > 0");
   if (!(o.momentum >= 0 && o.momentum < 1)) return bad("--momentum must be in [0, 1)");
@@ -286,6 +307,52 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.data.empty()) return bad("--data (a cache directory) is required");
   // The loader checks the augmentation ranges itself; fail early with its message.
   return ValidateOptions(TrainLoaderOptions(o));
+}
+
+std::vector<int> FrozenLayers(const TrainOptions& o) {
+  if (!o.freeze_layers.empty()) return o.freeze_layers;
+  std::vector<int> layers;
+  for (int i = 0; i < o.freeze; ++i) layers.push_back(i);
+  return layers;
+}
+
+Status SetFreeze(const std::string& text, TrainOptions* o) {
+  const bool bracketed = text.find_first_of("[]") != std::string::npos;
+  std::vector<int> items;
+  std::string item;
+  auto bad = [&text](const std::string& why) {
+    return Status::InvalidArgument("--freeze '" + text + "': " + why +
+                                   " (a layer count N, or a list of layer indices such as 0,3,5)");
+  };
+  auto flush = [&]() -> Status {
+    if (item.empty()) return Status::OK();
+    size_t used = 0;
+    int v = -1;
+    try {
+      v = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size()) return bad("'" + item + "' is not an integer");
+    if (v < 0) return bad(item + " is negative");
+    items.push_back(v);
+    item.clear();
+    return Status::OK();
+  };
+  for (char c : text) {
+    if (c == '[' || c == ']' || c == ' ') continue;
+    if (c == ',') {
+      YC_RETURN_IF_ERROR(flush());
+      continue;
+    }
+    item.push_back(c);
+  }
+  YC_RETURN_IF_ERROR(flush());
+  const bool list = bracketed || text.find(',') != std::string::npos;
+  if (!list && items.size() != 1) return bad("empty");
+  o->freeze = list ? 0 : items[0];
+  o->freeze_layers = list ? items : std::vector<int>();
+  return Status::OK();
 }
 
 WindowIo WindowIoFor(const TrainOptions& o, int world_size) {

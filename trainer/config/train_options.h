@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -28,12 +29,19 @@ struct TrainOptions {
   std::string data_source;
   std::string model = "yolov8n";  // yolov8n|s|m|l|x; "" with `weights`: the file's architecture
   // Fine-tuning: initial weights (an Ultralytics .pt or a yolocache checkpoint; every tensor whose name and
-  // shape match is transferred, trainer/io/pretrained.h) and Ultralytics' freeze (model.0 .. model.{N-1}).
+  // shape match is transferred, trainer/io/pretrained.h) and Ultralytics' freeze: freeze=N freezes
+  // model.0 .. model.{N-1} (`freeze`), freeze=[0, 3, 5] the layers listed (`freeze_layers`, non-empty only for
+  // that form, which args.yaml writes back as a list); .dfl is always frozen. FrozenLayers() gives either.
   std::string weights;
   int freeze = 0;
+  std::vector<int> freeze_layers;
   std::string train_split = "train";
   std::string val_split = "val";
   int epochs = 100;
+  // Ultralytics' time: hours of training (> 0) that override epochs: after every epoch `epochs` becomes
+  // ceil(time / mean epoch time so far) (the schedule follows it), and the run stops once the time is up,
+  // after the optimizer step that crossed it (trainer/engine/time_budget.h). 0 = off (Ultralytics' None).
+  double time = 0;
   int batch = 16;
   // Ultralytics' AutoBatch (batch=-1, or batch=0.7): > 0 picks the batch that fills this share of the
   // GPU's memory once the model is built (engine/autobatch.h), into `batch`; 0 = off (`batch` as given).
@@ -67,7 +75,7 @@ struct TrainOptions {
   bool sync_bn = false;          // data-parallel: BatchNorm and loss normaliser over the global batch
 
   // Optimisation (engine/trainer.py).
-  std::string optimizer = "auto";  // auto|SGD|Adam|AdamW|RMSProp
+  std::string optimizer = "auto";  // auto|SGD|Adam|AdamW|RMSProp|NAdam|RAdam|Adamax (config/optimizer_name.h)
   double lr0 = 0.01;
   double lrf = 0.01;
   double momentum = 0.937;
@@ -82,6 +90,9 @@ struct TrainOptions {
 
   // Augmentation (loader/options.h AugmentHyp, including close_mosaic).
   AugmentHyp hyp;
+  // Ultralytics' multi_scale: each train batch resized (bilinear) to a random multiple of the stride in
+  // [0.5, 1.5] x imgsz, drawn from `seed` and the batch's iteration (trainer/engine/multi_scale.h).
+  bool multi_scale = false;
 
   // Validation, checkpoints, stopping.
   int val_every = 1;             // validate every N epochs (and always after the last); 0 = final only
@@ -124,6 +135,12 @@ Result<TrainOptions> TrainOptionsFromJson(const nlohmann::json& json);
 // Ultralytics' check_imgsz: `imgsz` rounded up to a multiple of the largest stride (32), with the warning
 // it prints ("" when none was needed).
 int StrideMultipleImgsz(int imgsz, std::string* warning);
+
+// The layer indices Ultralytics' freeze names: freeze_layers when given, else 0 .. freeze-1.
+std::vector<int> FrozenLayers(const TrainOptions& options);
+// --freeze's text: "N" (a count) or a list "0,3,5" / "[0, 3, 5]" (layer indices) into `freeze` or
+// `freeze_layers`; InvalidArgument naming the text and what is wrong.
+Status SetFreeze(const std::string& text, TrainOptions* options);
 
 // Ranges and combinations; the message names the option as the CLI spells it (--lr0, --batch, ...).
 Status ValidateTrainOptions(const TrainOptions& options);

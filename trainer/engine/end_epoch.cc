@@ -2,8 +2,10 @@
 // rank agrees on, then on rank 0 validation, the results row, last.pt / best.pt / epochN.pt and
 // results.png (written by the background writer while the next epoch trains), and early stopping.
 #include <algorithm>
+#include <cstdio>
 
 #include "libcache/format/manifest.h"
+#include "trainer/config/args_yaml.h"
 #include "trainer/engine/train_run.h"
 #include "trainer/plots/charts.h"
 
@@ -30,6 +32,13 @@ void RotateEpochCheckpoints(std::vector<fs::path>* own, int keep) {
   }
 }
 
+// Hours with three decimals, as Ultralytics' "epochs completed in 0.012 hours".
+std::string HoursText(double hours) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", hours);
+  return buf;
+}
+
 }  // namespace
 
 Status TrainRun::EndEpoch(int epoch, bool* stop) {
@@ -53,19 +62,43 @@ Status TrainRun::EndEpoch(int epoch, bool* stop) {
   } else {
     AdvanceState(epoch);  // the bookkeeping the loop needs; rank 0 keeps the run's record
   }
-  if (Distributed()) {  // rank 0's early-stop decision, so every rank leaves the loop together
-    std::vector<at::Tensor> flag{at::full({1}, *stop ? 1 : 0, at::TensorOptions().dtype(at::kInt))};
+  if (Distributed()) {
+    // Rank 0's stop decision and (time=) epoch count, so every rank leaves the loop together and keeps
+    // the same schedule.
+    std::vector<at::Tensor> flag{at::tensor(std::vector<int>{*stop ? 1 : 0, o_.epochs}, at::TensorOptions().dtype(at::kInt))};
     YC_RETURN_IF_ERROR(dist_->Broadcast(flag, 0));
-    *stop = flag[0].item<int>() != 0;
+    *stop = flag[0][0].item<int>() != 0;
+    o_.epochs = flag[0][1].item<int>();
     if (!IsMain()) state_.finished = *stop || epoch + 1 >= o_.epochs;
   }
+  if (budget_.enabled() && !*stop) ApplyEpochs(o_.epochs);
   return Status::OK();
+}
+
+// Ultralytics' _do_train after an epoch with time=: stop once the budget is spent (or a step found it
+// spent), then epochs = ceil(time / mean epoch time of this session) with the scheduler re-made for it,
+// and stop when the epoch just done is at or past that count.
+bool TrainRun::TimedStop(int epoch) {
+  if (!budget_.enabled()) return false;
+  bool stop = time_up_ || budget_.Exceeded();
+  const int epochs = budget_.Epochs(epoch - session_start_epoch_ + 1);
+  stop = stop || epoch >= epochs;
+  o_.epochs = epochs;  // into last.pt's options: --resume continues with the latest count
+  return stop;
+}
+
+void TrainRun::ApplyEpochs(int epochs) {
+  schedule_->set_epochs(epochs);
+  const Status st = loader_->SetEpochs(epochs);
+  if (!st.ok()) Say("warning: " + st.ToString());  // unreachable: epochs >= 1
 }
 
 Status TrainRun::EndEpochMain(int epoch, bool* stop) {
   EpochRecord rec = TrainRecord(epoch);
   const bool final_epoch = epoch + 1 >= o_.epochs;
-  const bool validate = validator_ && (final_epoch || (o_.val_every > 0 && (epoch + 1) % o_.val_every == 0));
+  // A timed stop inside the epoch validates too (Ultralytics: `... or self.stop`).
+  const bool validate =
+      validator_ && (final_epoch || time_up_ || (o_.val_every > 0 && (epoch + 1) % o_.val_every == 0));
   *stop = false;
   bool improved = false;
   const auto t_val = Clock::now();
@@ -73,6 +106,9 @@ Status TrainRun::EndEpochMain(int epoch, bool* stop) {
   rec.val_seconds = validate ? Seconds(t_val) : 0.0;
   const auto t_save = Clock::now();
   AdvanceState(epoch);
+  const bool early_stop = *stop;
+  time_stopped_ = !final_epoch && !early_stop && TimedStop(epoch);
+  *stop = early_stop || time_stopped_;
   state_.finished = final_epoch || *stop;
   rec.time = state_.train_seconds;
   // results.csv first: the checkpoints' train_results hold this epoch's row, as Ultralytics' save_model reads
@@ -87,9 +123,13 @@ Status TrainRun::EndEpochMain(int epoch, bool* stop) {
   rec.save_seconds = Seconds(t_save);
   summary_.epoch_gap_seconds += rec.val_seconds + rec.save_seconds;
   if (hooks_.observer) hooks_.observer->OnEpochEnd(rec);
-  if (*stop) {
+  if (early_stop) {
     Say("early stopping: no improvement in the last " + std::to_string(o_.patience) + " epochs; best was epoch " +
         std::to_string(state_.best_epoch));
+  }
+  if (time_stopped_) {
+    Say("time=" + YamlFloat(o_.time) + " hours: stopping after epoch " + std::to_string(epoch + 1) + " (" +
+        HoursText(budget_.Elapsed() / 3600.0) + " hours trained)");
   }
   return Status::OK();
 }
@@ -117,7 +157,7 @@ Status TrainRun::Validate(int epoch, EpochRecord* rec, bool* stop, bool* improve
   // The last epoch's validation draws val_batch{0,1,2}_labels/_pred.jpg, as Ultralytics' validator does
   // when the trainer turns its plots on (ultralytics/engine/validator.py: the final epoch).
   const ValSamplePlots samples{out_, names_};
-  const bool draw = o_.plots && epoch + 1 >= o_.epochs;
+  const bool draw = o_.plots && (epoch + 1 >= o_.epochs || time_up_);
   YC_ASSIGN_OR_RETURN(ValResult v, validator_->Run(*ema_model, progress, nullptr, draw ? &samples : nullptr));
   rec->validated = true;
   rec->precision = v.metrics.precision;

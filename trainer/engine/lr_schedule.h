@@ -48,6 +48,8 @@ class LrSchedule {
   StepSettings At(int64_t epoch, int64_t ni, int64_t nb, double initial_lr) const;
 
   const LrScheduleOptions& options() const { return options_; }
+  // Ultralytics' time= re-creates its LambdaLR with the recomputed epoch count (its _setup_scheduler).
+  void set_epochs(int64_t epochs) { options_.epochs = epochs; }
 
  private:
   LrScheduleOptions options_;

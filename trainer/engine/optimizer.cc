@@ -1,8 +1,8 @@
 #include "trainer/engine/optimizer.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
+#include <optional>
 #include <tuple>
 
 #include <torch/optim/adam.h>
@@ -10,29 +10,20 @@
 #include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
 
+#include "trainer/engine/adam_variants.h"
+
 namespace yc::trainer {
 
 namespace optim = torch::optim;
 
-const char* OptimizerName(OptimizerKind kind) {
-  switch (kind) {
-    case OptimizerKind::kSGD: return "SGD";
-    case OptimizerKind::kAdam: return "Adam";
-    case OptimizerKind::kAdamW: return "AdamW";
-    case OptimizerKind::kRMSProp: return "RMSProp";
-  }
-  return "?";
-}
-
 Result<OptimizerSpec> ResolveOptimizer(const std::string& name, double lr0, double momentum, double warmup_bias_lr,
                                        int64_t nc, int64_t iterations) {
-  std::string n;
-  for (char c : name) n.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  YC_ASSIGN_OR_RETURN(const std::optional<OptimizerKind> kind, ParseOptimizerName(name));
   OptimizerSpec spec;
   spec.lr = lr0;
   spec.momentum = momentum;
   spec.warmup_bias_lr = warmup_bias_lr;
-  if (n == "auto") {
+  if (!kind) {
     // lr0 fit equation, rounded to 6 decimals like Python's round(x, 6).
     const double lr_fit = std::nearbyint(0.002 * 5.0 / (4.0 + static_cast<double>(nc)) * 1e6) / 1e6;
     if (iterations > 10000) {
@@ -46,17 +37,7 @@ Result<OptimizerSpec> ResolveOptimizer(const std::string& name, double lr0, doub
     spec.warmup_bias_lr = 0.0;  // no higher than 0.01 for Adam
     return spec;
   }
-  if (n == "sgd") {
-    spec.kind = OptimizerKind::kSGD;
-  } else if (n == "adam") {
-    spec.kind = OptimizerKind::kAdam;
-  } else if (n == "adamw") {
-    spec.kind = OptimizerKind::kAdamW;
-  } else if (n == "rmsprop") {
-    spec.kind = OptimizerKind::kRMSProp;
-  } else {
-    return Status::InvalidArgument("optimizer '" + name + "': expected auto, SGD, Adam, AdamW or RMSProp");
-  }
+  spec.kind = *kind;
   if (!(lr0 > 0)) return Status::InvalidArgument("optimizer: lr0 must be > 0");
   if (spec.kind == OptimizerKind::kSGD && !(momentum > 0)) {
     return Status::InvalidArgument("optimizer: SGD uses Nesterov momentum, which needs momentum > 0");
@@ -99,6 +80,16 @@ ParamGroups SplitParameters(const torch::nn::Module& module) {
 
 namespace {
 
+// NAdam, RAdam or Adamax (spec.kind is one of them).
+std::unique_ptr<AdamVariantOptions> Variant(const OptimizerSpec& spec, double weight_decay) {
+  const AdamVariantKind kind = spec.kind == OptimizerKind::kNAdam   ? AdamVariantKind::kNAdam
+                               : spec.kind == OptimizerKind::kRAdam ? AdamVariantKind::kRAdam
+                                                                    : AdamVariantKind::kAdamax;
+  auto o = std::make_unique<AdamVariantOptions>(kind, spec.lr);
+  o->betas(std::make_tuple(spec.momentum, 0.999)).weight_decay(weight_decay);
+  return o;
+}
+
 std::unique_ptr<optim::OptimizerOptions> OptionsFor(const OptimizerSpec& spec, double weight_decay) {
   switch (spec.kind) {
     case OptimizerKind::kSGD:
@@ -113,6 +104,10 @@ std::unique_ptr<optim::OptimizerOptions> OptionsFor(const OptimizerSpec& spec, d
     case OptimizerKind::kRMSProp:
       return std::make_unique<optim::RMSpropOptions>(
           optim::RMSpropOptions(spec.lr).momentum(spec.momentum).weight_decay(weight_decay));
+    case OptimizerKind::kNAdam:
+    case OptimizerKind::kRAdam:
+    case OptimizerKind::kAdamax:
+      return Variant(spec, weight_decay);
   }
   return nullptr;
 }
@@ -138,6 +133,11 @@ std::unique_ptr<optim::Optimizer> BuildOptimizer(const torch::nn::Module& module
           groups, optim::AdamWOptions(spec.lr).betas(std::make_tuple(spec.momentum, 0.999)).weight_decay(0.0));
     case OptimizerKind::kRMSProp:
       return std::make_unique<optim::RMSprop>(groups, optim::RMSpropOptions(spec.lr).momentum(spec.momentum));
+    // Ultralytics: getattr(optim, name)(g, lr=lr, betas=(momentum, 0.999), weight_decay=0.0).
+    case OptimizerKind::kNAdam:
+    case OptimizerKind::kRAdam:
+    case OptimizerKind::kAdamax:
+      return std::make_unique<AdamVariant>(groups, *Variant(spec, 0.0));
   }
   return nullptr;
 }

@@ -1,7 +1,9 @@
 // Ultralytics' optimizer set-up (engine/trainer.py build_optimizer): three parameter groups — 0: biases
 // (no decay), 1: other weights (decay), 2: normalisation-layer weights (no decay) — SGD with Nesterov
-// momentum or Adam-family with betas (momentum, 0.999), and the "auto" rule (SGD lr 0.01 momentum 0.9
+// momentum, RMSprop with momentum, or an Adam-family optimizer (Adam, AdamW, NAdam, RAdam, Adamax) with
+// betas (momentum, 0.999) and weight decay per group only, and the "auto" rule (SGD lr 0.01 momentum 0.9
 // for runs over 10k iterations, else AdamW with lr fitted to the class count; warmup bias lr 0).
+// NAdam, RAdam and Adamax, which torch::optim lacks, are trainer/engine/adam_variants.h.
 #pragma once
 
 #include <cstdint>
@@ -14,11 +16,9 @@
 #include <torch/optim/optimizer.h>
 
 #include "base/status.h"
+#include "trainer/config/optimizer_name.h"
 
 namespace yc::trainer {
-
-enum class OptimizerKind { kSGD, kAdam, kAdamW, kRMSProp };
-const char* OptimizerName(OptimizerKind kind);
 
 // The optimizer actually used, after the "auto" rule.
 struct OptimizerSpec {
@@ -28,7 +28,7 @@ struct OptimizerSpec {
   double warmup_bias_lr = 0.1;    // forced to 0 by "auto"
 };
 
-// name: auto | SGD | Adam | AdamW | RMSProp (case-insensitive). iterations: see OptimizerIterations.
+// name: auto | SGD | Adam | AdamW | RMSProp | NAdam | RAdam | Adamax (any case: ParseOptimizerName). iterations: see OptimizerIterations.
 Result<OptimizerSpec> ResolveOptimizer(const std::string& name, double lr0, double momentum, double warmup_bias_lr,
                                        int64_t nc, int64_t iterations);
 

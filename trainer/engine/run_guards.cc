@@ -19,11 +19,14 @@ std::string Short(double v) {
 }  // namespace
 
 Result<TrainRun::StopVote> TrainRun::AgreeStop(bool diverged) {
-  at::Tensor flags = at::tensor(std::vector<int>{Cancelled() ? 1 : 0, diverged ? 1 : 0}, at::TensorOptions().dtype(at::kInt));
+  const bool time_up = IsMain() && budget_.Exceeded();  // rank 0's clock, as Ultralytics broadcasts it
+  at::Tensor flags = at::tensor(std::vector<int>{Cancelled() ? 1 : 0, diverged ? 1 : 0, time_up ? 1 : 0},
+                                at::TensorOptions().dtype(at::kInt));
   YC_RETURN_IF_ERROR(dist_->AllReduce(flags, ReduceKind::kMax));
   StopVote vote;
   vote.cancel = flags[0].item<int>() != 0;
   vote.diverged = flags[1].item<int>() != 0;
+  vote.time_up = flags[2].item<int>() != 0;
   return vote;
 }
 

@@ -234,10 +234,13 @@ Status TrainRun::BuildModel() {
   DetectionModel& model = stack_.model;
   if (resume_) YC_RETURN_IF_ERROR(resume_->LoadModule("model", *model));
   if (pretrained_) TransferPretrained();
-  if (o_.freeze > 0) {  // before the optimizer is built: frozen parameters join no group (resume too)
-    const int64_t frozen = FreezeLayers(*model, o_.freeze);
-    Say("freeze: layers model.0-" + std::to_string(o_.freeze - 1) + " and .dfl (" + std::to_string(frozen) +
-        " parameter tensors)");
+  if (const std::vector<int> layers = FrozenLayers(o_); !layers.empty()) {
+    // Before the optimizer is built: frozen parameters join no group (resume too).
+    const int64_t frozen = FreezeLayers(*model, layers);
+    std::string which;
+    for (int i : layers) which += (which.empty() ? "model." : ", model.") + std::to_string(i);
+    if (o_.freeze_layers.empty()) which = "model.0-" + std::to_string(o_.freeze - 1);
+    Say("freeze: layers " + which + " and .dfl (" + std::to_string(frozen) + " parameter tensors)");
   }
   if (Distributed()) {
     // Identical start on every rank (seeded init or the same checkpoint already give it; this makes it

@@ -3,6 +3,7 @@
 // across ranks under DDP) and, on a cancel, the interrupt checkpoint.
 #include <algorithm>
 
+#include "trainer/engine/multi_scale.h"
 #include "trainer/engine/train_run.h"
 #include "trainer/plots/batch_grid.h"
 #include "trainer/plots/image_file.h"
@@ -24,16 +25,18 @@ Status TrainRun::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
     // Stage batch i + 1 before computing batch i: on CUDA its copy overlaps this batch's compute.
     YC_RETURN_IF_ERROR(StageNextBatch());
     YC_ASSIGN_OR_RETURN(DeviceBatch db, feed_->Take());
+    const int64_t steps_before = state_.optimizer_steps;
     YC_RETURN_IF_ERROR(TrainBatch(db, &c));
     const bool last = feed_->staged() == 0;
     const bool log_point = (c.i - first_batch) % static_cast<size_t>(o_.log_every) == 0 || last;
     if (hooks_.observer && log_point) ReportProgress(c, db);
-    YC_ASSIGN_OR_RETURN(bool cancel, CheckStop(c, log_point));
+    YC_ASSIGN_OR_RETURN(bool cancel, CheckStop(c, log_point, state_.optimizer_steps > steps_before));
     if (cancel && c.i < nb_) {
       YC_RETURN_IF_ERROR(SaveInterrupted(c));
       *interrupted = true;
       return Status::OK();
     }
+    if (time_up_) break;  // Ultralytics' timed stop: the epoch ends here, then validates and saves as usual
   }
   FinishEpoch(c);
   return Status::OK();
@@ -41,6 +44,12 @@ Status TrainRun::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
 
 void TrainRun::BeginEpoch(int epoch, size_t first_batch) {
   stack_.model->train();
+  // Ultralytics' _model_train: the BatchNorm layers of frozen layers keep their running statistics.
+  if (const std::vector<int> frozen = FrozenLayers(o_); !frozen.empty()) {
+    for (const auto& m : stack_.model->named_modules()) {
+      if (m.value()->name().find("BatchNorm") != std::string::npos && IsFrozenName(m.key(), frozen)) m.value()->eval();
+    }
+  }
   if (hooks_.observer) hooks_.observer->OnEpochStart(epoch + 1, o_.epochs, nb_);
   epoch_t0_ = Clock::now();
   const at::TensorOptions on_device = at::TensorOptions().dtype(at::kFloat).device(stack_.target.device);
@@ -76,7 +85,13 @@ Status TrainRun::TrainBatch(const DeviceBatch& db, EpochCursor* c) {
     if (c->i == c->first) probe_labels_.clear();
     probe_labels_.push_back({db.labels, db.max_boxes});
   }
-  YC_ASSIGN_OR_RETURN(at::Tensor items, stack_.step->ForwardBackward(db.images, db.labels, db.max_boxes, step_now));
+  at::Tensor images = db.images;
+  if (o_.multi_scale) {
+    // Ultralytics' self.stride: max(int(model.stride.max()), 32).
+    const auto gs = std::max<int64_t>(static_cast<int64_t>(stack_.model->strides().back()), 32);
+    images = MultiScaleImages(images, MultiScaleSize(o_.imgsz, gs, o_.seed, ni), gs);
+  }
+  YC_ASSIGN_OR_RETURN(at::Tensor items, stack_.step->ForwardBackward(images, db.labels, db.max_boxes, step_now));
   epoch_loss_.add_(items);  // this rank's losses (Ultralytics logs rank 0's too)
   loss_history_[static_cast<int64_t>(c->i)].copy_(items);  // on the device; scanned at the next log point
   ++epoch_batches_;
@@ -93,7 +108,7 @@ Status TrainRun::TrainBatch(const DeviceBatch& db, EpochCursor* c) {
 
 // The batches Ultralytics draws (plots/batch_grid.h).
 bool TrainRun::IsPlottedBatch(int64_t ni) const {
-  return IsPlottedTrainBatch(ni, o_.epochs, o_.hyp.close_mosaic, static_cast<int64_t>(nb_), resume_ != nullptr);
+  return IsPlottedTrainBatch(ni, plot_epochs_, o_.hyp.close_mosaic, static_cast<int64_t>(nb_), resume_ != nullptr);
 }
 
 // train_batch{ni}.jpg, as Ultralytics' plot_training_samples: the grid is copied out here (the host
@@ -126,8 +141,10 @@ void TrainRun::ReportProgress(const EpochCursor& c, const DeviceBatch& db) {
 // sync the log point pays anyway), so a stop takes effect within --log-every batches on all ranks.
 // The losses since the last log point are scanned for NaN/inf there too, and before an interrupt's
 // checkpoint: a diverged run stops (every rank) without saving its weights.
-Result<bool> TrainRun::CheckStop(const EpochCursor& c, bool log_point) {
+Result<bool> TrainRun::CheckStop(const EpochCursor& c, bool log_point, bool stepped) {
   bool cancel = Distributed() ? false : Cancelled();
+  // Ultralytics checks the time= budget after every optimizer step; under DDP it is agreed at log points.
+  if (stepped && !Distributed() && budget_.Exceeded()) time_up_ = true;
   std::string bad_loss;
   const size_t unchecked = losses_checked_;
   if (log_point || cancel) {
@@ -139,6 +156,7 @@ Result<bool> TrainRun::CheckStop(const EpochCursor& c, bool log_point) {
     YC_ASSIGN_OR_RETURN(StopVote agreed, AgreeStop(diverged));
     cancel = agreed.cancel;
     diverged = agreed.diverged;
+    time_up_ = time_up_ || agreed.time_up;
   }
   if (diverged) {
     if (bad_loss.empty()) {

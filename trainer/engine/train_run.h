@@ -20,6 +20,7 @@
 #include "trainer/distributed/grad_reducer.h"
 #include "trainer/engine/ceiling_probe.h"
 #include "trainer/engine/lr_schedule.h"
+#include "trainer/engine/time_budget.h"
 #include "trainer/engine/trainer.h"
 #include "trainer/engine/training_stack.h"
 #include "trainer/eval/validator.h"
@@ -94,8 +95,9 @@ class TrainRun {
   bool IsPlottedBatch(int64_t ni) const;  // train_batch{ni}.jpg is drawn for this batch
   void PlotTrainBatch(const Batch& host, int64_t ni);
   void ReportProgress(const EpochCursor& c, const DeviceBatch& db);
-  // Whether to stop for a cancel agreed by every rank; a non-finite loss on any rank is Diverged.
-  Result<bool> CheckStop(const EpochCursor& c, bool log_point);
+  // Whether to stop for a cancel agreed by every rank; a non-finite loss on any rank is Diverged. Sets
+  // time_up_ when the time= budget ran out at an optimizer step (agreed at log points under DDP).
+  Result<bool> CheckStop(const EpochCursor& c, bool log_point, bool stepped);
   Status SaveInterrupted(const EpochCursor& c);
   void FinishEpoch(const EpochCursor& c);
 
@@ -105,6 +107,9 @@ class TrainRun {
   EpochRecord TrainRecord(int epoch);
   Status Validate(int epoch, EpochRecord* rec, bool* stop, bool* improved);
   void AdvanceState(int epoch);  // the epoch is done: the resume position moves to the next one
+  // time=: whether the budget stops the run after `epoch`, with o_.epochs recomputed (rank 0).
+  bool TimedStop(int epoch);
+  void ApplyEpochs(int epochs);  // schedule and loader follow a recomputed epoch count
   struct EpochSnapshots {
     std::shared_ptr<CheckpointSnapshot> last, best;  // best: null when not written this epoch
     // epochN.pt: the training form; last.pt too until the run finishes, when last.pt is stripped.
@@ -118,8 +123,9 @@ class TrainRun {
   // Whether any rank was asked to stop (cancel) or found a non-finite loss or weight (diverged; this
   // rank's own finding comes in). Under DDP a collective, so every rank must call it at the same point;
   // all ranks then leave at the same batch (the resume position is one for all of them).
+  // time_up: rank 0's time= budget is spent (Ultralytics broadcasts rank 0's verdict).
   struct StopVote {
-    bool cancel = false, diverged = false;
+    bool cancel = false, diverged = false, time_up = false;
   };
   Result<StopVote> AgreeStop(bool diverged);
   Result<bool> AgreeCancel();
@@ -194,6 +200,13 @@ class TrainRun {
   nlohmann::json last_metrics_ = nlohmann::json::object();
   bool plot_disabled_ = false;
   std::vector<double> last_confusion_;  // of the last validation, for the final plots
+  // time= (time_budget.h): the budget, the epoch this session started at, whether a step found the budget
+  // spent inside the epoch (it then ends there), whether the budget stopped the run.
+  TimeBudget budget_;
+  int session_start_epoch_ = 0;
+  bool time_up_ = false;
+  bool time_stopped_ = false;
+  int plot_epochs_ = 0;  // the epoch count the train_batch plots were chosen with (Ultralytics: at the start)
 
   TrainSummary summary_;
 };

@@ -6,6 +6,7 @@
 
 #include <torch/serialize.h>
 
+#include "trainer/config/args_yaml.h"
 #include "trainer/engine/train_run.h"
 #include "trainer/eval/val_plots.h"
 
@@ -83,7 +84,14 @@ Status TrainRun::ValidateBest() {
 // From the resume position to the last epoch, or until a cancel, an early stop or an error.
 Status TrainRun::RunEpochs() {
   const int start = state_.epoch;
-  for (int epoch = start; epoch < o_.epochs; ++epoch) {
+  session_start_epoch_ = start;
+  plot_epochs_ = o_.epochs;
+  budget_ = TimeBudget(o_.time);
+  budget_.Start();  // Ultralytics' train_time_start: the budget counts from here, in every session
+  if (budget_.enabled()) Say("Starting training for " + YamlFloat(o_.time) + " hours (time=, overrides epochs)...");
+  // With time= the epoch count moves after every epoch and the run ends by its stop rules alone (an epoch
+  // past a count that shrank below it still runs, as Ultralytics' while loop does).
+  for (int epoch = start; budget_.enabled() || epoch < o_.epochs; ++epoch) {
     YC_ASSIGN_OR_RETURN(bool cancel, Distributed() ? AgreeCancel() : Result<bool>(Cancelled()));
     if (cancel) {
       summary_.interrupted = true;
@@ -103,7 +111,7 @@ Status TrainRun::RunEpochs() {
     YC_RETURN_IF_ERROR(EndEpoch(epoch, &stop));
     ++summary_.epochs_run;
     if (stop) {
-      summary_.early_stopped = true;
+      summary_.early_stopped = !time_stopped_;
       break;
     }
   }

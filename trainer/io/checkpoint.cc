@@ -163,6 +163,10 @@ const char* OptimizerKindName(const torch::optim::Optimizer& o) {
   if (dynamic_cast<const torch::optim::AdamW*>(&o) != nullptr) return "AdamW";
   if (dynamic_cast<const torch::optim::Adam*>(&o) != nullptr) return "Adam";
   if (dynamic_cast<const torch::optim::RMSprop*>(&o) != nullptr) return "RMSProp";
+  // NAdam, RAdam, Adamax (trainer/engine/adam_variants.h) name themselves through their group options.
+  if (!o.param_groups().empty()) {
+    if (const auto* d = dynamic_cast<const DescribedOptions*>(&o.param_groups()[0].options())) return d->kind_name();
+  }
   return "";
 }
 
@@ -173,7 +177,11 @@ Result<SavedOptimizer> CopyOptimizer(const torch::optim::Optimizer& optimizer, b
   for (auto& g : saved.groups) {
     for (auto& param : g.params) {
       if (!param) continue;
-      for (auto& [name, t] : param->tensors) t = half && t.is_floating_point() ? HostCopy(t.to(at::kHalf)) : HostCopy(t);
+      // A 0-dim state (NAdam's mu_product, a running product) keeps float32: fp16 would cost a resume
+      // precision for 2 bytes.
+      for (auto& [name, t] : param->tensors) {
+        t = half && t.is_floating_point() && t.dim() > 0 ? HostCopy(t.to(at::kHalf)) : HostCopy(t);
+      }
     }
   }
   return saved;

@@ -38,6 +38,7 @@ std::map<std::string, double> OptionsOf(const OptimizerOptions& o) {
     return {{"lr", r->lr()}, {"alpha", r->alpha()}, {"eps", r->eps()}, {"weight_decay", r->weight_decay()},
             {"momentum", r->momentum()}, {"centered", r->centered() ? 1.0 : 0.0}};
   }
+  if (const auto* d = dynamic_cast<const DescribedOptions*>(&o)) return d->SavedOptions();
   return {};
 }
 
@@ -65,6 +66,10 @@ bool StateOf(const OptimizerParamState& state, SavedParamState* s) {
     PutTensor(s, "square_avg", r->square_avg());
     PutTensor(s, "momentum_buffer", r->momentum_buffer());
     PutTensor(s, "grad_avg", r->grad_avg());
+    return true;
+  }
+  if (const auto* d = dynamic_cast<const DescribedParamState*>(&state)) {
+    d->SaveTo(s);
     return true;
   }
   return false;
@@ -116,6 +121,7 @@ Status SetOptions(const std::map<std::string, double>& saved, OptimizerOptions& 
     r->momentum(f.Option("momentum")).centered(f.Option("centered") != 0);
     return f.status();
   }
+  if (auto* d = dynamic_cast<DescribedOptions*>(&o)) return d->RestoreOptions(saved, where);
   return Status::Unsupported("optimizer state: this kind of optimizer cannot be restored");
 }
 
@@ -179,23 +185,48 @@ Result<std::unique_ptr<OptimizerParamState>> MakeState(const OptimizerOptions& k
     out->step(step).square_avg(*sq).momentum_buffer(*buf).grad_avg(*avg);
     return std::unique_ptr<OptimizerParamState>(std::move(out));
   }
+  if (const auto* d = dynamic_cast<const DescribedOptions*>(&kind)) return d->MakeState(s, p, where);
 #undef YC_STATE_TENSOR
   return Status::Unsupported("optimizer state: this kind of optimizer cannot be restored");
 }
 
 }  // namespace
 
+Result<at::Tensor> SavedStateTensor(const SavedParamState& s, const char* name, const at::Tensor& param, bool required,
+                                    const std::string& where) {
+  return StateTensor(s, name, param, required, where);
+}
+
+Result<int64_t> SavedStateStep(const SavedParamState& s, const std::string& where) { return StateStep(s, where); }
+
+Result<at::Tensor> SavedStateScalar(const SavedParamState& s, const char* name, const std::string& where) {
+  auto it = s.tensors.find(name);
+  if (it == s.tensors.end()) return Status::Corruption("optimizer state: " + where + " lacks its " + name);
+  const at::Tensor& t = it->second;
+  if (t.numel() != 1 || !t.is_floating_point()) {
+    return Status::Corruption("optimizer state: " + where + " " + name + " is not one floating-point number (shape " +
+                              c10::str(t.sizes(), " ", t.scalar_type()) + ")");
+  }
+  return t.reshape({}).to(at::kCPU, at::kFloat, /*non_blocking=*/false, /*copy=*/true);
+}
+
+Result<double> SavedOption(const std::map<std::string, double>& saved, const char* name, const std::string& where) {
+  auto it = saved.find(name);
+  if (it == saved.end()) return Status::Corruption("optimizer state: " + where + " lacks its option " + name);
+  return it->second;
+}
+
 bool IsOptionName(const std::string& name) {
-  static const std::set<std::string> kNames = {"lr",    "momentum", "dampening", "weight_decay", "nesterov", "betas.0",
-                                               "betas.1", "eps",    "amsgrad",   "alpha",        "centered"};
+  static const std::set<std::string> kNames = {"lr",      "momentum", "dampening", "weight_decay", "nesterov",      "betas.0",
+                                               "betas.1", "eps",      "amsgrad",   "alpha",        "centered", "momentum_decay"};
   return kNames.count(name) > 0;
 }
 
 bool IsStateIntName(const std::string& name) { return name == "step"; }
 
 bool IsStateTensorName(const std::string& name) {
-  static const std::set<std::string> kNames = {"momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq",
-                                               "square_avg", "grad_avg"};
+  static const std::set<std::string> kNames = {"momentum_buffer", "exp_avg",  "exp_avg_sq", "max_exp_avg_sq",
+                                               "square_avg",      "grad_avg", "exp_inf",    "mu_product"};
   return kNames.count(name) > 0;
 }
 

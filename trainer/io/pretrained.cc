@@ -146,15 +146,19 @@ std::string CompactNames(const std::vector<std::string>& names, size_t max_items
   return out;
 }
 
-int64_t FreezeLayers(torch::nn::Module& model, int layers) {
+bool IsFrozenName(const std::string& name, const std::vector<int>& layers) {
+  if (name.find(".dfl") != std::string::npos) return true;  // always_freeze_names
+  // Ultralytics tests `f"model.{x}." in name`: a substring, not a prefix.
+  for (int i : layers) {
+    if (name.find("model." + std::to_string(i) + ".") != std::string::npos) return true;
+  }
+  return false;
+}
+
+int64_t FreezeLayers(torch::nn::Module& model, const std::vector<int>& layers) {
   int64_t frozen = 0;
   for (auto& p : model.named_parameters(true)) {
-    const std::string& name = p.key();
-    bool freeze = name.find(".dfl") != std::string::npos;
-    for (int i = 0; i < layers && !freeze; ++i) {
-      if (name.rfind("model." + std::to_string(i) + ".", 0) == 0) freeze = true;
-    }
-    if (freeze) {
+    if (IsFrozenName(p.key(), layers)) {
       p.value().set_requires_grad(false);
       ++frozen;
     }

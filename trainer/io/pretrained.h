@@ -55,9 +55,12 @@ TransferReport TransferWeights(const ModelWeights& weights, torch::nn::Module& m
 // entries, then "... (K more)".
 std::string CompactNames(const std::vector<std::string>& names, size_t max_items = 12);
 
-// Ultralytics' freeze: parameters named "model.{i}." for i < layers and every ".dfl" parameter get
-// requires_grad false. Returns how many parameter tensors are frozen in total.
-int64_t FreezeLayers(torch::nn::Module& model, int layers);
+// Ultralytics' freeze (engine/trainer.py _setup_train): a parameter whose name contains "model.{i}." for
+// an i in `layers`, or ".dfl", gets requires_grad false. Returns how many parameter tensors are frozen.
+int64_t FreezeLayers(torch::nn::Module& model, const std::vector<int>& layers);
+// Whether `name` (a parameter's or a module's) is frozen by `layers` in that sense; Ultralytics' _model_train
+// also keeps the BatchNorm layers so named in eval mode (their running statistics frozen too).
+bool IsFrozenName(const std::string& name, const std::vector<int>& layers);
 
 // An inference model (eval, no grad, on `device`) from either kind of file, with its names and
 // the weights' metadata (tensors released).

@@ -31,7 +31,8 @@ namespace {
 
 void Key(PickleWriter& p, const char* key) { p.Str(key); }
 
-// torch.optim's param_group entries for `kind` (torch/optim/sgd.py, adam.py, adamw.py, rmsprop.py defaults).
+// torch.optim's param_group entries for `kind` (torch/optim/sgd.py, adam.py, adamw.py, rmsprop.py, nadam.py,
+// radam.py, adamax.py defaults).
 void GroupOptions(TorchSaveWriter& w, const SavedParamGroup& g, const std::string& kind, double initial_lr) {
   PickleWriter& p = w.pickle();
   auto real = [&](const char* name, double fallback) {
@@ -56,7 +57,7 @@ void GroupOptions(TorchSaveWriter& w, const SavedParamGroup& g, const std::strin
     real("weight_decay", 0);
     real("momentum", 0);
     flag("centered");
-  } else {  // Adam, AdamW
+  } else {  // Adam, AdamW, NAdam, RAdam, Adamax
     Key(p, "betas");
     p.Mark();
     p.Float(g.options.count("betas.0") ? g.options.at("betas.0") : 0.9);
@@ -64,11 +65,18 @@ void GroupOptions(TorchSaveWriter& w, const SavedParamGroup& g, const std::strin
     p.Tuple();
     real("eps", 1e-8);
     real("weight_decay", 0);
-    flag("amsgrad");
+    if (kind == "NAdam") real("momentum_decay", 4e-3);
+    if (kind == "NAdam" || kind == "RAdam") {
+      Key(p, "decoupled_weight_decay");
+      p.Bool(false);
+    }
+    if (kind == "Adam" || kind == "AdamW") flag("amsgrad");
     Key(p, "capturable");
     p.Bool(false);
-    Key(p, "fused");
-    p.None();
+    if (kind == "Adam" || kind == "AdamW") {
+      Key(p, "fused");
+      p.None();
+    }
   }
   Key(p, "maximize");
   p.Bool(false);

@@ -51,7 +51,8 @@ struct UltralyticsCheckpointFields {
   const SavedOptimizer* optimizer = nullptr;
   std::vector<std::vector<int64_t>> optimizer_ids;
   std::vector<int64_t> optimizer_group_sizes;
-  std::string optimizer_kind;  // "SGD", "Adam", "AdamW", "RMSProp" (the option names written per group)
+  // "SGD", "Adam", "AdamW", "RMSProp", "NAdam", "RAdam", "Adamax" (the option names written per group)
+  std::string optimizer_kind;
   bool half_ema = true;        // the training form's `ema` in fp16, as Ultralytics
   bool half_optimizer = true;  // the optimizer's state tensors in fp16 (convert_optimizer_state_dict_to_fp16)
   double initial_lr = 0;
