@@ -6,10 +6,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "libcache/record_selection.h"
 #include "loader/options.h"
 
 namespace yc::trainer {
@@ -33,6 +35,13 @@ struct TrainOptions {
   int freeze = 0;
   std::string train_split = "train";
   std::string val_split = "val";
+  // Which images and labels the run uses, chosen when it opens the cache (libcache/record_selection.h),
+  // with Ultralytics' meanings: `fraction` of the train images (the first round(n * fraction)),
+  // `single_cls` (every label class 0, names {"item"}, a 1-class head) and `classes` (only labels of
+  // these classes, train and val; empty: all).
+  double fraction = 1.0;
+  bool single_cls = false;
+  std::vector<int32_t> classes;
   int epochs = 100;
   int batch = 16;
   // Ultralytics' AutoBatch (batch=-1, or batch=0.7): > 0 picks the batch that fills this share of the
@@ -127,6 +136,9 @@ int StrideMultipleImgsz(int imgsz, std::string* warning);
 
 // Ranges and combinations; the message names the option as the CLI spells it (--lr0, --batch, ...).
 Status ValidateTrainOptions(const TrainOptions& options);
+
+// The label rules (classes, single_cls) both splits are read with.
+LabelRules TrainLabelRules(const TrainOptions& options);
 
 // The train loader's options for rank `rank` of `world_size` (batch per rank = batch / world_size,
 // as Ultralytics); the caller adds the device-specific layout and allocator.
