@@ -122,6 +122,9 @@ bool SelectedSource::Extent(size_t index, RecordExtent* out) const {
   return index < size_ && base_->Extent(index, out);
 }
 
+// With both classes and single_cls, boxes are filtered by their stored class, then made 0: what
+// update_labels does with labels cached without single_cls. (Ultralytics' own result depends on its
+// labels/*.cache: a fresh one is relabelled before the filter, which then keeps all or nothing.)
 Status SelectedSource::Relabel(RecordView* out, ScratchBuffer* scratch) const {
   if (!rules_.active() || out->box_count == 0) return Status::OK();
   if (scratch == nullptr) return Status::InvalidArgument("record: a scratch buffer is needed to relabel it");

@@ -44,7 +44,7 @@ struct Epoch {
   std::vector<std::vector<float>> labels;
 };
 
-Epoch Run(const std::shared_ptr<const RecordSource>& src, LoaderOptions o) {
+Epoch RunEpoch(const std::shared_ptr<const RecordSource>& src, LoaderOptions o) {
   Epoch e;
   auto loader = Loader::Create(src, o);
   EXPECT_TRUE(loader.ok()) << loader.status().ToString();
@@ -87,8 +87,8 @@ TEST(ChannelOrder, TrainImagesAreBgrExactlyWhereTheDrawFires) {
   auto src = std::make_shared<FakeSource>(FakeSource::Synthetic(12, 64, 4));
   for (const auto path : {LoaderOptions::Path::kFast, LoaderOptions::Path::kReference}) {
     for (const auto layout : {ImageLayout::kNCHW, ImageLayout::kNHWC}) {
-      const Epoch rgb = Run(src, Options(path, layout, 0.0));
-      const Epoch bgr = Run(src, Options(path, layout, 1.0));
+      const Epoch rgb = RunEpoch(src, Options(path, layout, 0.0));
+      const Epoch bgr = RunEpoch(src, Options(path, layout, 1.0));
       ASSERT_EQ(rgb.images.size(), 12u);
       ASSERT_EQ(bgr.images.size(), rgb.images.size());
       EXPECT_EQ(bgr.labels, rgb.labels);  // the draw is the plan's last: nothing else changes
@@ -98,7 +98,7 @@ TEST(ChannelOrder, TrainImagesAreBgrExactlyWhereTheDrawFires) {
       }
       // bgr 0.5: each image one or the other, both seen, the same at another thread count.
       LoaderOptions half = Options(path, layout, 0.5);
-      const Epoch mixed = Run(src, half);
+      const Epoch mixed = RunEpoch(src, half);
       size_t swapped = 0;
       for (size_t i = 0; i < rgb.images.size(); ++i) {
         const bool is_bgr = mixed.images[i] == bgr.images[i];
@@ -108,7 +108,7 @@ TEST(ChannelOrder, TrainImagesAreBgrExactlyWhereTheDrawFires) {
       EXPECT_GT(swapped, 0u);
       EXPECT_LT(swapped, rgb.images.size());
       half.threads = 3;
-      EXPECT_EQ(Run(src, half).images, mixed.images);
+      EXPECT_EQ(RunEpoch(src, half).images, mixed.images);
     }
   }
 }
@@ -117,9 +117,9 @@ TEST(ChannelOrder, ValidationNeverSwaps) {
   auto src = std::make_shared<FakeSource>(FakeSource::Synthetic(5, 64, 6));
   LoaderOptions o = Options(LoaderOptions::Path::kFast, ImageLayout::kNCHW, 0.0);
   o.mode = LoaderMode::kVal;
-  const Epoch plain = Run(src, o);
+  const Epoch plain = RunEpoch(src, o);
   o.hyp.bgr = 1.0;
-  EXPECT_EQ(Run(src, o).images, plain.images);
+  EXPECT_EQ(RunEpoch(src, o).images, plain.images);
   EXPECT_EQ(plain.images.size(), 5u);
 }
 

@@ -36,7 +36,7 @@ TEST(TrainOptions, JsonRoundTripAndErrors) {
   o.classes = {0, 7};
   o.hyp.bgr = 0.125;
   auto j = ToJson(o);
-  EXPECT_EQ(j["classes"], nlohmann::json::array({0, 7}));
+  EXPECT_EQ(j["classes"], nlohmann::ordered_json::array({0, 7}));
   EXPECT_EQ(j["single_cls"], true);
   EXPECT_EQ(j["bgr"], 0.125);
   EXPECT_EQ(j["model"], "yolov8s");

@@ -442,6 +442,10 @@ Status EmitKey(const std::string& key, const std::string& value, const Overrides
       const std::string negated = "--no-" + option.substr(2);
       if (e->Has(option) || e->Has(negated)) {
         e->Token(option.substr(2) + "=" + value);  // cli_args.h reads booleans and negated flags
+      } else if (key == "classes" && e->mode() == "predict") {
+        // Ultralytics' predict keeps only these classes' detections: refused, not dropped, while
+        // predict has no --classes.
+        return NotImplemented(*k, value, e->mode());
       } else {
         e->Flag(option);  // no such option here: dropped, with a note unless at its default
       }
