@@ -205,6 +205,7 @@ std::vector<OptionSpec> MakeTable() {
       Hyp("hsv_v", &H::hsv_v, "value gain, fraction"),
       Hyp("flipud", &H::flipud, "probability of a vertical flip"),
       Hyp("fliplr", &H::fliplr, "probability of a horizontal flip"),
+      Hyp("bgr", &H::bgr, "probability of the image's channels in BGR order instead of RGB"),
       HypInt("close_mosaic", &H::close_mosaic, "Mosaic and MixUp off for the last N epochs"),
   };
 }

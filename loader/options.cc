@@ -44,6 +44,7 @@ Status ValidateOptions(const LoaderOptions& o) {
   if (!Probability(h.mixup)) return Bad("mixup must be a probability in [0, 1]");
   if (!Probability(h.flipud)) return Bad("flipud must be a probability in [0, 1]");
   if (!Probability(h.fliplr)) return Bad("fliplr must be a probability in [0, 1]");
+  if (!Probability(h.bgr)) return Bad("bgr must be a probability in [0, 1]");
   if (!NonNegative(h.degrees) || h.degrees > 180) return Bad("degrees must be in [0, 180]");
   if (!NonNegative(h.translate) || h.translate > 0.5) return Bad("translate must be in [0, 0.5]");
   if (!NonNegative(h.scale) || h.scale >= 1.0) return Bad("scale must be in [0, 1)");

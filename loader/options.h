@@ -55,6 +55,7 @@ struct AugmentHyp {
   double hsv_v = 0.4;        // value gain
   double flipud = 0.0;       // probability of a vertical flip
   double fliplr = 0.5;       // probability of a horizontal flip
+  double bgr = 0.0;          // probability of the channels in BGR order (Ultralytics' Format, train only)
   int close_mosaic = 10;     // mosaic and mixup are off for the last close_mosaic epochs
 };
 

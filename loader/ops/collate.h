@@ -21,9 +21,10 @@ void AppendLabelRows(float batch_idx, const std::vector<BoxXyxy>& boxes, int w, 
 inline size_t ImageBytes(int h, int w) { return static_cast<size_t>(h) * w * 3; }
 
 // Copies an h x w HWC RGB image (row stride `stride` bytes) into a batch slot in `layout`, applying
-// the HSV tables on the way when `lut` is not null. Works in L1-sized runs of rows; `chunk` is
-// scratch, grown on first use and reused. In NHWC `hwc` may be the slot itself (in place).
+// the HSV tables on the way when `lut` is not null, and writing the channels in BGR order when `bgr`
+// (loader/ops/channel_order.h). Works in L1-sized runs of rows; `chunk` is scratch, grown on first use
+// and reused. In NHWC `hwc` may be the slot itself (in place).
 void FinishImage(const uint8_t* hwc, int h, int w, size_t stride, const HsvLut* lut, ImageLayout layout, uint8_t* slot,
-                 std::vector<uint8_t>* chunk);
+                 std::vector<uint8_t>* chunk, bool bgr = false);
 
 }  // namespace yc

@@ -1,7 +1,7 @@
 // The fast train path: each tile is warped straight from the record's pixels into the s x s output
 // with its mosaic placement, the affine/perspective matrix and the flips composed into one
-// transform (see canvas_warp.h); the 2s x 2s canvas is never built. HSV is left to FinishImage,
-// which applies it while writing the batch.
+// transform (see canvas_warp.h); the 2s x 2s canvas is never built. HSV and the channel order (bgr)
+// are left to FinishImage, which applies them while writing the batch.
 #pragma once
 
 #include <opencv2/core.hpp>

@@ -35,6 +35,7 @@ TrainPlan DrawTrainPlan(Rng& rng, uint64_t record, const PartnerDomain& n, const
   }
   t.hsv = DrawHsvGains(rng, hyp);
   t.flip = DrawFlips(rng, hyp.flipud, hyp.fliplr);
+  t.bgr = DrawBgr(rng, hyp.bgr);  // last: the draws before it are the same whatever bgr is
   return t;
 }
 

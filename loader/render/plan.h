@@ -2,13 +2,14 @@
 // pixel is touched: mosaic probability, the three partners, centre yc then xc, the perspective
 // draws (perspective, degrees, scale, shear x then y, translate x then y), mixup probability (and,
 // if it fires, the mix partner and its own mosaic/affine draws, then Beta(32,32)), HSV gains,
-// flipud, fliplr. The draws do not depend on image sizes, so a plan is a pure function of the RNG.
+// flipud, fliplr, then Format's bgr. The draws do not depend on image sizes, so a plan is a pure function of the RNG.
 #pragma once
 
 #include <array>
 #include <cstdint>
 
 #include "loader/base/rng.h"
+#include "loader/ops/channel_order.h"
 #include "loader/ops/flip.h"
 #include "loader/ops/hsv.h"
 #include "loader/ops/mixup.h"
@@ -35,6 +36,7 @@ struct TrainPlan {
   double mix_ratio = 1.0;  // weight of `main` in the blend
   HsvGains hsv;
   FlipDraw flip;
+  bool bgr = false;  // the image goes out in BGR order (Ultralytics' bgr hyperparameter)
 };
 
 // `partners`: the records Mosaic/MixUp partners come from (the split's size for the default order).

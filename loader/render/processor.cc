@@ -70,7 +70,7 @@ Status ProcessTrain(const SampleContext& ctx, const SampleSlot& s, int batch_idx
     HsvLut lut;
     if (plan.hsv.enabled) lut = MakeHsvLut(plan.hsv);
     FinishImage(out.data, shape.height, shape.width, out.step, plan.hsv.enabled ? &lut : nullptr, o.layout, slot,
-                &scratch->chunk);
+                &scratch->chunk, plan.bgr);
   }
   AppendLabelRows(static_cast<float>(batch_idx), boxes, shape.width, shape.height, labels);
   const RecordView& view = scratch->views[0];

@@ -1,5 +1,6 @@
 #include "loader/render/reference_path.h"
 
+#include "loader/ops/channel_order.h"
 #include "loader/ops/flip.h"
 #include "loader/ops/hsv.h"
 #include "loader/ops/mixup.h"
@@ -44,6 +45,7 @@ Status RenderTrainReference(const TrainPlan& plan, const RecordSource& source, c
   if (plan.hsv.enabled) ApplyHsvReference(MakeHsvLut(plan.hsv), out);
   FlipImage(plan.flip, out);
   FlipBoxes(plan.flip, static_cast<float>(out->cols), static_cast<float>(out->rows), boxes);
+  if (plan.bgr) SwapRedBlueReference(out);
   return Status::OK();
 }
 

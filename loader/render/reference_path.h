@@ -13,8 +13,8 @@
 
 namespace yc {
 
-// Renders the complete sample (geometry, mixup, HSV, flips) into *out (imgsz x imgsz RGB) and its
-// boxes (output pixels, xyxy) into *boxes.
+// Renders the complete sample (geometry, mixup, HSV, flips, then the channel order: BGR when plan.bgr)
+// into *out (imgsz x imgsz) and its boxes (output pixels, xyxy) into *boxes.
 Status RenderTrainReference(const TrainPlan& plan, const RecordSource& source, const LoaderOptions& options,
                             RenderScratch* scratch, cv::Mat* out, std::vector<BoxXyxy>* boxes);
 

@@ -118,6 +118,17 @@ def _split_of(data, dataset_path, mode):
     return "val"
 
 
+def _refuse_data_selection(args):
+    """fraction, single_cls and classes select images and labels when yolocache-train opens the cache
+    (libcache/record_selection.h); this Loader does not yet, and would train on the whole, unrelabelled
+    split: refused rather than ignored (yolocache.YOLO(...).train runs them)."""
+    given = [f"{key}={getattr(args, key, None)}" for key, off in (("fraction", 1.0), ("single_cls", False), ("classes", None))
+             if getattr(args, key, off) not in (off, None)]
+    if given:
+        raise NotImplementedError(f"yolocache.ultralytics.DetectionTrainer: {', '.join(given)} is not implemented by "
+                                  "its loader yet; use yolocache.YOLO(...).train(...) or yolocache-train")
+
+
 def _sync_epoch(trainer):
     # Runs at every epoch start (also the first after a resume), before the trainer iterates.
     trainer.train_loader.set_epoch(trainer.epoch)
@@ -139,6 +150,7 @@ def _make_trainer_class():
 
         def get_dataloader(self, dataset_path, batch_size=16, rank=0, mode="train"):
             assert mode in {"train", "val"}, f"Mode must be 'train' or 'val', not {mode}."
+            _refuse_data_selection(self.args)
             if self._yolocache is None:
                 with torch_distributed_zero_first(rank):  # rank 0 builds, the others then open it
                     self._yolocache = cache_for(self.data, self.args.imgsz, log=LOGGER.info)

@@ -25,6 +25,7 @@ UNITS = [
     ((1, 5), ["libcache/cache"]),
     ((1, 6), ["libcache/verify/"]),
     ((1, 6), ["libcache/build/"]),
+    ((1, 6), ["libcache/record_selection"]),
     ((1, 7), ["libcache/report_json"]),
     ((1, 7), ["libcache/exclusion_report"]),
     ((2, 0), ["loader/options", "loader/option_table", "loader/batch", "loader/stats"]),

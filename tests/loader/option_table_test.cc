@@ -51,7 +51,7 @@ TEST(OptionTable, TheHyperparametersAreUltralyticsDataHyperparameters) {
   for (const OptionSpec& spec : LoaderOptionTable())
     if (spec.hyp) hyps.insert(spec.name);
   const std::set<std::string> expected = {"mosaic", "mixup", "degrees", "translate", "scale", "shear", "perspective",
-                                          "hsv_h", "hsv_s", "hsv_v", "flipud", "fliplr", "close_mosaic"};
+                                          "hsv_h", "hsv_s", "hsv_v", "flipud", "fliplr", "bgr", "close_mosaic"};
   EXPECT_EQ(hyps, expected);
   LoaderOptions o;
   ASSERT_TRUE(SetLoaderOption("hsv_h", 0.5, &o).ok());

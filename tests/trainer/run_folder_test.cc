@@ -74,6 +74,26 @@ TEST(ArgsYaml, UltralyticsKeysInDefaultYamlOrderThenSaveDir) {
   EXPECT_EQ(YamlKeys(yaml), expected);
 }
 
+// fraction, single_cls, classes and bgr under Ultralytics' keys; a list in PyYAML's block style, as
+// YAML.save writes vars(args).
+TEST(ArgsYaml, DataSelectionKeys) {
+  TrainOptions o;
+  std::string yaml = ArgsYaml(o, "");
+  EXPECT_EQ(Value(yaml, "fraction"), "1.0");
+  EXPECT_EQ(Value(yaml, "single_cls"), "false");
+  EXPECT_EQ(Value(yaml, "classes"), "null");
+  EXPECT_EQ(Value(yaml, "bgr"), "0.0");
+  o.fraction = 0.5;
+  o.single_cls = true;
+  o.classes = {0, 2};
+  o.hyp.bgr = 0.25;
+  yaml = ArgsYaml(o, "");
+  EXPECT_EQ(Value(yaml, "fraction"), "0.5");
+  EXPECT_EQ(Value(yaml, "single_cls"), "true");
+  EXPECT_EQ(Value(yaml, "bgr"), "0.25");
+  EXPECT_NE(yaml.find("\nclasses:\n- 0\n- 2\nretina_masks: false\n"), std::string::npos) << yaml;
+}
+
 TEST(ArgsYaml, ScalarsReadBackAsYamlReadsThem) {
   EXPECT_EQ(YamlString("runs/detect"), "runs/detect");
   EXPECT_EQ(YamlString(""), "''");

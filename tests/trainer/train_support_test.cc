@@ -31,7 +31,14 @@ TEST(TrainOptions, JsonRoundTripAndErrors) {
   o.hyp.mosaic = 0.5;
   o.hyp.close_mosaic = 2;
   o.seed = 1234567890123ull;
+  o.fraction = 0.25;
+  o.single_cls = true;
+  o.classes = {0, 7};
+  o.hyp.bgr = 0.125;
   auto j = ToJson(o);
+  EXPECT_EQ(j["classes"], nlohmann::ordered_json::array({0, 7}));
+  EXPECT_EQ(j["single_cls"], true);
+  EXPECT_EQ(j["bgr"], 0.125);
   EXPECT_EQ(j["model"], "yolov8s");
   EXPECT_EQ(j["amp"], "on");
   EXPECT_EQ(j["amp_dtype"], "bf16");
@@ -50,6 +57,8 @@ TEST(TrainOptions, JsonRoundTripAndErrors) {
   EXPECT_NE(back.status().message().find("batch"), std::string::npos);
   EXPECT_FALSE(TrainOptionsFromJson({{"amp", "sometimes"}}).ok());
   EXPECT_FALSE(TrainOptionsFromJson({{"lr0", "fast"}}).ok());
+  EXPECT_FALSE(TrainOptionsFromJson({{"classes", {0, -1}}}).ok());
+  EXPECT_FALSE(TrainOptionsFromJson({{"classes", 3}}).ok());
   EXPECT_FALSE(TrainOptionsFromJson(nlohmann::json::array()).ok());
 }
 
@@ -71,6 +80,9 @@ TEST(TrainOptions, Validation) {
   check([](TrainOptions& b) { b.momentum = 1.5; }, "--momentum");
   check([](TrainOptions& b) { b.data.clear(); }, "--data");
   check([](TrainOptions& b) { b.patience = -1; }, "--patience");
+  check([](TrainOptions& b) { b.fraction = 0; }, "--fraction 0.0: must be in (0, 1]");
+  check([](TrainOptions& b) { b.fraction = 1.5; }, "--fraction 1.5");
+  check([](TrainOptions& b) { b.hyp.bgr = 1.5; }, "bgr");
   TrainOptions b = o;
   b.hyp.mosaic = 2.0;  // checked by the loader's own validation
   EXPECT_FALSE(ValidateTrainOptions(b).ok());

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "tests/test_support.h"
 #include "tests/trainer/train_test_util.h"
@@ -104,9 +105,9 @@ TEST_F(UltralyticsLine, KeysOfOtherTasksAreIgnoredAloudAndMissingFeaturesRefused
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Has(r.err, "'lr0' is not used by val")) << r.err;
   EXPECT_FALSE(Has(r.out, "lr0")) << r.out;
-  r = Explain({"train", "data=d.yaml", "single_cls=True"});
+  r = Explain({"train", "data=d.yaml", "visualize=True"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(Has(r.err, "single_cls=True: not implemented by yolocache-train train yet")) << r.err;
+  EXPECT_TRUE(Has(r.err, "visualize=True: not implemented by yolocache-train train yet")) << r.err;
   r = Explain({"train", "data=d.yaml", "rect"});  // a bare boolean key is key=True
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(Has(r.err, "rect=True")) << r.err;
@@ -255,6 +256,76 @@ TEST_F(UltralyticsLine, ListsAutoBatchAndDevices) {
   r = Explain({"val", "model=w.pt", "data=d.yaml", "device=2,3"});
   EXPECT_TRUE(Has(r.out, "--device 2")) << r.out;
   EXPECT_TRUE(Has(r.err, "val runs on one device, the first (2)")) << r.err;
+}
+
+// fraction, single_cls, classes and bgr: options of the commands that use them (train; val: classes and
+// single_cls), dropped aloud by the others; classes in each of Ultralytics' forms, checked at parse time.
+TEST_F(UltralyticsLine, DataSelectionKeysAreOptions) {
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> rows = {
+      {{"train", "data=d.yaml", "fraction=0.5", "single_cls", "classes=0,2", "bgr=0.3"},
+       {"--fraction=0.5", "--single-cls", "--classes=0,2", "--bgr=0.3"}},
+      {{"val", "model=w.pt", "data=d.yaml", "single_cls=True", "classes=[1]"}, {"--single-cls", "--classes=[1]"}},
+  };
+  for (const auto& [line, parts] : rows) {
+    const CliRun r = Explain(line);
+    ASSERT_EQ(r.exit_code, 0) << line[2] << "\n" << r.err;
+    for (const std::string& part : parts) EXPECT_TRUE(Has(r.out, part)) << part << "\n" << r.out;
+  }
+  CliRun r = Explain({"train", "data=d.yaml", "classes=[0, 2]", "single_cls=False"});
+  EXPECT_TRUE(Has(r.out, "--classes=[0, 2]")) << r.out;
+  EXPECT_FALSE(Has(r.out, "single-cls")) << r.out;
+  // Ultralytics' val: fraction 1, no augmentation.
+  r = Explain({"val", "model=w.pt", "data=d.yaml", "single_cls=False", "fraction=0.5", "bgr=0.5"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Has(r.out, "--no-single-cls")) << r.out;
+  EXPECT_TRUE(Has(r.err, "'fraction' is not used by val")) << r.err;
+  EXPECT_TRUE(Has(r.err, "'bgr' is not used by val")) << r.err;
+
+  // Refused before anything runs, naming the value (class_list_test.cc and train_support_test.cc hold
+  // the other values); args.yaml holds the rest with Ultralytics' keys.
+  for (const auto& [arg, why] : std::vector<std::pair<std::string, std::string>>{
+           {"classes=person", "classes 'person': 'person' is not a class index"},
+           {"fraction=0", "--fraction 0.0: must be in (0, 1]"},
+           {"bgr=2", "bgr must be a probability"}}) {
+    r = YolocacheTrain(tmp_, {"train", "data=d.yaml", arg, "--dry-run"});
+    EXPECT_EQ(r.exit_code, 2) << arg << "\n" << r.out;
+    EXPECT_TRUE(Has(r.err, why)) << arg << "\n" << r.err;
+  }
+  r = YolocacheTrain(tmp_, {"train", "data=d.yaml", "fraction=0.25", "single_cls", "classes=0,2", "bgr=0.5", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line : {"\nfraction: 0.25\n", "\nsingle_cls: true\n", "\nclasses:\n- 0\n- 2\n", "\nbgr: 0.5\n"}) {
+    EXPECT_TRUE(Has(r.out, line)) << line << "\n" << r.out;
+  }
+}
+
+// One short CPU run: fraction and single_cls train a 1-class model on the first half of the train images,
+// val of its best.pt validates single-class as the checkpoint was trained (Ultralytics' val keeps
+// train_args.single_cls), classes names the labels it keeps.
+TEST_F(UltralyticsLine, FractionAndSingleClsTrainAOneClassModel) {
+  const fs::path cache = testutil::MakeSynthCache(tmp_.path(), testutil::Images(8, 4));
+  CliRun r = YolocacheTrain(tmp_, {"train", "data=" + cache.string(), "model=yolov8n.yaml", "epochs=1", "imgsz=64",
+                                   "batch=4", "device=cpu", "workers=1", "plots=False", "fraction=0.5", "single_cls",
+                                   "classes=[0,2]", "--torch-threads", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Has(r.out, "data: train: fraction 0.5: 4 of its 8 images used")) << r.out;
+  EXPECT_TRUE(Has(r.out, "4 train images, 4 val images")) << r.out;
+  EXPECT_TRUE(Has(r.out, "model: yolov8n, 1 classes")) << r.out;
+  EXPECT_TRUE(Has(r.out, "data: classes 0,2: only their labels are used")) << r.out;
+  const fs::path run = tmp_ / "runs" / "detect" / "train";
+  const std::string args = testing::ReadFile(run / "args.yaml");
+  for (const char* line : {"\nfraction: 0.5\n", "\nsingle_cls: true\n", "\nclasses:\n- 0\n- 2\n"}) {
+    EXPECT_TRUE(Has(args, line)) << line << "\n" << args;
+  }
+  r = YolocacheTrain(tmp_, {"val", "model=" + (run / "weights" / "best.pt").string(), "data=" + cache.string(),
+                            "device=cpu", "workers=1", "plots=False", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["names"], nlohmann::json::array({"item"}));
+  for (const auto& c : j["per_class"]) EXPECT_EQ(c["class"], 0) << j.dump();
+  r = YolocacheTrain(tmp_, {"val", "model=" + (run / "weights" / "best.pt").string(), "data=" + cache.string(),
+                            "single_cls=False", "device=cpu", "workers=1", "plots=False"});
+  EXPECT_NE(r.exit_code, 0) << "a 1-class checkpoint on 4-class labels without single_cls";
+  EXPECT_TRUE(Has(r.err, "class names differ")) << r.err;
 }
 
 TEST_F(UltralyticsLine, ArgumentsAreCheckedBeforeAnyCacheIsBuilt) {

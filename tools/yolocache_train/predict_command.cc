@@ -2,13 +2,13 @@
 // (--save-txt) label files in a run folder, as Ultralytics' predict writes them.
 #include <iostream>
 #include <memory>
+#include <vector>
 
 #include "libcache/base/pid_files.h"
 #include "tools/common/command.h"
 #include "tools/common/interrupt.h"
 #include "tools/yolocache_train/result_file.h"
 #include "tools/yolocache_train/train_cli.h"
-#include "trainer/config/class_list.h"
 #include "trainer/config/run_dir.h"
 #include "trainer/eval/half_precision.h"
 #include "trainer/eval/predictor.h"
@@ -25,7 +25,7 @@ struct PredictArgs {
   bool exist_ok = false;
   std::vector<std::string> images;
   PredictOptions o;
-  std::string classes;  // Ultralytics' classes=: ParseClassList
+  std::vector<int32_t> classes;  // Ultralytics' classes= (AddClassesOption)
   bool json = false;
   std::string result_file;  // hidden --result-json FILE: {"names", "results": the --json array} (result_file.h)
 };
@@ -54,9 +54,7 @@ void PrintResult(const PredictInput& in, const PredictResult& r) {
 }
 
 int RunPredict(PredictArgs a) {
-  Result<std::vector<int>> classes = ParseClassList(a.classes);
-  if (!classes.ok()) return Fail("predict", classes.status());
-  a.o.classes.assign(classes->begin(), classes->end());
+  a.o.classes.assign(a.classes.begin(), a.classes.end());
   Result<std::vector<PredictInput>> inputs = ExpandPredictInputs(a.images);
   if (!inputs.ok()) return Fail("predict", inputs.status());
   if (inputs->empty()) return Fail("predict", Status::InvalidArgument("no images or videos given (files or directories)"));
@@ -122,7 +120,7 @@ Registration reg("predict", "Detect objects in images and videos; write annotate
                    app.add_option("--conf", a->o.conf, "Confidence threshold")->capture_default_str();
                    app.add_option("--iou", a->o.iou, "NMS IoU threshold")->capture_default_str();
                    app.add_option("--max-det", a->o.max_det, "Detections per image at most")->capture_default_str();
-                   app.add_option("--classes", a->classes, "Keep only these class ids: 0 or [0,2,3] (default: all)");
+                   AddClassesOption(app, &a->classes, "Keep only detections of these classes (0 | [0,2] | 0,2; default: all)");
                    app.add_flag("--agnostic-nms", a->o.agnostic, "Class-agnostic NMS (boxes of different classes suppress each other)");
                    app.add_flag("--half", a->o.half, "fp16 inference (GPU; fp32 on the CPU, with a note)");
                    app.add_flag("--save-crop", a->o.save_crop, "Save each detection as crops/<class name>/<stem>.jpg");

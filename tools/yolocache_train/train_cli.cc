@@ -6,6 +6,7 @@
 #include "base/status.h"
 #include "tools/common/cli_validators.h"
 #include "tools/common/loader_flags.h"
+#include "trainer/config/class_list.h"
 
 namespace yc::cli {
 
@@ -36,6 +37,19 @@ void AddDataOptions(CLI::App& app, DataArgs& d) {
 
 void AddDeviceOption(CLI::App& app, std::string& device, const std::string& default_text) {
   app.add_option("--device", device, "cpu | cuda | cuda:N | N (default: " + default_text + ")");
+}
+
+CLI::Option* AddClassesOption(CLI::App& app, std::vector<int32_t>* classes, const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          "--classes",
+          [classes](const std::string& text) {
+            Result<std::vector<int32_t>> parsed = trainer::ParseClassList(text);
+            if (!parsed.ok()) throw CLI::ValidationError("--classes", parsed.status().message());
+            *classes = std::move(*parsed);
+          },
+          help)
+      ->type_name("LIST");
 }
 
 void AddRunFolderOptions(CLI::App& app, std::string& project, std::string& name, std::string& out, bool& exist_ok,

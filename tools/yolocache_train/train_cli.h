@@ -3,7 +3,9 @@
 // prints. One <name>_command.cc per subcommand registers itself (tools/common/command.h).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -45,6 +47,9 @@ void AddDeviceOption(CLI::App& app, std::string& device, const std::string& defa
 // says what goes there ("the run", "plots", "results"); `exist_ok_help` the --exist-ok line.
 void AddRunFolderOptions(CLI::App& app, std::string& project, std::string& name, std::string& out, bool& exist_ok,
                          const std::string& writes, const std::string& exist_ok_help);
+// --classes (Ultralytics' classes=0 | [0,2] | 0,2, read by trainer/config/class_list.h) into *classes: a
+// list that is not one is a usage error naming it. `help` says what the listed classes keep.
+CLI::Option* AddClassesOption(CLI::App& app, std::vector<int32_t>* classes, const std::string& help);
 // The model, data, resources, recipe and augmentation: train's and ceiling's options.
 void AddTrainOptions(CLI::App& app, TrainArgs& a);
 // --amp / --no-amp / --amp-dtype into the options.

@@ -23,6 +23,15 @@ namespace {
 
 using namespace yc::trainer;
 
+// Which images and labels of the cache the run uses (Ultralytics' fraction, single_cls, classes), chosen
+// when it opens the data: the cache stays as built.
+void AddDataSelectionOptions(CLI::App& app, TrainOptions& o) {
+  app.add_option("--fraction", o.fraction, "Share of the train images used: the first round(n x fraction), as Ultralytics")
+      ->capture_default_str();
+  app.add_flag("--single-cls", o.single_cls, "Train one class: every label is class 0 ('item'), a 1-class model");
+  AddClassesOption(app, &o.classes, "Only labels of these classes, train and val (0 | [0,2] | 0,2; default: all)");
+}
+
 // What only a training run has (validation, checkpoints, the run directory, resume); not `ceiling`'s.
 void AddRunOptions(CLI::App& app, TrainArgs& a) {
   TrainOptions& o = a.o;
@@ -79,14 +88,17 @@ void AddRunOptions(CLI::App& app, TrainArgs& a) {
       ->capture_default_str();
   app.add_flag("--multi-scale", o.multi_scale,
                "Each train batch resized to a random multiple of 32 in [0.5, 1.5] x imgsz, as Ultralytics' multi_scale");
+  AddDataSelectionOptions(app, o);
 }
+
 
 // A resumed run is the saved run: its options come from the checkpoint; only where and how fast it runs
 // may change.
 Result<TrainOptions> ResumedOptions(const CLI::App& app, const TrainOptions& given, const std::string& resume) {
   YC_ASSIGN_OR_RETURN(TrainOptions r, ResumeOptions(resume));
   for (const char* fixed : {"--model", "--weights", "--freeze", "--epochs", "--time", "--multi-scale", "--batch",
-                            "--imgsz", "--optimizer", "--lr0", "--seed", "--order", "--window", "--project", "--name"}) {
+                            "--imgsz", "--optimizer", "--lr0", "--seed", "--order", "--window", "--project", "--name",
+                            "--fraction", "--single-cls", "--classes"}) {
     if (app.count(fixed) > 0) {
       RankStream(std::cerr) << "yolocache-train train: " << fixed << " is ignored with --resume (the checkpoint's value is used)\n";
     }

@@ -418,15 +418,6 @@ Status EmitGrammarKey(const UltralyticsKey& k, const std::string& value, const O
     if (on == "true" && mode != "train") e->Flag("--half");
     return Status::OK();
   }
-  if (key == "classes") {
-    // predict filters its detections; the dataset-side filter of train and val is not implemented yet.
-    if (IsNullWord(value)) return Status::OK();
-    if (mode == "predict") {
-      e->Option("--classes", value);
-      return Status::OK();
-    }
-    return NotImplemented(k, value, mode);
-  }
   if (key == "source") {
     if (mode == "predict" && !IsNullWord(value)) e->Token(value);
     return Status::OK();

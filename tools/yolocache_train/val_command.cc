@@ -109,6 +109,12 @@ Registration reg("val", "Validate a checkpoint on a cache split (P, R, mAP50, mA
   app.add_flag("--save-json", o.save_json,
                "Write predictions.json (COCO results format) in the run folder (always for a COCO val2017.txt split)");
   app.add_flag("--no-rect", a->no_rect, "Square imgsz batches instead of rectangular ones");
+  app.add_flag_callback("--single-cls", [&o] { o.single_cls = true; },
+                        "Every label class 0, class-agnostic NMS, every detection class 0 (default: as the checkpoint "
+                        "was trained)");
+  app.add_flag_callback("--no-single-cls", [&o] { o.single_cls = false; },
+                        "Classes as labelled, even for a checkpoint trained with --single-cls");
+  AddClassesOption(app, &o.classes, "Only labels of these classes are validated against (0 | [0,2] | 0,2; default: all)");
   app.add_flag("--json", a->json, "Print the metrics as JSON");
   AddResultFileOption(app, &a->result_file);
   AddRunFolderOptions(app, o.project, o.name, o.out, o.exist_ok, "the plots", "Reuse PROJECT/NAME instead of incrementing");

@@ -34,6 +34,7 @@ std::string YamlValue(const nlohmann::ordered_json& v) {
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
   if (v.is_number()) return YamlFloat(v.get<double>());
+  if (v.is_array()) return "[]";  // only an empty one: ArgsYaml writes the others as blocks
   return YamlString(v.get<std::string>());
 }
 
@@ -96,13 +97,13 @@ nlohmann::ordered_json UltralyticsArgs(const TrainOptions& o) {
   a["verbose"] = true;
   a["seed"] = static_cast<int64_t>(o.seed);
   a["deterministic"] = true;
-  a["single_cls"] = false;
+  a["single_cls"] = o.single_cls;
   a["rect"] = false;
   a["cos_lr"] = o.cos_lr;
   a["close_mosaic"] = h.close_mosaic;
   a["resume"] = false;
   a["amp"] = o.amp != AmpMode::kOff;
-  a["fraction"] = 1.0;
+  a["fraction"] = o.fraction;
   a["profile"] = false;
   // freeze=N as N, freeze=[0, 3] as that list (PyYAML writes it in block style).
   a["freeze"] = !o.freeze_layers.empty() ? J(o.freeze_layers) : o.freeze > 0 ? J(o.freeze) : null;
@@ -125,7 +126,7 @@ nlohmann::ordered_json UltralyticsArgs(const TrainOptions& o) {
   a["visualize"] = false;
   a["augment"] = false;
   a["agnostic_nms"] = false;
-  a["classes"] = null;
+  a["classes"] = o.classes.empty() ? null : J(o.classes);
   a["retina_masks"] = false;
   a["embed"] = null;
   a["show"] = false;
@@ -169,7 +170,7 @@ nlohmann::ordered_json UltralyticsArgs(const TrainOptions& o) {
   a["perspective"] = h.perspective;
   a["flipud"] = h.flipud;
   a["fliplr"] = h.fliplr;
-  a["bgr"] = 0.0;
+  a["bgr"] = h.bgr;
   a["mosaic"] = h.mosaic;
   a["mixup"] = h.mixup;
   a["cutmix"] = 0.0;

@@ -1,53 +1,57 @@
 #include "trainer/config/class_list.h"
 
-#include <cerrno>
-#include <climits>
+#include <cmath>
 #include <cstdlib>
-#include <string>
+#include <limits>
 
 #include "libcache/base/path_text.h"
 
 namespace yc::trainer {
+
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
+std::string_view Trimmed(std::string_view s) {
+  const size_t first = s.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(" \t") - first + 1);
 }
 
-// One id: digits only (no sign, no exponent), within int.
-bool ClassId(std::string_view item, int* out) {
-  if (item.empty() || item.find_first_not_of("0123456789") != std::string_view::npos) return false;
-  const std::string s(item);
-  errno = 0;
-  const long v = std::strtol(s.c_str(), nullptr, 10);
-  if (errno != 0 || v > INT_MAX) return false;
-  *out = static_cast<int>(v);
-  return true;
+Status Bad(std::string_view text, const std::string& why) {
+  return Status::InvalidArgument("classes '" + PrintableText(std::string(text)) + "': " + why +
+                                 " (give a class index or a list: 0, [0,2] or 0,2)");
 }
 
 }  // namespace
 
-Result<std::vector<int>> ParseClassList(std::string_view text) {
-  std::string_view s = Trim(text);
-  const bool bracketed = s.size() >= 2 && ((s.front() == '[' && s.back() == ']') || (s.front() == '(' && s.back() == ')'));
-  if (bracketed) s = Trim(s.substr(1, s.size() - 2));
-  std::vector<int> ids;
-  if (s.empty()) return ids;
-  for (size_t start = 0;;) {
-    const size_t comma = s.find(',', start);
-    const std::string_view item = Trim(s.substr(start, comma == std::string_view::npos ? s.npos : comma - start));
-    int id = 0;
-    if (!ClassId(item, &id)) {
-      return Status::InvalidArgument("classes=" + PrintableText(std::string(text)) + ": '" + PrintableText(std::string(item)) +
-                                     "' is not a class id (an integer >= 0; give classes=0 or classes=[0,2,3])");
+Result<std::vector<int32_t>> ParseClassList(std::string_view text) {
+  std::string_view body = Trimmed(text);
+  if (body.size() >= 2 && ((body.front() == '[' && body.back() == ']') || (body.front() == '(' && body.back() == ')')))
+    body = body.substr(1, body.size() - 2);
+  std::vector<int32_t> classes;
+  while (!Trimmed(body).empty()) {
+    const size_t comma = body.find(',');
+    const std::string item(Trimmed(body.substr(0, comma)));
+    body = comma == std::string_view::npos ? std::string_view() : body.substr(comma + 1);
+    if (item.empty()) {
+      if (Trimmed(body).empty()) break;  // (0,): Python's one-item tuple
+      return Bad(text, "an empty item");
     }
-    ids.push_back(id);
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
+    char* end = nullptr;
+    const double v = std::strtod(item.c_str(), &end);
+    if (end != item.c_str() + item.size() || !std::isfinite(v) || v != std::floor(v)) {
+      return Bad(text, "'" + PrintableText(item) + "' is not a class index");
+    }
+    if (v < 0 || v > std::numeric_limits<int32_t>::max()) return Bad(text, "'" + item + "' is not a class index (>= 0)");
+    classes.push_back(static_cast<int32_t>(v));
   }
-  return ids;
+  if (classes.empty()) return Bad(text, "no class named");
+  return classes;
+}
+
+std::string ClassListText(const std::vector<int32_t>& classes) {
+  std::string text;
+  for (size_t i = 0; i < classes.size(); ++i) text += (i ? "," : "") + std::to_string(classes[i]);
+  return text;
 }
 
 }  // namespace yc::trainer

@@ -1,7 +1,17 @@
-// Ultralytics' `classes` value (cfg/default.yaml: "filter results by class, i.e. classes=0, or
-// classes=[0,2,3]"): one class id, or a list of them as Ultralytics' CLI and a YAML write it.
+// Ultralytics' `classes` argument (a class index, or a list of them) as its command line, its Python
+// calls and its YAML files write it, read in one place for every command that takes it (train and val:
+// the labels kept; predict: the detections kept):
+//
+//   ParseClassList("0")      -> {0}        classes=0
+//   ParseClassList("[0, 2]") -> {0, 2}     classes=[0,2], a cfg= or args.yaml list
+//   ParseClassList("0,2")    -> {0, 2}     classes=0,2 (Ultralytics' CLI reads it as the tuple (0, 2))
+//
+// Ultralytics compares the label (or detection) class with each listed one: order and repeats do not
+// matter, and the list is kept as given.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -9,10 +19,11 @@
 
 namespace yc::trainer {
 
-// "0", "[0,2,3]", "0,2,3", "[0, 2]" (also in parentheses) -> {0, 2, 3} in the order given, duplicates
-// kept (they filter the same way). "" or "[]" -> {} (no filter: Ultralytics' classes=None). Anything
-// else (a name, a negative or fractional id, an empty item) is InvalidArgument naming the value and the
-// item: a class id is an integer >= 0.
-Result<std::vector<int>> ParseClassList(std::string_view text);
+// InvalidArgument naming the text and the item when an item is not a non-negative integer (2.0 is 2,
+// as Python compares it; 2.5 is not a class) or when no class is named.
+Result<std::vector<int32_t>> ParseClassList(std::string_view text);
+
+// "0,2": the list as the CLI's --classes takes it back.
+std::string ClassListText(const std::vector<int32_t>& classes);
 
 }  // namespace yc::trainer

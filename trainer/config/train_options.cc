@@ -102,6 +102,19 @@ std::vector<Field> MakeFields() {
        }},
       Str("train_split", &TrainOptions::train_split),
       Str("val_split", &TrainOptions::val_split),
+      Num("fraction", &TrainOptions::fraction),
+      Bool("single_cls", &TrainOptions::single_cls),
+      {"classes", [](const TrainOptions& o) { return Json(o.classes); },
+       [](const Json& j, TrainOptions* o) {
+         if (!j.is_array()) return false;
+         std::vector<int32_t> classes;
+         for (const Json& c : j) {
+           if (!c.is_number_integer() || c.get<int64_t>() < 0) return false;
+           classes.push_back(c.get<int32_t>());
+         }
+         o->classes = std::move(classes);
+         return true;
+       }},
       Num("epochs", &TrainOptions::epochs),
       Num("time", &TrainOptions::time),
       Num("batch", &TrainOptions::batch),
@@ -268,6 +281,12 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   }
   if (o.freeze > 0 && !o.freeze_layers.empty()) return bad("--freeze takes a layer count or a list of layers, not both");
   if (!(o.time >= 0) || !finite(o.time)) return bad("--time must be >= 0 hours (0: off, train --epochs)");
+  if (!(o.fraction > 0 && o.fraction <= 1)) {
+    return bad("--fraction " + OptionText(o.fraction) + ": must be in (0, 1] (the share of the train images used)");
+  }
+  for (const int32_t c : o.classes) {
+    if (c < 0) return bad("--classes " + std::to_string(c) + ": a class index is >= 0");
+  }
   if (o.batch < 1) return bad("--batch must be >= 1");
   if (!(o.autobatch >= 0 && o.autobatch < 1)) return bad("--autobatch must be a share of the GPU memory in (0, 1), or 0");
   if (o.imgsz < 32 || o.imgsz % 32 != 0 || o.imgsz > kMaxImgsz) {
@@ -354,6 +373,7 @@ Status SetFreeze(const std::string& text, TrainOptions* o) {
   o->freeze_layers = list ? items : std::vector<int>();
   return Status::OK();
 }
+LabelRules TrainLabelRules(const TrainOptions& o) { return LabelRules{o.classes, o.single_cls}; }
 
 WindowIo WindowIoFor(const TrainOptions& o, int world_size) {
   Result<WindowIo> io = ParseWindowIo(o.window_io, world_size);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "libcache/record_selection.h"
 #include "loader/options.h"
 
 namespace yc::trainer {
@@ -37,6 +38,13 @@ struct TrainOptions {
   std::vector<int> freeze_layers;
   std::string train_split = "train";
   std::string val_split = "val";
+  // Which images and labels the run uses, chosen when it opens the cache (libcache/record_selection.h),
+  // with Ultralytics' meanings: `fraction` of the train images (the first round(n * fraction)),
+  // `single_cls` (every label class 0, names {"item"}, a 1-class head) and `classes` (only labels of
+  // these classes, train and val; empty: all).
+  double fraction = 1.0;
+  bool single_cls = false;
+  std::vector<int32_t> classes;
   int epochs = 100;
   // Ultralytics' time: hours of training (> 0) that override epochs: after every epoch `epochs` becomes
   // ceil(time / mean epoch time so far) (the schedule follows it), and the run stops once the time is up,
@@ -144,6 +152,9 @@ Status SetFreeze(const std::string& text, TrainOptions* options);
 
 // Ranges and combinations; the message names the option as the CLI spells it (--lr0, --batch, ...).
 Status ValidateTrainOptions(const TrainOptions& options);
+
+// The label rules (classes, single_cls) both splits are read with.
+LabelRules TrainLabelRules(const TrainOptions& options);
 
 // The train loader's options for rank `rank` of `world_size` (batch per rank = batch / world_size,
 // as Ultralytics); the caller adds the device-specific layout and allocator.

@@ -11,7 +11,9 @@
 #include "libcache/base/pid_files.h"
 #include "libcache/build/output_guard.h"
 #include "libcache/format/manifest.h"
+#include "loader/option_table.h"
 #include "trainer/config/args_yaml.h"
+#include "trainer/config/class_list.h"
 #include "trainer/config/run_dir.h"
 #include "trainer/config/sample_order.h"
 #include "trainer/engine/autobatch.h"
@@ -105,24 +107,55 @@ Status TrainRun::SetupDevice() {
 // The cache, its classes and identity, and the train and val splits.
 Status TrainRun::OpenData() {
   YC_ASSIGN_OR_RETURN(cache_, Cache::Open(o_.data));
-  names_ = cache_->manifest().names;
+  const std::vector<std::string>& cache_names = cache_->manifest().names;
+  if (cache_names.empty()) return Status::DataError(Status::At(o_.data, "the cache's manifest names no classes"));
+  YC_RETURN_IF_ERROR(CheckLabelRules(TrainLabelRules(o_), cache_names.size()));
+  names_ = SelectedNames(cache_names, TrainLabelRules(o_));
   nc_ = static_cast<int64_t>(names_.size());
-  if (nc_ < 1) return Status::DataError(Status::At(o_.data, "the cache's manifest names no classes"));
   YC_ASSIGN_OR_RETURN(data_identity_, CacheIdentity(*cache_));
-  train_split_ = cache_->split(o_.train_split);
-  if (train_split_ == nullptr) return Status::NotFound(Status::At(o_.data, "no '" + o_.train_split + "' split"));
-  if (train_split_->size() == 0) {
+  const RecordSource* train = cache_->split(o_.train_split);
+  if (train == nullptr) return Status::NotFound(Status::At(o_.data, "no '" + o_.train_split + "' split"));
+  if (train->size() == 0) {
     return Status::DataError(Status::At(o_.data, "the '" + o_.train_split + "' split is empty"));
   }
-  val_split_ = o_.val ? cache_->split(o_.val_split) : nullptr;
-  if (o_.val && (val_split_ == nullptr || val_split_->size() == 0)) {
+  const RecordSource* val = o_.val ? cache_->split(o_.val_split) : nullptr;
+  if (o_.val && (val == nullptr || val->size() == 0)) {
     Say("warning: no '" + o_.val_split + "' split with images: training without validation (no best.pt)");
     o_.val = false;
+    val = nullptr;
   }
+  YC_RETURN_IF_ERROR(SelectSplits(train, val));
   if (cache_->manifest().imgsz > 0 && cache_->manifest().imgsz < o_.imgsz) {
     Say("warning: the cache holds images at " + std::to_string(cache_->manifest().imgsz) + " px, training at " +
         std::to_string(o_.imgsz) + " upsamples them");
   }
+  return Status::OK();
+}
+
+// The splits as Ultralytics' datasets would hold them (libcache/record_selection.h): the train split cut
+// to its fraction, both relabelled by classes / single_cls; said in the log when they change anything.
+Status TrainRun::SelectSplits(const RecordSource* train, const RecordSource* val) {
+  const LabelRules rules = TrainLabelRules(o_);
+  const SplitManifest* train_manifest = cache_->manifest().FindSplit(o_.train_split);
+  const size_t kept = train_manifest != nullptr ? FractionRecords(*train_manifest, o_.fraction) : train->size();
+  if (kept == 0) {
+    return Status::InvalidArgument("--fraction " + OptionText(o_.fraction) + " keeps none of the " +
+                                   std::to_string(train->size()) + " '" + o_.train_split + "' images");
+  }
+  // Aliasing pointers: each split keeps the cache alive.
+  train_split_ = std::make_shared<SelectedSource>(std::shared_ptr<const RecordSource>(cache_, train), kept, rules);
+  if (val != nullptr) {
+    val_split_ = std::make_shared<SelectedSource>(std::shared_ptr<const RecordSource>(cache_, val), val->size(), rules);
+  }
+  if (o_.fraction < 1) {
+    Say("data: " + o_.train_split + ": fraction " + OptionText(o_.fraction) + ": " + std::to_string(kept) + " of its " +
+        std::to_string(train->size()) + " images used (Ultralytics' first round(n x fraction) images)");
+  }
+  if (!o_.classes.empty()) {
+    Say("data: classes " + ClassListText(o_.classes) + ": only their labels are used (train and val); images "
+        "without any stay, as backgrounds");
+  }
+  if (o_.single_cls) Say("data: single_cls: every label is class 0, 'item'; a 1-class model");
   return Status::OK();
 }
 
@@ -296,7 +329,7 @@ Status TrainRun::BuildLoader() {
   if (Distributed()) lo.threads = RankLoaderThreads(o_.threads, local_ranks_);
   lo.layout = feed_->layout();
   lo.allocator = MakeBatchAllocator(stack_.target.device);
-  std::shared_ptr<const RecordSource> train_source(cache_, train_split_);  // aliasing: keeps the cache alive
+  const std::shared_ptr<const RecordSource>& train_source = train_split_;
   Result<std::unique_ptr<Loader>> loader = Loader::Create(train_source, lo);
   if (!loader.ok()) return Status(loader.status()).WithContext("train loader");
   loader_ = std::move(*loader);
@@ -373,8 +406,8 @@ Status TrainRun::BuildValidator() {
   vo.channels_last = stack_.target.channels_last;
   vo.threads = o_.threads;
   vo.prefetch = o_.prefetch;
-  std::shared_ptr<const RecordSource> val_source(cache_, val_split_);
-  YC_ASSIGN_OR_RETURN(validator_, Validator::Create(val_source, vo, stack_.target.device, nc_));
+  vo.single_cls = o_.single_cls;
+  YC_ASSIGN_OR_RETURN(validator_, Validator::Create(val_split_, vo, stack_.target.device, nc_));
   return Status::OK();
 }
 

@@ -61,6 +61,7 @@ class TrainRun {
   Status ReadWeightsAndModelName();
   Status SetupDevice();
   Status OpenData();
+  Status SelectSplits(const RecordSource* train, const RecordSource* val);
   Status ResolveOrder();
   Status OpenResume();
   Status PrepareRunDir();
@@ -159,9 +160,10 @@ class TrainRun {
   Clock::time_point wall0_ = Clock::now();
 
   std::shared_ptr<Cache> cache_;
-  const RecordSource* train_split_ = nullptr;
-  const RecordSource* val_split_ = nullptr;  // null without validation
-  std::vector<std::string> names_;
+  // The splits as the run reads them: fraction, classes and single_cls applied (libcache/record_selection.h).
+  std::shared_ptr<const RecordSource> train_split_;
+  std::shared_ptr<const RecordSource> val_split_;  // null without validation
+  std::vector<std::string> names_;  // the run's classes (single_cls: {"item"})
   int64_t nc_ = 0;
   ModelName model_name_;
   std::unique_ptr<CheckpointReader> resume_;

@@ -10,6 +10,7 @@
 #include "libcache/base/output_file.h"
 #include "libcache/cache.h"
 #include "libcache/source/dataset_spec.h"
+#include "libcache/record_selection.h"
 #include "loader/loader.h"
 #include "trainer/config/run_dir.h"
 #include "trainer/eval/confusion_matrix.h"
@@ -157,6 +158,8 @@ Result<ValResult> Validator::RunForward(const std::function<DetectOutput(const a
     *bucket += std::chrono::duration<double>(now - t).count();
     t = now;
   };
+  NmsOptions nms = options_.nms;
+  nms.agnostic = nms.agnostic || options_.single_cls;
   ValResult result;
   DetectionMetrics metrics;
   ConfusionMatrix confusion(d.nc, ConfusionMatrixConf(options_.nms.conf));
@@ -193,7 +196,10 @@ Result<ValResult> Validator::RunForward(const std::function<DetectOutput(const a
       }
       SynchronizeDevice(d.device);  // NMS's first host read would wait here anyway
       lap(&result.model_seconds);
-      std::vector<at::Tensor> dets = NonMaxSuppression(out.pred.to(at::kFloat), options_.nms);
+      std::vector<at::Tensor> dets = NonMaxSuppression(out.pred.to(at::kFloat), nms);
+      if (options_.single_cls) {
+        for (at::Tensor& det : dets) det.select(1, 5).zero_();  // before the plots, as Ultralytics' _prepare_pred
+      }
       lap(&result.nms_seconds);
       if (samples != nullptr && done < 3 && db.host) PlotValBatch(*db.host, dets, *samples, done);
       for (int i = 0; i < db.size; ++i) {
@@ -321,13 +327,18 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
     YC_ASSIGN_OR_RETURN(loaded, LoadInferenceModel(o.weights, device));
   }
   const ModelWeights& info = loaded.info;
+  const LabelRules rules{o.classes, o.single_cls.value_or(info.single_cls)};
   YC_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(o.data));
-  if (cache->manifest().names != info.names) {
+  YC_RETURN_IF_ERROR(CheckLabelRules(rules, cache->manifest().names.size()));
+  // With single_cls every label is class 0, which any model has: the names need not agree (a run
+  // trained with single_cls has the one name "item").
+  if (!rules.single_cls && cache->manifest().names != info.names) {
     return Status::InvalidArgument(Status::At(o.data, "class names differ from the checkpoint's (" +
                                                           std::to_string(info.names.size()) + " classes)"));
   }
   const RecordSource* split = cache->split(o.split);
   if (split == nullptr) return Status::NotFound(Status::At(o.data, "no '" + o.split + "' split"));
+  auto selected = std::make_shared<SelectedSource>(std::shared_ptr<const RecordSource>(cache, split), split->size(), rules);
   CheckpointValReport report;
   const bool half = HalfApplies(o.half, device);
   if (o.half && !half) report.notes.push_back(HalfOnCpuNote("val"));
@@ -344,6 +355,7 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
   vo.imgsz = report.imgsz;
   vo.rect = o.rect;
   vo.nms = o.nms;
+  vo.single_cls = rules.single_cls;
   vo.compute_loss = o.compute_loss;
   vo.loss = LossOptions{info.loss_gains[0], info.loss_gains[1], info.loss_gains[2]};
   vo.threads = o.threads;
@@ -355,7 +367,7 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
     vo.compute_loss = false;
   }
   YC_ASSIGN_OR_RETURN(std::unique_ptr<Validator> v,
-                      Validator::Create(std::shared_ptr<const RecordSource>(cache, split), vo, device, info.nc));
+                      Validator::Create(selected, vo, device, info.nc));
   // The run directory first: the first batches are drawn into it while validating (val_batch*.jpg).
   YC_ASSIGN_OR_RETURN(std::filesystem::path dir, ResolveRunDir(o.out, o.project, o.name, o.exist_ok));
   report.save_dir = dir;

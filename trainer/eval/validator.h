@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct ValOptions {
   bool rect = true;
   double pad = 0.5;
   NmsOptions nms;        // conf 0.001, IoU 0.7, max_det 300, multi-label
+  // Ultralytics' single_cls (models/yolo/detect/val.py): class-agnostic NMS and every detection class 0,
+  // for labels that the data side made class 0 (libcache/record_selection.h).
+  bool single_cls = false;
   bool compute_loss = true;
   LossOptions loss;      // gains for the val losses
   bool amp = false;      // autocast the forward (CUDA: as Ultralytics' half-precision EMA validation)
@@ -117,6 +121,11 @@ struct CheckpointValOptions {
   int imgsz = 0;             // 0: the checkpoint's training imgsz
   bool rect = true;
   NmsOptions nms;
+  // Ultralytics' single_cls and classes for val: labels made class 0 / only labels of these classes
+  // kept (libcache/record_selection.h); single_cls also makes NMS class-agnostic and every detection
+  // class 0. Unset single_cls: the checkpoint's (Ultralytics' val keeps train_args.single_cls).
+  std::optional<bool> single_cls;
+  std::vector<int32_t> classes;
   bool compute_loss = true;
   int threads = 0;
   // Where the plots go (config/run_dir.h): <project>/<name> incremented, or `out` as given.

@@ -51,6 +51,7 @@ Result<ModelWeights> ReadYolocache(const fs::path& path) {
   w.nc = meta.nc;
   w.names = meta.names;
   w.imgsz = meta.options.imgsz;
+  w.single_cls = meta.options.single_cls;
   w.loss_gains = {meta.options.box, meta.options.cls, meta.options.dfl};
   w.description = "yolocache checkpoint " + ModelNameString(w.name) + " (" + ((*r)->is_release() ? "release, fp16 EMA" : (*r)->has_ema() ? "ema" : "model") + ", " +
                   std::to_string(meta.nc) + " classes)";
@@ -86,6 +87,7 @@ Result<ModelWeights> ReadModelWeights(const fs::path& path) {
   w.nc = ck.nc;
   w.names = ck.names;
   w.imgsz = ck.imgsz;
+  w.single_cls = ck.single_cls;
   w.description = "Ultralytics" + (ck.version.empty() ? std::string() : " " + ck.version) + " " + ck.family +
                   ck.scale + " (" + ck.source + ", " + std::to_string(ck.nc) + " classes)";
   w.tensors = std::move(ck.state_dict);

@@ -31,6 +31,7 @@ struct ModelWeights {
   int64_t nc = 0;
   std::vector<std::string> names;   // index = class id
   int imgsz = 0;                    // the training image size when the file records it, else 0
+  bool single_cls = false;          // trained with single_cls (`val` then validates with it by default)
   std::array<double, 3> loss_gains{7.5, 0.5, 1.5};  // box, cls, dfl (a yolocache run's; else Ultralytics' defaults)
   std::string description;          // "Ultralytics 8.3.166 yolov8n (ema, 80 classes)"
   std::vector<std::pair<std::string, at::Tensor>> tensors;  // state_dict names; CPU float32 / int64

@@ -234,6 +234,8 @@ Result<UltralyticsCheckpoint> Reader::Read() {
     }
     ck.imgsz = static_cast<int>(t_.at(imgsz).integer);
   }
+  const ValueId single_cls = t_.Find(train_args, "single_cls");
+  ck.single_cls = single_cls != kNoValue && t_.at(single_cls).kind == Kind::kBool && t_.at(single_cls).boolean;
   ck.version = Str(root, "version");
   ck.date = Str(root, "date");
 

@@ -38,6 +38,7 @@ struct UltralyticsCheckpoint {
   std::vector<std::string> names;      // index = class id (missing ids named by their number)
   std::vector<double> stride;          // e.g. {8, 16, 32}
   int imgsz = 0;                       // train_args.imgsz when the file has it, else 0
+  bool single_cls = false;             // train_args.single_cls (val keeps it, as Ultralytics' _reset_ckpt_args)
   std::string version, date;           // Ultralytics version / save date when present
   std::vector<std::pair<std::string, at::Tensor>> state_dict;  // Ultralytics' order; CPU, float32 / int64
 };
