@@ -45,7 +45,7 @@ HYP_DEFAULTS = {name: option["default"] for name, option in LOADER_OPTIONS.items
 # The Loader's own keywords: the options that are not hyperparameters (those come in `hyp`, as Ultralytics').
 _KEYWORDS = {name: option["default"] for name, option in LOADER_OPTIONS.items() if not option["hyp"]}
 # Ultralytics augmentations the loader does not implement: accepted only at their default (off).
-_UNSUPPORTED_HYP = {"copy_paste": 0.0, "cutmix": 0.0, "bgr": 0.0}
+_UNSUPPORTED_HYP = {"bgr": 0.0}
 
 
 def default_cache_root():

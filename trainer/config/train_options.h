@@ -82,6 +82,9 @@ struct TrainOptions {
 
   // Augmentation (loader/options.h AugmentHyp, including close_mosaic).
   AugmentHyp hyp;
+  // Ultralytics' rect=True for training (LoaderOptions::train_rect): batches in aspect-ratio order, each
+  // letterboxed to its own shape, not shuffled, without mosaic, mixup or cutmix.
+  bool rect = false;
 
   // Validation, checkpoints, stopping.
   int val_every = 1;             // validate every N epochs (and always after the last); 0 = final only
