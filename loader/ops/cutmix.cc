@@ -54,7 +54,8 @@ const CutArea* PickCutArea(const CutMixDraw& draw, const std::vector<BoxXyxy>& b
   size_t n = 0;
   for (const CutArea& a : draw.areas) {
     // Ultralytics keeps an area whose IoA with every box sums to <= 0: one that intersects none.
-    const bool overlaps = std::any_of(boxes.begin(), boxes.end(), [&](const BoxXyxy& b) { return Intersection(a, b) > 0; });
+    const bool overlaps =
+        std::any_of(boxes.begin(), boxes.end(), [&](const BoxXyxy& b) { return Intersection(a, b) > 0; });
     if (!overlaps) free[n++] = &a;
   }
   if (n == 0) return nullptr;

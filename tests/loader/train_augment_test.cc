@@ -54,7 +54,8 @@ std::vector<uint64_t> Hashes(const std::vector<std::shared_ptr<Batch>>& batches)
 
 // (width, height) of 10 images of mixed aspect ratios.
 std::vector<cv::Size> MixedSizes() {
-  return {{640, 480}, {320, 640}, {500, 500}, {640, 360}, {400, 600}, {600, 400}, {480, 640}, {640, 640}, {700, 350}, {300, 600}};
+  return {{640, 480}, {320, 640}, {500, 500}, {640, 360}, {400, 600},
+          {600, 400}, {480, 640}, {640, 640}, {700, 350}, {300, 600}};
 }
 
 TEST(TrainRectTest, SamplerBatchesAreUltralyticsRectBatchesInOrderEveryEpoch) {
