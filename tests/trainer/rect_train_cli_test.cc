@@ -20,11 +20,11 @@ using testing::YolocacheTrain;
 TEST(RectTrainCli, TrainsOnRectangularBatches) {
   TempDir tmp;
   testutil::SynthCacheSpec spec = testutil::Images(8, 2);
-  spec.min_side = 40, spec.max_side = 128, spec.cache_imgsz = 96;  // mixed aspect ratios
+  spec.min_side = 40, spec.max_side = 128, spec.cache_imgsz = 128;  // h/w 0.67 .. 2.05
   const fs::path cache = testutil::MakeSynthCache(tmp.path(), spec);
   const fs::path run = tmp / "run";
-  CliRun t = YolocacheTrain(tmp, {"train", "data=" + cache.string(), "model=yolov8n.yaml", "imgsz=96", "epochs=1",
-                                  "batch=4", "device=cpu", "workers=1", "rect=True", "mosaic=1.0", "--torch-threads",
+  CliRun t = YolocacheTrain(tmp, {"train", "data=" + cache.string(), "model=yolov8n.yaml", "imgsz=128", "epochs=1",
+                                  "batch=2", "device=cpu", "workers=1", "rect=True", "mosaic=1.0", "--torch-threads",
                                   "1", "--out", run.string()});
   ASSERT_EQ(t.exit_code, 0) << t.out << t.err;
   const std::string log = t.out + t.err;
@@ -39,8 +39,8 @@ TEST(RectTrainCli, TrainsOnRectangularBatches) {
   std::string epoch, time, box_loss;
   ASSERT_TRUE(std::getline(cells, epoch, ',') && std::getline(cells, time, ',') && std::getline(cells, box_loss, ','));
   EXPECT_TRUE(std::isfinite(std::stod(box_loss))) << row;
-  // train_batch0.jpg is the first batch as the model saw it: 4 images of one shape, the grid 2 x 2 of
-  // them. The batches in aspect-ratio order start with the widest images, so the grid is not square.
+  // train_batch0.jpg is the first batch as the model saw it: its 2 images in a 2 x 2 grid. The batches
+  // in aspect-ratio order start with the widest images (h/w 0.67): 128 x 96, so the grid is wider than tall.
   const std::string jpg = testing::ReadFile(run / "train_batch0.jpg");
   const DecodedImage grid = DecodeImage(reinterpret_cast<const uint8_t*>(jpg.data()), jpg.size(), DecodeOptions{});
   ASSERT_FALSE(grid.has_error());
