@@ -80,7 +80,7 @@ void Compare(const yc::RecordSource& src, const yc::LoaderOptions& o, int sample
     (void)yc::RenderTrainFast(plan, src, o, &fs, &out, &fb);
     if (plan.hsv.enabled) yc::ApplyHsv(yc::MakeHsvLut(plan.hsv), out.data, out.data, out.total(), hsv.data());
     const auto t1 = Clock::now();
-    (void)yc::RenderTrainReference(plan, src, o, &rs, &expected, &rb);
+    (void)yc::RenderTrainReference(plan, src, o, out.size(), &rs, &expected, &rb);
     const auto t2 = Clock::now();
     fast += Seconds(t0, t1), ref += Seconds(t1, t2);
     const auto d = yc::testing::CompareImages(expected, out);

@@ -300,9 +300,9 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const RecordSourc
   impl->arena = std::make_unique<tbb::task_arena>(threads, 0);
   impl->worker_stats = std::make_unique<WorkerStats>(threads);
 
-  // Val rect batching needs every image's size (Ultralytics uses the original image shape).
+  // Rect batching needs every image's size (Ultralytics uses the original image shape).
   std::vector<cv::Size> sizes;
-  if (options.mode == LoaderMode::kVal && options.rect) {
+  if (UsesRectBatches(options)) {
     sizes.resize(n);
     std::vector<Status> errors(n);
     std::atomic<bool> failed{false};

@@ -29,7 +29,7 @@ namespace yc {
 
 class Loader {
  public:
-  // Validates the options; in val mode with rect it reads every record once for its size. The
+  // Validates the options; with rect batches (val rect, train_rect) it reads every record once for its size. The
   // source is shared: it must stay valid while batches from it are in use.
   static Result<std::unique_ptr<Loader>> Create(std::shared_ptr<const RecordSource> source, LoaderOptions options);
   // Cancels in-flight work and waits for it. Batches still held by the consumer stay valid.

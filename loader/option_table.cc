@@ -156,6 +156,18 @@ OptionSpec HypInt(const char* name, int AugmentHyp::*member, const char* help) {
           [member](const LoaderOptions& o) { return OptionValue(static_cast<int64_t>(o.hyp.*member)); }};
 }
 
+// A choice among the hyperparameters (copy_paste_mode): read and written on o.hyp.
+template <typename T, typename Parse, typename Name>
+OptionSpec HypChoice(const char* name, T AugmentHyp::*member, std::vector<std::string> choices, Parse parse,
+                     Name print, const char* help) {
+  return {name, FlagFor(name), OptionType::kChoice, std::string(print(AugmentHyp().*member)), std::move(choices), help,
+          true,
+          [name, member, parse](const OptionValue& v, LoaderOptions* o) {
+            return SetChoice(name, v, parse, &(o->hyp.*member));
+          },
+          [member, print](const LoaderOptions& o) { return OptionValue(std::string(print(o.hyp.*member))); }};
+}
+
 Result<LoaderOptions::Path> ParsePath(std::string_view text) {
   if (text == "fast") return LoaderOptions::Path::kFast;
   if (text == "reference") return LoaderOptions::Path::kReference;
@@ -174,6 +186,9 @@ std::vector<OptionSpec> MakeTable() {
       Int("imgsz", &O::imgsz, "train: the square size; val: the long side (a multiple of stride)"),
       Int("epochs", &O::epochs, "epochs in the run (close_mosaic counts back from the last)"),
       Bool("rect", &O::rect, "val: rectangular batches in aspect-ratio order (false: imgsz squares)"),
+      Bool("train_rect", &O::train_rect,
+           "train: Ultralytics' rect=True: batches in aspect-ratio order, each at its own shape, not shuffled, "
+           "no mosaic, mixup or cutmix"),
       Float("pad", &O::pad, "val rect: padding, in strides, around each batch's shape"),
       Int("stride", &O::stride, "the model's largest stride: batch shapes are multiples of it"),
       Int("seed", &O::seed, "sampling and augmentation seed: a batch depends on seed, epoch, index and ranks only"),
@@ -195,6 +210,11 @@ std::vector<OptionSpec> MakeTable() {
              "fast (each tile warped straight into the output) | reference (Ultralytics' 2s x 2s canvas)"),
       Hyp("mosaic", &H::mosaic, "probability of Mosaic-4"),
       Hyp("mixup", &H::mixup, "probability of MixUp with a second mosaic sample"),
+      Hyp("cutmix", &H::cutmix, "probability of CutMix: a region of a second mosaic sample pasted in, with its boxes"),
+      Hyp("copy_paste", &H::copy_paste,
+          "probability of CopyPaste (instance segments; a no-op on box labels, as in Ultralytics)"),
+      HypChoice("copy_paste_mode", &H::copy_paste_mode, {"flip", "mixup"}, ParseCopyPasteMode, CopyPasteModeName,
+                "where CopyPaste takes instances from: the sample mirrored (flip) or another sample (mixup)"),
       Hyp("degrees", &H::degrees, "rotation, +/- degrees"),
       Hyp("translate", &H::translate, "translation, +/- fraction of the size"),
       Hyp("scale", &H::scale, "scale gain, +/- fraction"),
@@ -206,7 +226,7 @@ std::vector<OptionSpec> MakeTable() {
       Hyp("flipud", &H::flipud, "probability of a vertical flip"),
       Hyp("fliplr", &H::fliplr, "probability of a horizontal flip"),
       Hyp("bgr", &H::bgr, "probability of the image's channels in BGR order instead of RGB"),
-      HypInt("close_mosaic", &H::close_mosaic, "Mosaic and MixUp off for the last N epochs"),
+      HypInt("close_mosaic", &H::close_mosaic, "Mosaic, MixUp and CutMix off for the last N epochs"),
   };
 }
 
@@ -265,6 +285,14 @@ Result<WindowIo> ParseWindowIo(std::string_view text, int world_size) {
   if (text == "page-cache") return WindowIo::kPageCache;
   return Status::InvalidArgument("expected auto, direct or page-cache, got '" + std::string(text) + "'");
 }
+
+Result<CopyPasteMode> ParseCopyPasteMode(std::string_view text) {
+  if (text == "flip") return CopyPasteMode::kFlip;
+  if (text == "mixup") return CopyPasteMode::kMixup;
+  return Status::InvalidArgument("expected flip or mixup, got '" + std::string(text) + "'");
+}
+
+const char* CopyPasteModeName(CopyPasteMode mode) { return mode == CopyPasteMode::kFlip ? "flip" : "mixup"; }
 
 const char* LoaderModeName(LoaderMode mode) { return mode == LoaderMode::kTrain ? "train" : "val"; }
 

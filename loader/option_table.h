@@ -53,7 +53,9 @@ Result<SampleOrder> ParseSampleOrder(std::string_view text);  // shuffle | windo
 // window_io: auto | direct | page-cache. auto: direct for one process; the page cache with several ranks,
 // which then share each window's pages on their host instead of each reading it from the disk.
 Result<WindowIo> ParseWindowIo(std::string_view text, int world_size);
+Result<CopyPasteMode> ParseCopyPasteMode(std::string_view text);  // flip | mixup
 const char* LoaderModeName(LoaderMode mode);
+const char* CopyPasteModeName(CopyPasteMode mode);
 const char* SampleOrderName(SampleOrder order);
 const char* WindowIoName(WindowIo io);
 

@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 #include <string>
+#include <utility>
 
 #include "libcache/base/thread_limit.h"
 
@@ -15,6 +17,14 @@ Status Bad(const std::string& what) { return Status::InvalidArgument("loader opt
 
 bool Probability(double p) { return std::isfinite(p) && p >= 0.0 && p <= 1.0; }
 bool NonNegative(double v) { return std::isfinite(v) && v >= 0.0; }
+
+// "" when `p` is a probability, else the message naming the option and the value given.
+std::string ProbabilityError(const char* name, double p) {
+  if (Probability(p)) return "";
+  std::ostringstream text;
+  text << name << " must be a probability in [0, 1], got " << p;
+  return text.str();
+}
 }  // namespace
 
 void* AlignedAllocator::Allocate(size_t bytes) {
@@ -38,13 +48,14 @@ Status ValidateOptions(const LoaderOptions& o) {
                " (Ultralytics rounds it up)");
   if (!NonNegative(o.pad)) return Bad("pad must be >= 0");
   if (o.order == SampleOrder::kWindowed && o.window_bytes == 0) return Bad("window_bytes must be > 0");
+  if (o.mode == LoaderMode::kTrain && o.train_rect && o.order == SampleOrder::kWindowed)
+    return Bad("train_rect walks the records in aspect-ratio order: it needs order shuffle, not windowed");
   if (o.epochs < 1) return Bad("epochs must be >= 1");
   const AugmentHyp& h = o.hyp;
-  if (!Probability(h.mosaic)) return Bad("mosaic must be a probability in [0, 1]");
-  if (!Probability(h.mixup)) return Bad("mixup must be a probability in [0, 1]");
-  if (!Probability(h.flipud)) return Bad("flipud must be a probability in [0, 1]");
-  if (!Probability(h.fliplr)) return Bad("fliplr must be a probability in [0, 1]");
-  if (!Probability(h.bgr)) return Bad("bgr must be a probability in [0, 1]");
+  for (const auto& [name, p] : {std::pair<const char*, double>{"mosaic", h.mosaic}, {"mixup", h.mixup},
+                                {"cutmix", h.cutmix}, {"copy_paste", h.copy_paste}, {"flipud", h.flipud},
+                                {"fliplr", h.fliplr}, {"bgr", h.bgr}})
+    if (const std::string e = ProbabilityError(name, p); !e.empty()) return Bad(e);
   if (!NonNegative(h.degrees) || h.degrees > 180) return Bad("degrees must be in [0, 180]");
   if (!NonNegative(h.translate) || h.translate > 0.5) return Bad("translate must be in [0, 0.5]");
   if (!NonNegative(h.scale) || h.scale >= 1.0) return Bad("scale must be in [0, 1)");
@@ -60,5 +71,7 @@ Status ValidateOptions(const LoaderOptions& o) {
 bool MosaicClosed(const LoaderOptions& o, int epoch) {
   return o.hyp.close_mosaic > 0 && epoch >= o.epochs - o.hyp.close_mosaic;
 }
+
+bool UsesRectBatches(const LoaderOptions& o) { return o.mode == LoaderMode::kVal ? o.rect : o.train_rect; }
 
 }  // namespace yc

@@ -40,11 +40,20 @@ enum class SampleOrder { kShuffle, kWindowed };
 // cache fits in RAM after all (O_DIRECT always reads the disk).
 enum class WindowIo { kDirect, kPageCache };
 enum class ImageLayout { kNCHW, kNHWC };  // NCHW = Ultralytics' tensor layout
+// Where Ultralytics' CopyPaste takes its instances from (copy_paste_mode): the sample mirrored, or
+// another mosaic+affine sample.
+enum class CopyPasteMode { kFlip, kMixup };
 
 // Ultralytics hyperparameters that act on the data (default.yaml names and defaults).
 struct AugmentHyp {
   double mosaic = 1.0;       // probability of Mosaic-4
   double mixup = 0.0;        // probability of MixUp (Beta(32,32) blend with another mosaic+affine sample)
+  double cutmix = 0.0;       // probability of CutMix (a region of another mosaic+affine sample pasted in)
+  // Probability of CopyPaste. Ultralytics pastes instance *segments*; the cache holds boxes only, and
+  // on box-only labels Ultralytics' CopyPaste returns the sample unchanged, so this does too
+  // (validated and recorded, no effect on the batches: docs/TRAINER.md).
+  double copy_paste = 0.0;
+  CopyPasteMode copy_paste_mode = CopyPasteMode::kFlip;
   double degrees = 0.0;      // rotation range, +/- degrees
   double translate = 0.1;    // +/- fraction of the output size
   double scale = 0.5;        // scale gain drawn from U(1 - scale, 1 + scale)
@@ -56,7 +65,7 @@ struct AugmentHyp {
   double flipud = 0.0;       // probability of a vertical flip
   double fliplr = 0.5;       // probability of a horizontal flip
   double bgr = 0.0;          // probability of the channels in BGR order (Ultralytics' Format, train only)
-  int close_mosaic = 10;     // mosaic and mixup are off for the last close_mosaic epochs
+  int close_mosaic = 10;     // mosaic, mixup and cutmix are off for the last close_mosaic epochs
 };
 
 struct LoaderOptions {
@@ -81,6 +90,11 @@ struct LoaderOptions {
   bool rect = true;
   double pad = 0.5;
   int stride = 32;
+  // Train batching as Ultralytics' rect=True (`ultralytics/data/base.py` set_rectangle with pad 0, as
+  // build_yolo_dataset gives train): the records in aspect-ratio order, never shuffled (`shuffle` is
+  // not used), each batch letterboxed to its own shape ceil(shape * imgsz / stride) * stride, and
+  // mosaic, mixup and cutmix off (YOLODataset.build_transforms). Ranks take whole batches in turn.
+  bool train_rect = false;
 
   int threads = 0;   // TBB worker threads for this loader; 0 = all hardware threads
   int prefetch = 4;  // batches in flight ahead of the consumer
@@ -109,5 +123,7 @@ Status ValidateOptions(const LoaderOptions& options);
 
 // True when mosaic and mixup are switched off for this epoch (Ultralytics close_mosaic).
 bool MosaicClosed(const LoaderOptions& options, int epoch);
+// True when the batches have their own shapes (val rect, or train_rect): every record is sized first.
+bool UsesRectBatches(const LoaderOptions& options);
 
 }  // namespace yc

@@ -15,7 +15,8 @@ namespace yc {
 uint64_t Mix64(uint64_t x);
 
 // Streams that are not per-sample (the epoch permutation) use reserved keys.
-enum class RngStream : uint64_t { kSample = 1, kPermutation = 2, kWindowed = 3 };
+// kCutMix: a sample's CutMix draws (render/plan.h says why they are apart).
+enum class RngStream : uint64_t { kSample = 1, kPermutation = 2, kWindowed = 3, kCutMix = 4 };
 
 // xoshiro256** seeded from a key. Not thread-safe: one per sample.
 class Rng {

@@ -7,10 +7,27 @@
 
 namespace yc {
 
+namespace {
+
+// Records in index order, every batch imgsz x imgsz: batches without rect.
+RectBatches SquareBatches(size_t n, int batch, int imgsz) {
+  RectBatches r;
+  r.order.resize(n);
+  std::iota(r.order.begin(), r.order.end(), size_t{0});
+  r.shapes.assign((n + batch - 1) / batch, cv::Size(imgsz, imgsz));
+  return r;
+}
+
+}  // namespace
+
 EpochSampler::EpochSampler(size_t n, const LoaderOptions& o, const std::vector<cv::Size>& sizes,
                            std::vector<RecordBlock> blocks)
     : n_(n), options_(o) {
   const size_t B = static_cast<size_t>(o.batch), W = static_cast<size_t>(o.world_size);
+  if (o.mode == LoaderMode::kTrain && o.train_rect) {
+    InitTrainRect(sizes);
+    return;
+  }
   if (o.mode == LoaderMode::kTrain) {
     local_size_ = (n + W - 1) / W;
     batches_ = o.drop_last ? local_size_ / B : (local_size_ + B - 1) / B;
@@ -25,13 +42,8 @@ EpochSampler::EpochSampler(size_t n, const LoaderOptions& o, const std::vector<c
     std::iota(permutation_.begin(), permutation_.end(), 0u);
     return;
   }
-  if (o.rect && sizes.size() == n) {
-    rect_ = ComputeRectBatches(sizes, o.batch, o.imgsz, o.stride, o.pad);
-  } else {
-    rect_.order.resize(n);
-    std::iota(rect_.order.begin(), rect_.order.end(), size_t{0});
-    rect_.shapes.assign((n + B - 1) / B, cv::Size(o.imgsz, o.imgsz));
-  }
+  rect_ = o.rect && sizes.size() == n ? ComputeRectBatches(sizes, o.batch, o.imgsz, o.stride, o.pad)
+                                      : SquareBatches(n, o.batch, o.imgsz);
   const size_t nb = rect_.shapes.size();
   const size_t per_rank = (nb + W - 1) / W;
   first_global_batch_ = std::min(nb, per_rank * static_cast<size_t>(o.rank));
@@ -41,8 +53,27 @@ EpochSampler::EpochSampler(size_t n, const LoaderOptions& o, const std::vector<c
     max_shape_ = cv::Size(std::max(max_shape_.width, s.width), std::max(max_shape_.height, s.height));
 }
 
+// Ultralytics' rect train batches (set_rectangle, with build_yolo_dataset's train pad 0) over this
+// rank's batch size, as its per-rank dataset computes them. The global batches are padded to a multiple
+// of world_size by repeating from the first (DistributedSampler's padding, whole batches at a time) and
+// rank r takes global batches r, r + W, ...: every rank gets the same number of batches, each of one shape.
+void EpochSampler::InitTrainRect(const std::vector<cv::Size>& sizes) {
+  const LoaderOptions& o = options_;
+  constexpr double kTrainPad = 0.0;
+  rect_ = sizes.size() == n_ ? ComputeRectBatches(sizes, o.batch, o.imgsz, o.stride, kTrainPad)
+                             : SquareBatches(n_, o.batch, o.imgsz);
+  size_t nb = rect_.shapes.size();
+  if (o.drop_last && n_ % static_cast<size_t>(o.batch) != 0) --nb;  // the short last batch
+  rect_.shapes.resize(nb);
+  const size_t W = static_cast<size_t>(o.world_size);
+  batches_ = (nb + W - 1) / W;
+  max_shape_ = cv::Size(0, 0);
+  for (const cv::Size& s : rect_.shapes)
+    max_shape_ = cv::Size(std::max(max_shape_.width, s.width), std::max(max_shape_.height, s.height));
+}
+
 void EpochSampler::SetEpoch(int epoch) {
-  if (options_.mode != LoaderMode::kTrain) return;
+  if (options_.mode != LoaderMode::kTrain || options_.train_rect) return;  // rect: the same order every epoch
   if (options_.order == SampleOrder::kWindowed) {
     windows_ = MakeWindowedEpoch(blocks_, options_, epoch);
     return;
@@ -56,6 +87,15 @@ void EpochSampler::SetEpoch(int epoch) {
 void EpochSampler::Batch(size_t b, std::vector<SampleSlot>* samples, cv::Size* shape) const {
   samples->clear();
   const size_t B = static_cast<size_t>(options_.batch);
+  if (options_.mode == LoaderMode::kTrain && options_.train_rect) {
+    const size_t padded = b * static_cast<size_t>(options_.world_size) + static_cast<size_t>(options_.rank);
+    const size_t gb = padded % rect_.shapes.size();
+    const size_t begin = gb * B, end = std::min(n_, begin + B);
+    // The position in the padded epoch keys the sample: a repeated batch is augmented anew.
+    for (size_t k = begin; k < end; ++k) samples->push_back({rect_.order[k], padded * B + (k - begin)});
+    *shape = rect_.shapes[gb];
+    return;
+  }
   if (options_.mode == LoaderMode::kTrain) {
     const size_t W = static_cast<size_t>(options_.world_size), r = static_cast<size_t>(options_.rank);
     const size_t begin = b * B, end = std::min(local_size_, begin + B);

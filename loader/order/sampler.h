@@ -10,6 +10,9 @@
 // WindowedEpoch::records instead, padded and rank-sliced the same way, so all ranks walk the same
 // window at the same time (and share its pages); each sample also carries its window.
 //
+// Train, rect (options.train_rect): Ultralytics' rect batches (aspect-ratio order, a shape per batch,
+// no shuffle); rank r takes whole global batches r, r + W, ..., padded by repeating from the first.
+//
 // Val: no shuffle; with rect the records are ordered by aspect ratio and batched as Ultralytics does
 // (each batch has its own shape); ranks take contiguous runs of whole batches (no padding, so no
 // image is scored twice).
@@ -35,13 +38,13 @@ struct SampleSlot {
 
 class EpochSampler {
  public:
-  // `sizes` (width, height per record) is needed only for val with rect; `blocks`
+  // `sizes` (width, height per record) is needed only for rect batches (UsesRectBatches); `blocks`
   // (SplitIntoBlocks) only for the windowed train order.
   EpochSampler(size_t dataset_size, const LoaderOptions& options, const std::vector<cv::Size>& sizes,
                std::vector<RecordBlock> blocks = {});
 
   size_t batches_per_epoch() const { return batches_; }
-  // Largest batch shape (val rect) or imgsz x imgsz.
+  // Largest batch shape (rect batches) or imgsz x imgsz.
   cv::Size max_shape() const { return max_shape_; }
 
   // Computes the epoch's order (train shuffle). Call before Batch() for a new epoch.
@@ -53,13 +56,15 @@ class EpochSampler {
   std::shared_ptr<const WindowedEpoch> windows() const { return windows_; }
 
  private:
+  void InitTrainRect(const std::vector<cv::Size>& sizes);
+
   size_t n_;
   LoaderOptions options_;
   size_t local_size_ = 0;  // train: samples this rank sees per epoch
   size_t batches_ = 0;
   size_t first_global_batch_ = 0;  // val: this rank's first global batch
   cv::Size max_shape_;
-  RectBatches rect_;                   // val
+  RectBatches rect_;                   // val, train_rect
   std::vector<uint32_t> permutation_;  // train, kShuffle
   std::vector<RecordBlock> blocks_;    // train, kWindowed
   std::shared_ptr<const WindowedEpoch> windows_;

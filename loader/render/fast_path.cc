@@ -3,6 +3,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "loader/kernels/canvas_warp.h"
+#include "loader/ops/cutmix.h"
 #include "loader/ops/flip.h"
 #include "loader/ops/mixup.h"
 #include "loader/render/train_geometry.h"
@@ -16,7 +17,7 @@ Status RenderSub(const SubPlan& plan, const FlipDraw& flip, const RecordSource& 
   SubInputs in;
   YC_RETURN_IF_ERROR(ReadSubInputs(source, plan, o.imgsz, base, scratch, &in));
   SubGeometry g;
-  ComputeSubGeometry(plan, in, o, &g, boxes);
+  ComputeSubGeometry(plan, in, o, out->size(), &g, boxes);
 
   CanvasTile tiles[4];
   int count = 0;
@@ -39,18 +40,37 @@ Status RenderSub(const SubPlan& plan, const FlipDraw& flip, const RecordSource& 
   return Status::OK();
 }
 
-}  // namespace
-
-Status RenderTrainFast(const TrainPlan& plan, const RecordSource& source, const LoaderOptions& o,
-                       RenderScratch* scratch, cv::Mat* out, std::vector<BoxXyxy>* boxes) {
-  YC_RETURN_IF_ERROR(RenderSub(plan.main, plan.flip, source, o, 0, scratch, out, boxes));
-  if (!plan.mixup) return Status::OK();
+// MixUp: the partner rendered with the same flips, blended in, its boxes appended.
+Status RenderMixup(const TrainPlan& plan, const RecordSource& source, const LoaderOptions& o, RenderScratch* scratch,
+                   cv::Mat* out, std::vector<BoxXyxy>* boxes) {
   scratch->mix.create(out->size(), CV_8UC3);
   YC_RETURN_IF_ERROR(RenderSub(plan.mix, plan.flip, source, o, 4, scratch, &scratch->mix, &scratch->boxes_mix));
   for (int y = 0; y < out->rows; ++y)
     MixupBlend(out->ptr<uint8_t>(y), scratch->mix.ptr<uint8_t>(y), plan.mix_ratio, out->ptr<uint8_t>(y),
                static_cast<size_t>(out->cols) * 3);
   boxes->insert(boxes->end(), scratch->boxes_mix.begin(), scratch->boxes_mix.end());
+  return Status::OK();
+}
+
+// CutMix on the output, which this path renders already flipped: with its areas flipped the same way
+// it pastes the pixels and keeps the boxes that Ultralytics' CutMix, before its flips, does.
+Status RenderCutMix(const TrainPlan& plan, const RecordSource& source, const LoaderOptions& o, RenderScratch* scratch,
+                    cv::Mat* out, std::vector<BoxXyxy>* boxes) {
+  const CutMixDraw draw = FlipCutMixDraw(plan.cut_draw, plan.flip, out->cols, out->rows);
+  auto render = [&](cv::Mat* partner, std::vector<BoxXyxy>* partner_boxes) {
+    partner->create(out->size(), CV_8UC3);
+    return RenderSub(plan.cut, plan.flip, source, o, 4, scratch, partner, partner_boxes);
+  };
+  return ApplyCutMix(draw, render, &scratch->mix, &scratch->boxes_mix, out, boxes);
+}
+
+}  // namespace
+
+Status RenderTrainFast(const TrainPlan& plan, const RecordSource& source, const LoaderOptions& o,
+                       RenderScratch* scratch, cv::Mat* out, std::vector<BoxXyxy>* boxes) {
+  YC_RETURN_IF_ERROR(RenderSub(plan.main, plan.flip, source, o, 0, scratch, out, boxes));
+  if (plan.mixup) YC_RETURN_IF_ERROR(RenderMixup(plan, source, o, scratch, out, boxes));
+  if (plan.cutmix) YC_RETURN_IF_ERROR(RenderCutMix(plan, source, o, scratch, out, boxes));
   return Status::OK();
 }
 

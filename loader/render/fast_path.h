@@ -14,8 +14,9 @@
 
 namespace yc {
 
-// Renders the sample's geometry, mixup and flips into `out` (CV_8UC3, imgsz x imgsz, allocated by the
-// caller; may wrap batch memory) and its boxes (output pixels, xyxy) into *boxes.
+// Renders the sample's geometry, mixup, cutmix and flips into `out` (CV_8UC3 of the batch's shape:
+// imgsz x imgsz or a rect batch's; allocated by the caller; may wrap batch memory) and its boxes
+// (output pixels, xyxy) into *boxes.
 Status RenderTrainFast(const TrainPlan& plan, const RecordSource& source, const LoaderOptions& options,
                        RenderScratch* scratch, cv::Mat* out, std::vector<BoxXyxy>* boxes);
 

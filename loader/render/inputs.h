@@ -29,7 +29,7 @@ struct RenderScratch {
   std::array<cv::Mat, 8> resized;     // load_image resizes
   std::array<RecordView, 8> views;
   cv::Mat letterboxed;          // letterbox resize (fast path) / letterboxed image (reference)
-  cv::Mat canvas, warped, mix;  // reference path; `mix` also holds the fast path's mixup image
+  cv::Mat canvas, warped, mix;  // reference path; `mix` also holds the MixUp / CutMix partner's image
   cv::Mat image;                // fast path output when it cannot go straight into the batch
   std::vector<uint8_t> chunk;   // FinishImage runs
   CanvasWarpScratch warp;       // fast path tile warps

@@ -39,4 +39,12 @@ TrainPlan DrawTrainPlan(Rng& rng, uint64_t record, const PartnerDomain& n, const
   return t;
 }
 
+void DrawCutMixPlan(Rng& rng, const PartnerDomain& n, const AugmentHyp& hyp, bool closed, int imgsz, TrainPlan* t) {
+  t->cutmix = Fires(rng, closed ? 0.0 : hyp.cutmix);
+  if (!t->cutmix) return;
+  t->cut = DrawSub(rng, n.Draw(rng), n, hyp, closed, imgsz);
+  // The train output is imgsz x imgsz whenever cutmix can fire (rect batches turn it off).
+  t->cut_draw = DrawCutMix(rng, imgsz, imgsz);
+}
+
 }  // namespace yc

@@ -3,6 +3,9 @@
 // draws (perspective, degrees, scale, shear x then y, translate x then y), mixup probability (and,
 // if it fires, the mix partner and its own mosaic/affine draws, then Beta(32,32)), HSV gains,
 // flipud, fliplr, then Format's bgr. The draws do not depend on image sizes, so a plan is a pure function of the RNG.
+// CutMix (after MixUp in Ultralytics' order) draws from a stream of its own (RngStream::kCutMix), and
+// only when its probability is above 0, so that every other draw, and with it every batch of a run
+// without cutmix, stays what it was before the option existed.
 #pragma once
 
 #include <array>
@@ -10,6 +13,7 @@
 
 #include "loader/base/rng.h"
 #include "loader/ops/channel_order.h"
+#include "loader/ops/cutmix.h"
 #include "loader/ops/flip.h"
 #include "loader/ops/hsv.h"
 #include "loader/ops/mixup.h"
@@ -34,14 +38,22 @@ struct TrainPlan {
   bool mixup = false;
   SubPlan mix;
   double mix_ratio = 1.0;  // weight of `main` in the blend
+  bool cutmix = false;
+  SubPlan cut;        // the CutMix partner: its own mosaic/affine sample
+  CutMixDraw cut_draw;  // its candidate areas, in the unflipped imgsz x imgsz output
   HsvGains hsv;
   FlipDraw flip;
   bool bgr = false;  // the image goes out in BGR order (Ultralytics' bgr hyperparameter)
 };
 
 // `partners`: the records Mosaic/MixUp partners come from (the split's size for the default order).
-// `closed`: close_mosaic is in force (mosaic and mixup probabilities are 0, their draws still happen).
+// `closed`: close_mosaic or rect batches are in force (mosaic and mixup probabilities are 0, their
+// draws still happen).
 TrainPlan DrawTrainPlan(Rng& rng, uint64_t record, const PartnerDomain& partners, const AugmentHyp& hyp, bool closed,
                         int imgsz);
+// Adds the CutMix draws to *plan from `rng` (the sample's kCutMix stream): whether it fires (never
+// when `closed`), the partner and its mosaic/affine draws, then the areas. Call only with hyp.cutmix > 0.
+void DrawCutMixPlan(Rng& rng, const PartnerDomain& partners, const AugmentHyp& hyp, bool closed, int imgsz,
+                    TrainPlan* plan);
 
 }  // namespace yc

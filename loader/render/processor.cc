@@ -43,8 +43,14 @@ double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // for it, so the read-ahead always names the records the render will read.
 TrainPlan PlanOf(const SampleContext& ctx, const SampleSlot& s) {
   const LoaderOptions& o = *ctx.options;
+  const PartnerDomain partners = PartnersOf(ctx, s);
   Rng rng(o.seed, static_cast<uint64_t>(ctx.epoch), s.position);
-  return DrawTrainPlan(rng, s.record, PartnersOf(ctx, s), o.hyp, ctx.mosaic_closed, o.imgsz);
+  TrainPlan plan = DrawTrainPlan(rng, s.record, partners, o.hyp, ctx.mosaic_closed, o.imgsz);
+  if (o.hyp.cutmix > 0) {
+    Rng cut(o.seed, static_cast<uint64_t>(ctx.epoch), s.position, RngStream::kCutMix);
+    DrawCutMixPlan(cut, partners, o.hyp, ctx.mosaic_closed, o.imgsz, &plan);
+  }
+  return plan;
 }
 
 void AppendRecordsOf(const SubPlan& sub, std::vector<uint64_t>* out) {
@@ -60,7 +66,7 @@ Status ProcessTrain(const SampleContext& ctx, const SampleSlot& s, int batch_idx
   cv::Mat out = RenderTarget(o, shape, slot, scratch);
   std::vector<BoxXyxy>& boxes = scratch->boxes_out;
   if (o.path == LoaderOptions::Path::kReference) {
-    YC_RETURN_IF_ERROR(RenderTrainReference(plan, *ctx.source, o, scratch, &scratch->warped, &boxes));
+    YC_RETURN_IF_ERROR(RenderTrainReference(plan, *ctx.source, o, shape, scratch, &scratch->warped, &boxes));
     scratch->render_seconds = Since(start);
     FinishImage(scratch->warped.data, shape.height, shape.width, scratch->warped.step, nullptr, o.layout, slot,
                 &scratch->chunk);
@@ -109,7 +115,8 @@ Status ProcessVal(const SampleContext& ctx, const SampleSlot& s, int batch_idx, 
 
 SampleContext MakeSampleContext(const RecordSource* source, const LoaderOptions* options, int epoch,
                                 const EpochSampler& sampler) {
-  const bool closed = options->mode == LoaderMode::kTrain && MosaicClosed(*options, epoch);
+  // Rect train batches have no mosaic, mixup or cutmix at any epoch (Ultralytics' build_transforms).
+  const bool closed = options->mode == LoaderMode::kTrain && (options->train_rect || MosaicClosed(*options, epoch));
   return SampleContext{source, options, epoch, closed, sampler.windows()};
 }
 
@@ -126,6 +133,7 @@ void RecordsOfSample(const SampleContext& ctx, const SampleSlot& s, std::vector<
   const TrainPlan plan = PlanOf(ctx, s);
   AppendRecordsOf(plan.main, out);
   if (plan.mixup) AppendRecordsOf(plan.mix, out);
+  if (plan.cutmix) AppendRecordsOf(plan.cut, out);  // read only when an area is free; asked for anyway
 }
 
 Status ProcessSample(const SampleContext& ctx, const SampleSlot& s, int batch_idx, cv::Size shape, uint8_t* slot,

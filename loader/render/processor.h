@@ -21,7 +21,7 @@ struct SampleContext {
   const RecordSource* source = nullptr;
   const LoaderOptions* options = nullptr;
   int epoch = 0;
-  bool mosaic_closed = false;
+  bool mosaic_closed = false;  // mosaic, mixup and cutmix off: close_mosaic in force, or rect train batches
   // Windowed order: the epoch's windows (EpochSampler::windows() when the batch was laid out); null
   // for the default order.
   std::shared_ptr<const WindowedEpoch> windows;
@@ -43,8 +43,9 @@ Status ProcessSample(const SampleContext& ctx, const SampleSlot& s, int batch_id
                      RenderScratch* scratch, std::vector<float>* labels, SampleInfo* info);
 
 // Appends to *out the records sample `s` will read (main, then its mosaic partners, then the mixup
-// partner and its partners; duplicates kept), from its plan drawn exactly as ProcessSample draws it:
-// the loader's read-ahead (read_ahead.h) asks for their bytes before a worker starts the sample.
+// partner and its partners, then the cutmix partner and its partners; duplicates kept), from its plan
+// drawn exactly as ProcessSample draws it: the loader's read-ahead (read_ahead.h) asks for their bytes
+// before a worker starts the sample.
 // Cheap (no record is read); allocation-free once *out has grown.
 void RecordsOfSample(const SampleContext& ctx, const SampleSlot& s, std::vector<uint64_t>* out);
 

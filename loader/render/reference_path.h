@@ -13,9 +13,10 @@
 
 namespace yc {
 
-// Renders the complete sample (geometry, mixup, HSV, flips, then the channel order: BGR when plan.bgr)
-// into *out (imgsz x imgsz) and its boxes (output pixels, xyxy) into *boxes.
+// Renders the complete sample (geometry, mixup, cutmix, HSV, flips, then the channel order: BGR when
+// plan.bgr) into *out (RGB of `shape` (w, h): imgsz x imgsz, or a rect batch's shape) and its boxes
+// (output pixels, xyxy) into *boxes.
 Status RenderTrainReference(const TrainPlan& plan, const RecordSource& source, const LoaderOptions& options,
-                            RenderScratch* scratch, cv::Mat* out, std::vector<BoxXyxy>* boxes);
+                            cv::Size shape, RenderScratch* scratch, cv::Mat* out, std::vector<BoxXyxy>* boxes);
 
 }  // namespace yc

@@ -2,8 +2,8 @@
 
 namespace yc {
 
-void ComputeSubGeometry(const SubPlan& plan, const SubInputs& in, const LoaderOptions& o, SubGeometry* g,
-                        std::vector<BoxXyxy>* boxes) {
+void ComputeSubGeometry(const SubPlan& plan, const SubInputs& in, const LoaderOptions& o, cv::Size shape,
+                        SubGeometry* g, std::vector<BoxXyxy>* boxes) {
   const int s = o.imgsz;
   const bool perspective = o.hyp.perspective != 0;
   boxes->clear();
@@ -22,7 +22,7 @@ void ComputeSubGeometry(const SubPlan& plan, const SubInputs& in, const LoaderOp
     return;
   }
   const cv::Mat& img = in.images[0];
-  g->letterbox = ComputeLetterbox(img.rows, img.cols, s, s, /*scaleup=*/true);
+  g->letterbox = ComputeLetterbox(img.rows, img.cols, shape.height, shape.width, /*scaleup=*/true);
   AppendTileBoxes(in.boxes[0], in.box_counts[0], img.size(), 0, 0, boxes);
   LetterboxBoxes(g->letterbox, boxes);
   g->canvas_w = g->letterbox.out_w();

@@ -24,8 +24,10 @@ struct SubGeometry {
   int canvas_w = 0, canvas_h = 0;  // 2s x 2s (mosaic) or s x s (letterboxed)
 };
 
-// Fills *geometry and the canvas-space boxes (*boxes is replaced).
-void ComputeSubGeometry(const SubPlan& plan, const SubInputs& inputs, const LoaderOptions& options,
+// Fills *geometry and the canvas-space boxes (*boxes is replaced). `shape` (w, h) is the output's: a
+// letterboxed sample is letterboxed into it (Ultralytics' LetterBox takes the rect batch's shape,
+// `rect_shape`); a mosaic is always imgsz x imgsz (rect batches have no mosaic).
+void ComputeSubGeometry(const SubPlan& plan, const SubInputs& inputs, const LoaderOptions& options, cv::Size shape,
                         SubGeometry* geometry, std::vector<BoxXyxy>* boxes);
 
 }  // namespace yc

@@ -75,8 +75,8 @@ def test_errors_raise_with_the_cpp_message(cache, tmp_path, dataset):
         yolocache.Loader(cache, mode="test")
     with pytest.raises(ValueError, match="unknown hyp 'mosiac'"):
         yolocache.Loader(cache, hyp={"mosiac": 1.0})
-    with pytest.raises(ValueError, match="copy_paste"):
-        yolocache.Loader(cache, hyp={"copy_paste": 0.5})
+    with pytest.raises(ValueError, match="bgr must be a probability"):  # checked by the C++ options
+        yolocache.Loader(cache, hyp={"bgr": 1.5})
     with pytest.raises(ValueError, match="backend"):
         yolocache.build(dataset, tmp_path / "x.yc", backend="tar")
     with pytest.raises(ValueError, match="inside"):  # a cache may never be written into the dataset

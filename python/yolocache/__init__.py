@@ -44,8 +44,6 @@ LOADER_OPTIONS = {option["name"]: option for option in _yolocache.loader_options
 HYP_DEFAULTS = {name: option["default"] for name, option in LOADER_OPTIONS.items() if option["hyp"]}
 # The Loader's own keywords: the options that are not hyperparameters (those come in `hyp`, as Ultralytics').
 _KEYWORDS = {name: option["default"] for name, option in LOADER_OPTIONS.items() if not option["hyp"]}
-# Ultralytics augmentations the loader does not implement: accepted only at their default (off).
-_UNSUPPORTED_HYP = {"copy_paste": 0.0, "cutmix": 0.0}
 
 
 def default_cache_root():
@@ -119,10 +117,7 @@ class Loader:
         self.mode, self.batch_size, self.imgsz, self.num_workers = mode, batch, o["imgsz"], o["threads"]
         hyps = {}
         for key, value in (hyp or {}).items():
-            if key in _UNSUPPORTED_HYP:
-                if value != _UNSUPPORTED_HYP[key]:
-                    raise ValueError(f"hyp '{key}'={value}: not implemented by the yolocache loader (use {_UNSUPPORTED_HYP[key]})")
-            elif key in HYP_DEFAULTS:
+            if key in HYP_DEFAULTS:
                 hyps[key] = type(HYP_DEFAULTS[key])(value)  # Ultralytics' args may hold 1 for 1.0, 10.0 for 10
             else:
                 raise ValueError(f"unknown hyp '{key}' (known: {', '.join(HYP_DEFAULTS)})")

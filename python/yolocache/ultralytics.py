@@ -160,16 +160,19 @@ def _make_trainer_class():
             common = dict(batch=batch_size, imgsz=self.args.imgsz, threads=threads,
                           pin_memory=torch.cuda.is_available())
             split = _split_of(self.data, dataset_path, mode)
+            gs = max(int(de_parallel(self.model).stride.max() if self.model else 0), 32)
             if mode == "train":
                 hyp = {k: getattr(self.args, k) for k in HYP_DEFAULTS if getattr(self.args, k, None) is not None}
                 # Ultralytics closes mosaic at the epoch equal to epochs - close_mosaic, so never when
                 # close_mosaic > epochs; the loader's rule (from that epoch on) would close it at once.
                 if int(hyp.get("close_mosaic") or 0) > self.epochs:
                     hyp["close_mosaic"] = 0
+                rect = bool(getattr(self.args, "rect", False))
+                if rect:  # Ultralytics' get_dataloader says it; its build_transforms' mosaic/mixup/cutmix off is the loader's
+                    LOGGER.warning("'rect=True' is incompatible with DataLoader shuffle, setting shuffle=False")
                 return YolocacheLoader(self._yolocache, split, mode="train", seed=self.args.seed,
                                        rank=max(RANK, 0) if world_size > 1 else 0, world_size=world_size,
-                                       epochs=self.epochs, hyp=hyp, **common)
-            gs = max(int(de_parallel(self.model).stride.max() if self.model else 0), 32)
+                                       epochs=self.epochs, hyp=hyp, train_rect=rect, stride=gs, **common)
             return YolocacheLoader(self._yolocache, split, mode="val", rect=True, pad=0.5, stride=gs, **common)
 
     return DetectionTrainer

@@ -18,6 +18,7 @@ using testing::FakeSource;
 struct Stats {
   double worst_mad = 0;
   size_t boxes = 0;
+  int cutmix = 0;  // samples whose CutMix fired
 };
 
 Stats Compare(const FakeSource& src, const LoaderOptions& o, int samples, uint64_t seed) {
@@ -27,10 +28,15 @@ Stats Compare(const FakeSource& src, const LoaderOptions& o, int samples, uint64
   std::vector<uint8_t> hsv(kHsvChunkPixels * 3);
   for (int i = 0; i < samples; ++i) {
     Rng rng(seed, 0, i);
-    const TrainPlan plan = DrawTrainPlan(rng, i % src.size(), src.size(), o.hyp, false, o.imgsz);
+    TrainPlan plan = DrawTrainPlan(rng, i % src.size(), src.size(), o.hyp, false, o.imgsz);
+    if (o.hyp.cutmix > 0) {
+      Rng cut(seed, 0, i, RngStream::kCutMix);
+      DrawCutMixPlan(cut, src.size(), o.hyp, false, o.imgsz, &plan);
+      st.cutmix += plan.cutmix;
+    }
     cv::Mat fast(o.imgsz, o.imgsz, CV_8UC3), ref;
     EXPECT_TRUE(RenderTrainFast(plan, src, o, &fast_scratch, &fast, &fast_boxes).ok());
-    EXPECT_TRUE(RenderTrainReference(plan, src, o, &ref_scratch, &ref, &ref_boxes).ok());
+    EXPECT_TRUE(RenderTrainReference(plan, src, o, fast.size(), &ref_scratch, &ref, &ref_boxes).ok());
     if (plan.hsv.enabled) {
       const HsvLut lut = MakeHsvLut(plan.hsv);
       ApplyHsv(lut, fast.data, fast.data, fast.total(), hsv.data());
@@ -84,6 +90,16 @@ TEST(FastPathTest, LetterboxPathAndMixup) {
   LoaderOptions o = Small(256);
   o.hyp.mosaic = 0.5, o.hyp.mixup = 0.5, o.hyp.degrees = 5;
   Compare(src, o, 40, 4);
+}
+
+// CutMix pastes before the flips in the reference path and into the already flipped output in the
+// fast path: the same pixels and boxes either way, with MixUp before it.
+TEST(FastPathTest, CutMixWithMixupAndFlips) {
+  const FakeSource src = FakeSource::Synthetic(12, 256, 7);
+  LoaderOptions o = Small(256);
+  o.hyp.mosaic = 0.5, o.hyp.mixup = 0.3, o.hyp.cutmix = 0.8, o.hyp.flipud = 0.5;
+  const Stats st = Compare(src, o, 40, 8);
+  EXPECT_GT(st.cutmix, 20);
 }
 
 TEST(FastPathTest, RecordsAtAnotherSizeAreResizedLikeLoadImage) {

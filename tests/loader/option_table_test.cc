@@ -50,10 +50,16 @@ TEST(OptionTable, TheHyperparametersAreUltralyticsDataHyperparameters) {
   std::set<std::string> hyps;
   for (const OptionSpec& spec : LoaderOptionTable())
     if (spec.hyp) hyps.insert(spec.name);
-  const std::set<std::string> expected = {"mosaic", "mixup", "degrees", "translate", "scale", "shear", "perspective",
-                                          "hsv_h", "hsv_s", "hsv_v", "flipud", "fliplr", "bgr", "close_mosaic"};
+  const std::set<std::string> expected = {"mosaic", "mixup", "cutmix", "copy_paste", "copy_paste_mode", "degrees",
+                                          "translate", "scale", "shear", "perspective", "hsv_h", "hsv_s", "hsv_v",
+                                          "flipud", "fliplr", "bgr", "close_mosaic"};
   EXPECT_EQ(hyps, expected);
   LoaderOptions o;
+  ASSERT_TRUE(SetLoaderOption("copy_paste_mode", std::string("mixup"), &o).ok());
+  EXPECT_EQ(o.hyp.copy_paste_mode, CopyPasteMode::kMixup);
+  const Status bad = SetLoaderOption("copy_paste_mode", std::string("paste"), &o);
+  EXPECT_NE(bad.message().find("'copy_paste_mode': expected flip or mixup, got 'paste'"), std::string::npos)
+      << bad.message();
   ASSERT_TRUE(SetLoaderOption("hsv_h", 0.5, &o).ok());
   EXPECT_EQ(o.hyp.hsv_h, 0.5);
   ASSERT_TRUE(SetLoaderOption("close_mosaic", int64_t{3}, &o).ok());

@@ -109,8 +109,8 @@ TEST_F(UltralyticsLine, KeysOfOtherTasksAreIgnoredAloudAndMissingFeaturesRefused
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(Has(r.err, "visualize=True: not implemented by yolocache-train train yet")) << r.err;
   r = Explain({"train", "data=d.yaml", "rect"});  // a bare boolean key is key=True
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(Has(r.err, "rect=True")) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Has(r.out, " --rect")) << r.out;
   r = Explain({"train", "data=d.yaml", "no_such_key=3"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(Has(r.err, "no-such-key")) << r.err;
@@ -128,14 +128,47 @@ TEST_F(UltralyticsLine, ValAndPredictKeysBecomeTheirOptions) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* want : {"--half", "--save-json", "--agnostic-nms"}) EXPECT_TRUE(Has(r.out, want)) << want << "\n" << r.out;
   EXPECT_TRUE(Has(r.err, "'show_labels' is not used by val")) << r.err;  // a predict drawing key
-  // classes for train and val filters the dataset: not implemented here yet.
-  r = Explain({"val", "model=w.pt", "data=d.yaml", "classes=0"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(Has(r.err, "classes=0: not implemented by yolocache-train val yet")) << r.err;
   // A bad class list is refused by predict before anything runs.
   r = YolocacheTrain(tmp_, {"predict", "model=w.pt", "source=img.jpg", "classes=[0,cat]"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_TRUE(Has(r.err, "'cat' is not a class id")) << r.err;
+  EXPECT_TRUE(Has(r.err, "'cat' is not a class index")) << r.err;
+}
+
+// rect=True (train), cutmix, copy_paste and copy_paste_mode reach their options and args.yaml; bad
+// values are refused with exit 2 before any work, naming the value.
+TEST_F(UltralyticsLine, RectCutmixAndCopyPasteAreTrainOptions) {
+  CliRun r = Explain({"train", "data=d.yaml", "rect=True", "cutmix=0.3", "copy_paste=0.5", "copy_paste_mode=mixup"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  for (const char* part : {" --rect", "--cutmix=0.3", "--copy-paste=0.5", "--copy-paste-mode=mixup"}) {
+    EXPECT_TRUE(Has(r.out, part)) << part << "\n" << r.out;
+  }
+
+  testutil::MakeSynthCache(tmp_.path(), testutil::Images(2, 1));
+  const std::string yaml = (tmp_ / "data" / "data.yaml").string();
+  r = YolocacheTrain(tmp_, {"train", "data=" + yaml, "rect=True", "cutmix=0.25", "copy_paste=0.5",
+                            "copy_paste_mode=mixup", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line : {"\nrect: true\n", "\ncutmix: 0.25\n", "\ncopy_paste: 0.5\n", "\ncopy_paste_mode: mixup\n"}) {
+    EXPECT_TRUE(Has(r.out, line)) << line << "\n" << r.out;
+  }
+  r = YolocacheTrain(tmp_, {"train", "data=" + yaml, "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line : {"\nrect: false\n", "\ncutmix: 0.0\n", "\ncopy_paste: 0.0\n", "\ncopy_paste_mode: flip\n"}) {
+    EXPECT_TRUE(Has(r.out, line)) << line << "\n" << r.out;
+  }
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"cutmix=1.5", "cutmix must be a probability in [0, 1], got 1.5"},
+      {"copy_paste_mode=paste", "paste not in {flip,mixup}"},
+      {"order=windowed", "--rect (rect=True) walks the records in aspect-ratio order"},
+  };
+  for (const auto& [arg, message] : refused) {
+    std::vector<std::string> args = {"train", "data=" + yaml, arg, "--dry-run"};
+    if (arg == "order=windowed") args.push_back("rect=True");
+    r = YolocacheTrain(tmp_, args);
+    EXPECT_EQ(r.exit_code, 2) << arg << "\n" << r.err;
+    EXPECT_TRUE(Has(r.err, message)) << arg << "\n" << r.err;
+  }
 }
 
 TEST_F(UltralyticsLine, ModelIsAnArchitectureOrWeightsLookedUpWithoutDownloads) {

@@ -52,6 +52,9 @@ void AddHypFlags(CLI::App& app, AugmentHyp* hyp) {
     CLI::Option* option = nullptr;
     if (spec.type == OptionType::kInt) {
       option = app.add_option_function<int64_t>(spec.flag, [set](const int64_t& v) { set(v); }, HelpLine(spec));
+    } else if (spec.type == OptionType::kChoice) {  // copy_paste_mode
+      option = app.add_option_function<std::string>(spec.flag, [set](const std::string& v) { set(v); }, HelpLine(spec))
+                   ->check(CLI::IsMember(spec.choices));
     } else {
       option = app.add_option_function<double>(spec.flag, [set](const double& v) { set(v); }, HelpLine(spec));
     }

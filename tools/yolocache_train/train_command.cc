@@ -40,6 +40,9 @@ void AddRunOptions(CLI::App& app, TrainArgs& a) {
   app.add_option("--conf", o.val_conf, "Validation NMS confidence threshold")->capture_default_str();
   app.add_option("--iou", o.val_iou, "Validation NMS IoU threshold")->capture_default_str();
   app.add_option("--max-det", o.max_det, "Validation detections per image at most")->capture_default_str();
+  app.add_flag("--rect", o.rect,
+               "Rectangular train batches as Ultralytics' rect=True: aspect-ratio order, a shape per batch, no "
+               "shuffle, no mosaic/mixup/cutmix");
   app.add_option("--autobatch", o.autobatch,
                  "Pick the batch that fills this share of the GPU's memory (Ultralytics' batch=-1 is 0.6, batch=0.7 "
                  "is 0.7); on the CPU the default batch 16")

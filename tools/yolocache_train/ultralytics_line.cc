@@ -411,7 +411,7 @@ Status EmitGrammarKey(const UltralyticsKey& k, const std::string& value, const O
   }
   if (key == "rect") {
     if (mode == "val" && on == "false") e->Flag("--no-rect");  // Ultralytics' val runs rect=True unless told
-    if (mode == "train" && on == "true") return NotImplemented(k, value, mode);
+    if (mode == "train" && on == "true") e->Flag("--rect");
     return Status::OK();
   }
   if (key == "half") {  // export: an fp16 file; val and predict: fp16 inference

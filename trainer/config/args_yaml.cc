@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "libcache/base/path_text.h"
+#include "loader/option_table.h"
 
 namespace yc::trainer {
 
@@ -98,7 +99,7 @@ nlohmann::ordered_json UltralyticsArgs(const TrainOptions& o) {
   a["seed"] = static_cast<int64_t>(o.seed);
   a["deterministic"] = true;
   a["single_cls"] = o.single_cls;
-  a["rect"] = false;
+  a["rect"] = o.rect;
   a["cos_lr"] = o.cos_lr;
   a["close_mosaic"] = h.close_mosaic;
   a["resume"] = false;
@@ -173,9 +174,9 @@ nlohmann::ordered_json UltralyticsArgs(const TrainOptions& o) {
   a["bgr"] = h.bgr;
   a["mosaic"] = h.mosaic;
   a["mixup"] = h.mixup;
-  a["cutmix"] = 0.0;
-  a["copy_paste"] = 0.0;
-  a["copy_paste_mode"] = "flip";
+  a["cutmix"] = h.cutmix;
+  a["copy_paste"] = h.copy_paste;
+  a["copy_paste_mode"] = CopyPasteModeName(h.copy_paste_mode);
   a["auto_augment"] = "randaugment";
   a["erasing"] = 0.4;
   a["cfg"] = null;

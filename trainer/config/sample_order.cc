@@ -37,7 +37,10 @@ Result<uint64_t> PageCacheBudget(double ram_budget_gb, const std::string& meminf
 OrderChoice ChooseSampleOrder(const TrainOptions& o, uint64_t data_bytes, uint64_t budget, bool compressed) {
   OrderChoice c;
   const std::string sizes = "train data " + Gib(data_bytes) + ", page-cache budget " + Gib(budget);
-  if (o.order == "auto") {
+  if (o.order == "auto" && o.rect) {
+    c.order = "shuffle";  // the loader's default order; rect batches then walk it in aspect-ratio order
+    c.reason = "order: shuffle (auto: rect=True batches go in aspect-ratio order; " + sizes + ")";
+  } else if (o.order == "auto") {
     c.order = data_bytes > budget ? "windowed" : "shuffle";
     c.reason = "order: " + c.order + " (auto: " + sizes +
                (c.order == "windowed" ? "; the cache does not fit, so each epoch reads it once, window by window)"

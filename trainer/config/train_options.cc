@@ -56,6 +56,7 @@ Field Hyp(const OptionSpec& spec) {
             OptionValue value;
             if (j.is_number_integer()) value = j.get<int64_t>();
             else if (j.is_number()) value = j.get<double>();
+            else if (j.is_string()) value = j.get<std::string>();  // copy_paste_mode
             else return false;
             if (!spec.set(value, &lo).ok()) return false;
             o->hyp = lo.hyp;
@@ -171,6 +172,7 @@ std::vector<Field> MakeFields() {
     if (spec.hyp) fields.push_back(Hyp(spec));
   fields.push_back(Bool("multi_scale", &TrainOptions::multi_scale));
   fields.insert(fields.end(), {
+      Bool("rect", &TrainOptions::rect),
       Num("val_every", &TrainOptions::val_every),
       Bool("val", &TrainOptions::val),
       Bool("val_loss", &TrainOptions::val_loss),
@@ -296,6 +298,10 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (const std::string e = ThreadCountError("--torch-threads", o.torch_threads); !e.empty()) return bad(e);
   if (o.prefetch < 1) return bad("--prefetch must be >= 1");
   if (o.order != "auto" && !ParseSampleOrder(o.order).ok()) return bad("--order must be auto, shuffle or windowed");
+  if (o.rect && o.order == "windowed") {
+    return bad("--rect (rect=True) walks the records in aspect-ratio order: it needs --order shuffle or auto, not "
+               "windowed");
+  }
   if (!(o.window_mb >= 0) || !finite(o.window_mb)) return bad("--window must be >= 0");
   if (!(o.ram_budget_gb >= 0) || !finite(o.ram_budget_gb)) return bad("--ram-budget must be >= 0");
   if (o.read_ahead_mb < 0) return bad("--read-ahead must be >= 0");
@@ -388,6 +394,8 @@ LoaderOptions TrainLoaderOptions(const TrainOptions& o, int rank, int world_size
   lo.world_size = world_size;  // EpochSampler pads the epoch so every rank gets the same batch count
   lo.imgsz = o.imgsz;
   lo.hyp = o.hyp;
+  lo.train_rect = o.rect;
+  lo.shuffle = !o.rect;  // Ultralytics: "'rect=True' is incompatible with DataLoader shuffle, setting shuffle=False"
   lo.epochs = o.epochs;
   lo.seed = o.seed;
   lo.threads = o.threads;

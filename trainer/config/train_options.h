@@ -101,6 +101,9 @@ struct TrainOptions {
   // Ultralytics' multi_scale: each train batch resized (bilinear) to a random multiple of the stride in
   // [0.5, 1.5] x imgsz, drawn from `seed` and the batch's iteration (trainer/engine/multi_scale.h).
   bool multi_scale = false;
+  // Ultralytics' rect=True for training (LoaderOptions::train_rect): batches in aspect-ratio order, each
+  // letterboxed to its own shape, not shuffled, without mosaic, mixup or cutmix.
+  bool rect = false;
 
   // Validation, checkpoints, stopping.
   int val_every = 1;             // validate every N epochs (and always after the last); 0 = final only

@@ -330,6 +330,9 @@ Status TrainRun::BuildLoader() {
   lo.layout = feed_->layout();
   lo.allocator = MakeBatchAllocator(stack_.target.device);
   const std::shared_ptr<const RecordSource>& train_source = train_split_;
+  // Ultralytics' words (models/yolo/detect/train.py get_dataloader); its build_transforms also turns
+  // mosaic, mixup and cutmix off, which the loader does for rect batches.
+  if (o_.rect) Say("warning: 'rect=True' is incompatible with DataLoader shuffle, setting shuffle=False");
   Result<std::unique_ptr<Loader>> loader = Loader::Create(train_source, lo);
   if (!loader.ok()) return Status(loader.status()).WithContext("train loader");
   loader_ = std::move(*loader);
