@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "libcache/record_source.h"
+#include "loader/options.h"
 
 namespace yc::testing {
 
@@ -108,5 +109,16 @@ class FakeSource : public RecordSource {
   std::vector<FakeRecord> records_;
   std::map<size_t, Status> failures_;
 };
+
+// The train options the loader suites start from: a small batch, 2 threads, a fixed seed.
+inline LoaderOptions SmallTrainOptions(int batch = 4, int imgsz = 128) {
+  LoaderOptions o;
+  o.batch = batch;
+  o.imgsz = imgsz;
+  o.threads = 2;
+  o.prefetch = 2;
+  o.seed = 42;
+  return o;
+}
 
 }  // namespace yc::testing

@@ -19,21 +19,13 @@ namespace {
 
 using testing::BatchImage;
 using testing::FakeSource;
+using testing::SmallTrainOptions;
 using testing::HashBatch;
 
 std::shared_ptr<FakeSource> Source(size_t n, int long_side = 128, uint32_t seed = 1) {
   return std::make_shared<FakeSource>(FakeSource::Synthetic(n, long_side, seed));
 }
 
-LoaderOptions Train(int batch = 4, int imgsz = 128) {
-  LoaderOptions o;
-  o.batch = batch;
-  o.imgsz = imgsz;
-  o.threads = 2;
-  o.prefetch = 2;
-  o.seed = 42;
-  return o;
-}
 
 std::unique_ptr<Loader> Make(std::shared_ptr<const RecordSource> src, const LoaderOptions& o) {
   auto r = Loader::Create(std::move(src), o);
@@ -57,7 +49,7 @@ std::vector<uint64_t> EpochHashes(Loader* loader, int epoch, size_t first = 0) {
 
 TEST(LoaderTest, BatchContract) {
   auto src = Source(10);
-  auto loader = Make(src, Train(4));
+  auto loader = Make(src, SmallTrainOptions(4));
   ASSERT_TRUE(loader);
   EXPECT_EQ(loader->batches_per_epoch(), 3u);
   ASSERT_TRUE(loader->StartEpoch(0).ok());
@@ -105,7 +97,7 @@ TEST(LoaderTest, DeterministicAcrossThreadCountsAndRuns) {
   std::vector<uint64_t> reference;
   for (int threads : {1, 2, 8}) {
     for (int prefetch : {1, 3}) {
-      LoaderOptions o = Train(5);
+      LoaderOptions o = SmallTrainOptions(5);
       o.threads = threads;
       o.prefetch = prefetch;
       auto loader = Make(src, o);
@@ -119,7 +111,7 @@ TEST(LoaderTest, DeterministicAcrossThreadCountsAndRuns) {
     }
   }
   // Another seed gives other batches.
-  LoaderOptions o = Train(5);
+  LoaderOptions o = SmallTrainOptions(5);
   o.seed = 43;
   auto other = Make(src, o);
   EXPECT_NE(EpochHashes(other.get(), 2), reference);
@@ -127,11 +119,11 @@ TEST(LoaderTest, DeterministicAcrossThreadCountsAndRuns) {
 
 TEST(LoaderTest, ResumeFromBatchKEqualsFullEpoch) {
   auto src = Source(20);
-  auto loader = Make(src, Train(3));
+  auto loader = Make(src, SmallTrainOptions(3));
   const auto full = EpochHashes(loader.get(), 5);
   ASSERT_EQ(full.size(), 7u);
   for (size_t k : {1u, 4u, 6u}) {
-    auto resumed = Make(src, Train(3));
+    auto resumed = Make(src, SmallTrainOptions(3));
     const auto tail = EpochHashes(resumed.get(), 5, k);
     EXPECT_EQ(tail, std::vector<uint64_t>(full.begin() + k, full.end())) << "resume at " << k;
   }
@@ -143,7 +135,7 @@ TEST(LoaderTest, ResumeFromBatchKEqualsFullEpoch) {
 
 TEST(LoaderTest, EpochsDifferAndRepeat) {
   auto src = Source(12);
-  auto loader = Make(src, Train(4));
+  auto loader = Make(src, SmallTrainOptions(4));
   const auto e0 = EpochHashes(loader.get(), 0);
   const auto e1 = EpochHashes(loader.get(), 1);
   const auto e0_again = EpochHashes(loader.get(), 0);
@@ -156,7 +148,7 @@ TEST(LoaderTest, EpochsDifferAndRepeat) {
 // (epoch + 1 from batch 0) or discards them (any other start). No run-ahead past options.epochs.
 TEST(LoaderTest, RunAheadIntoTheNextEpochEqualsAFreshStart) {
   auto src = Source(10);
-  LoaderOptions o = Train(4);  // 3 batches an epoch
+  LoaderOptions o = SmallTrainOptions(4);  // 3 batches an epoch
   o.prefetch = 3;
   o.epochs = 4;
   o.hyp.close_mosaic = 2;  // epochs 2 and 3 are letterbox epochs
@@ -188,7 +180,7 @@ TEST(LoaderTest, RunAheadIntoTheNextEpochEqualsAFreshStart) {
 // are dropped, and the next epoch is what a fresh loader with the new count makes, across close_mosaic.
 TEST(LoaderTest, SetEpochsEqualsAFreshLoaderWithThatCount) {
   auto src = Source(10);
-  LoaderOptions o = Train(4);
+  LoaderOptions o = SmallTrainOptions(4);
   o.prefetch = 3;
   o.epochs = 10;
   o.hyp.close_mosaic = 2;  // with 10 epochs epoch 1 is a mosaic epoch; with 3 a letterbox one
@@ -213,7 +205,7 @@ TEST(LoaderTest, RankSamplesAreTheSingleProcessSamples) {
   // A sample's stream is keyed by its global position, so rank r's i-th image equals image
   // (i * W + r) of the single-process epoch (same permutation, batch size 1 for easy indexing).
   auto src = Source(9);
-  LoaderOptions o = Train(1);
+  LoaderOptions o = SmallTrainOptions(1);
   auto single = Make(src, o);
   const auto all = EpochHashes(single.get(), 3);
   ASSERT_EQ(all.size(), 9u);
@@ -235,7 +227,7 @@ TEST(LoaderTest, RankSamplesAreTheSingleProcessSamples) {
 TEST(LoaderTest, CloseMosaicSwitchesToLetterboxPath) {
   // No scale/translate/HSV/flip: after close_mosaic each image is exactly its letterboxed record.
   auto src = Source(6);
-  LoaderOptions o = Train(2);
+  LoaderOptions o = SmallTrainOptions(2);
   o.hyp.scale = 0, o.hyp.translate = 0, o.hyp.fliplr = 0;
   o.hyp.hsv_h = o.hyp.hsv_s = o.hyp.hsv_v = 0;
   o.epochs = 10, o.hyp.close_mosaic = 3;
@@ -261,7 +253,7 @@ TEST(LoaderTest, CloseMosaicSwitchesToLetterboxPath) {
 
 TEST(LoaderTest, NhwcAndNchwCarryTheSameContent) {
   auto src = Source(8);
-  LoaderOptions o = Train(4);
+  LoaderOptions o = SmallTrainOptions(4);
   auto nchw = Make(src, o);
   o.layout = ImageLayout::kNHWC;
   auto nhwc = Make(src, o);
@@ -279,7 +271,7 @@ TEST(LoaderTest, NhwcAndNchwCarryTheSameContent) {
 
 TEST(LoaderTest, ReferencePathThroughTheLoader) {
   auto src = Source(8);
-  LoaderOptions o = Train(4);
+  LoaderOptions o = SmallTrainOptions(4);
   auto fast = Make(src, o);
   o.path = LoaderOptions::Path::kReference;
   auto ref = Make(src, o);
@@ -305,7 +297,7 @@ TEST(LoaderTest, OddImagesAndEmptyLabels) {
   edges.boxes = {{1, 0.05f, 0.5f, 0.1f, 0.2f}, {2, 0.95f, 0.05f, 0.1f, 0.1f}, {3, 0.5f, 0.5f, 1.0f, 1.0f}};
   src->Add(edges);
   for (LoaderMode mode : {LoaderMode::kTrain, LoaderMode::kVal}) {
-    LoaderOptions o = Train(2);
+    LoaderOptions o = SmallTrainOptions(2);
     o.mode = mode;
     o.hyp.mosaic = 0.5;
     auto loader = Make(src, o);
@@ -332,7 +324,7 @@ TEST(LoaderTest, ValRectBatchesLetterboxWithoutScaleup) {
   src->Add(FakeSource::MakeImage(128, 64, 1, 2, "b"));   // ar 2
   src->Add(FakeSource::MakeImage(64, 128, 1, 3, "c"));   // ar 0.5
   src->Add(FakeSource::MakeImage(128, 128, 1, 4, "d"));  // ar 1
-  LoaderOptions o = Train(2);
+  LoaderOptions o = SmallTrainOptions(2);
   o.mode = LoaderMode::kVal;
   auto loader = Make(src, o);
   ASSERT_TRUE(loader->StartEpoch(0).ok());
@@ -380,7 +372,7 @@ TEST(LoaderTest, ValRectBatchesLetterboxWithoutScaleup) {
 TEST(LoaderTest, WorkerErrorsNameTheRecord) {
   auto src = Source(12);
   src->FailAt(7, Status::Corruption("shard-000.bin: record 7: checksum mismatch"));
-  LoaderOptions o = Train(4);
+  LoaderOptions o = SmallTrainOptions(4);
   o.shuffle = false;
   o.hyp.mosaic = 0;  // only record 7 itself touches record 7
   auto loader = Make(src, o);
@@ -402,7 +394,7 @@ TEST(LoaderTest, BadRecordsBecomeErrorsNotCrashes) {
   auto src = Source(4);
   src->record(2).pixels.clear();  // no pixels
   src->record(3).channels = 1;
-  LoaderOptions o = Train(1);
+  LoaderOptions o = SmallTrainOptions(1);
   o.shuffle = false;
   o.hyp.mosaic = 0;
   auto loader = Make(src, o);
@@ -419,21 +411,21 @@ TEST(LoaderTest, BadRecordsBecomeErrorsNotCrashes) {
 
 TEST(LoaderTest, CreateRejectsBadOptionsAndEmptySources) {
   auto src = Source(4);
-  LoaderOptions o = Train();
+  LoaderOptions o = SmallTrainOptions();
   o.batch = 0;
   EXPECT_EQ(Loader::Create(src, o).status().code(), Status::Code::kInvalidArgument);
-  o = Train();
+  o = SmallTrainOptions();
   o.hyp.fliplr = 1.5;
   EXPECT_NE(Loader::Create(src, o).status().message().find("fliplr"), std::string::npos);
-  o = Train();
+  o = SmallTrainOptions();
   o.rank = 2, o.world_size = 2;
   EXPECT_FALSE(Loader::Create(src, o).ok());
-  o = Train();
+  o = SmallTrainOptions();
   o.imgsz = 100;  // not a multiple of stride 32
   EXPECT_FALSE(Loader::Create(src, o).ok());
-  EXPECT_FALSE(Loader::Create(std::make_shared<FakeSource>(), Train()).ok());
-  EXPECT_FALSE(Loader::Create(nullptr, Train()).ok());
-  auto loader = Make(src, Train());
+  EXPECT_FALSE(Loader::Create(std::make_shared<FakeSource>(), SmallTrainOptions()).ok());
+  EXPECT_FALSE(Loader::Create(nullptr, SmallTrainOptions()).ok());
+  auto loader = Make(src, SmallTrainOptions());
   std::shared_ptr<Batch> b;
   EXPECT_FALSE(loader->Next(&b).ok());  // before StartEpoch
 }
@@ -454,7 +446,7 @@ struct CountingAllocator : BufferAllocator {
 TEST(LoaderTest, BatchMemoryComesFromTheAllocatorAndIsRecycled) {
   auto src = Source(40);
   auto alloc = std::make_shared<CountingAllocator>();
-  LoaderOptions o = Train(2);
+  LoaderOptions o = SmallTrainOptions(2);
   o.prefetch = 3;
   o.allocator = alloc;
   {
@@ -475,7 +467,7 @@ TEST(LoaderTest, BatchMemoryComesFromTheAllocatorAndIsRecycled) {
 
 TEST(LoaderTest, HoldingManyBatchesGrowsThePoolInsteadOfBlocking) {
   auto src = Source(12);
-  LoaderOptions o = Train(1);
+  LoaderOptions o = SmallTrainOptions(1);
   o.prefetch = 1;
   auto loader = Make(src, o);
   ASSERT_TRUE(loader->StartEpoch(0).ok());
@@ -490,7 +482,7 @@ TEST(LoaderTest, HoldingManyBatchesGrowsThePoolInsteadOfBlocking) {
 
 TEST(LoaderTest, DestroyingMidEpochCancelsCleanly) {
   auto src = Source(64, 256);
-  LoaderOptions o = Train(8, 256);
+  LoaderOptions o = SmallTrainOptions(8, 256);
   o.prefetch = 4;
   for (int i = 0; i < 3; ++i) {
     auto loader = Make(src, o);

@@ -16,20 +16,12 @@ namespace {
 
 using testing::BatchImage;
 using testing::FakeSource;
+using testing::SmallTrainOptions;
 using testing::HashBatch;
 
-LoaderOptions Train(int batch = 4, int imgsz = 128) {
-  LoaderOptions o;
-  o.batch = batch;
-  o.imgsz = imgsz;
-  o.threads = 2;
-  o.prefetch = 2;
-  o.seed = 42;
-  return o;
-}
 
 LoaderOptions Rect(int batch, int rank = 0, int world = 1) {
-  LoaderOptions o = Train(batch);
+  LoaderOptions o = SmallTrainOptions(batch);
   o.train_rect = true;
   o.rank = rank;
   o.world_size = world;
@@ -180,7 +172,7 @@ TEST(TrainRectTest, DeterministicAtAnyThreadCountAndRefusedWithTheWindowedOrder)
 // every batch keeps at least the labels it had without it; the labels stay inside the image.
 TEST(CutMixLoaderTest, AddsClippedPartnerBoxesDeterministically) {
   auto src = std::make_shared<FakeSource>(FakeSource::Synthetic(16, 128, 3));
-  LoaderOptions plain = Train(4);
+  LoaderOptions plain = SmallTrainOptions(4);
   plain.hyp.mosaic = 0;  // letterboxed samples leave free areas more often than mosaics
   const auto without = Epoch(src, plain, 0);
   LoaderOptions o = plain;
@@ -221,14 +213,14 @@ TEST(CutMixLoaderTest, AddsClippedPartnerBoxesDeterministically) {
 // have none, so the batches are those of copy_paste = 0.
 TEST(CopyPasteLoaderTest, IsANoOpOnBoxLabelsAsInUltralytics) {
   auto src = std::make_shared<FakeSource>(FakeSource::Synthetic(8, 128, 4));
-  const auto reference = Hashes(Epoch(src, Train(4), 0));
+  const auto reference = Hashes(Epoch(src, SmallTrainOptions(4), 0));
   for (CopyPasteMode mode : {CopyPasteMode::kFlip, CopyPasteMode::kMixup}) {
-    LoaderOptions o = Train(4);
+    LoaderOptions o = SmallTrainOptions(4);
     o.hyp.copy_paste = 1.0;
     o.hyp.copy_paste_mode = mode;
     EXPECT_EQ(Hashes(Epoch(src, o, 0)), reference);
   }
-  LoaderOptions o = Train(4);
+  LoaderOptions o = SmallTrainOptions(4);
   o.hyp.copy_paste = -0.1;
   EXPECT_FALSE(Loader::Create(src, o).ok());
 }

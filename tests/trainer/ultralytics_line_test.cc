@@ -120,7 +120,7 @@ TEST_F(UltralyticsLine, ValAndPredictKeysBecomeTheirOptions) {
   CliRun r = Explain({"predict", "model=w.pt", "source=img.jpg", "half=True", "classes=[0,2]", "agnostic_nms=True",
                       "save_crop=True", "show_labels=False", "show_conf=False", "show_boxes=False", "line_width=3"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* want : {"--half", "--classes '[0,2]'", "--agnostic-nms", "--save-crop", "--no-show-labels", "--no-show-conf",
+  for (const char* want : {"--half", "--classes=[0,2]", "--agnostic-nms", "--save-crop", "--no-show-labels", "--no-show-conf",
                            "--no-show-boxes", "--line-width=3"}) {
     EXPECT_TRUE(Has(r.out, want)) << want << "\n" << r.out;
   }
