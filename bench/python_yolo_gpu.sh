@@ -9,10 +9,7 @@
 set -euo pipefail
 build=$(realpath "$1") ultra=$(realpath "$2") work=$3 epochs=${4:-4}
 repo=$(cd "$(dirname "$0")/.." && pwd)
-if [ -f "$repo/.gpu/activate.sh" ]; then  # the libraries the build used (bench/gpu_host_build.sh)
-  [ -d "$repo/.gpu/sysroot" ] || tar -C "$repo/.gpu" -xzf "$repo/.gpu/sysroot.tar.gz"
-  . "$repo/.gpu/activate.sh" "$repo/.gpu/sysroot"
-fi
+. "$repo/bench/gpu_env.sh" "$repo"
 mkdir -p "$work"
 work=$(realpath "$work")
 export YOLOCACHE_CACHE_DIR="$work/caches" YOLO_OFFLINE=1 YOLO_CONFIG_DIR="$work/yolo_config" PYTHONUNBUFFERED=1

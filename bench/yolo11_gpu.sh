@@ -12,10 +12,7 @@
 set -euo pipefail
 build=$(realpath "$1") coco=$2 ultra=$(realpath "$3") work=$4 part=$5
 repo=$(cd "$(dirname "$0")/.." && pwd)
-if [ -f "$repo/.gpu/activate.sh" ]; then  # the libraries the build used (bench/gpu_host_build.sh)
-  [ -d "$repo/.gpu/sysroot" ] || tar -C "$repo/.gpu" -xzf "$repo/.gpu/sysroot.tar.gz"
-  . "$repo/.gpu/activate.sh" "$repo/.gpu/sysroot"
-fi
+. "$repo/bench/gpu_env.sh" "$repo"
 mkdir -p "$work"
 work=$(realpath "$work")
 T=$build/tools/yolocache-train
