@@ -107,7 +107,9 @@ Status TrainRun::EndEpochMain(int epoch, bool* stop) {
   const auto t_save = Clock::now();
   AdvanceState(epoch);
   const bool early_stop = *stop;
-  time_stopped_ = !final_epoch && !early_stop && TimedStop(epoch);
+  // With time= the loop has no epoch bound: the last epoch of the current count stops it here (Ultralytics:
+  // `self.stop |= ... or final_epoch`).
+  time_stopped_ = budget_.enabled() && !early_stop && (final_epoch || TimedStop(epoch));
   *stop = early_stop || time_stopped_;
   state_.finished = final_epoch || *stop;
   rec.time = state_.train_seconds;
