@@ -7,6 +7,7 @@
 #include <torch/optim/sgd.h>
 
 #include "trainer/loss/assigner.h"
+#include "trainer/loss/box_buckets.h"
 #include "trainer/model/box_ops.h"
 #include "trainer/model/detection_model.h"
 
@@ -186,6 +187,56 @@ TEST(Loss, ClassTermWithoutBoxesIsSummedBce) {
   ASSERT_TRUE(out.ok());
   const double softplus = std::log1p(std::exp(-2.0)) * 4 + std::log(2.0) * 2;
   EXPECT_NEAR(out->items[1].item<double>(), 0.5 * softplus, 1e-5);
+}
+
+TEST(BoxBuckets, PowersOfTwoFromOne) {
+  const std::vector<std::pair<int64_t, int64_t>> cases{{0, 1}, {1, 1}, {2, 2}, {3, 4}, {4, 4}, {5, 8}, {17, 32}, {300, 512}};
+  for (const auto& [count, width] : cases) EXPECT_EQ(BoxCountBucket(count), width) << count;
+}
+
+// The loss and the gradients of a batch padded to its bucket (and far beyond) equal the unpadded batch's:
+// what lets a captured step replay one graph for every batch of a bucket.
+TEST(BoxBuckets, PaddedTargetsGiveTheSameLoss) {
+  at::manual_seed(3);
+  DetectionLoss loss(3, {8, 16, 32});
+  const std::vector<at::Tensor> base{at::randn({3, 67, 8, 8}), at::randn({3, 67, 4, 4}), at::randn({3, 67, 2, 2})};
+  // Three boxes in image 0, one in image 2, none in image 1; two overlap so an anchor is contested.
+  const auto labels = Labels({{0, 0, .3, .3, .3, .4}, {0, 1, .35, .3, .3, .4}, {2, 2, .5, .5, .6, .6},
+                              {0, 2, .7, .7, .2, .2}});
+  const int64_t exact = MaxBoxesPerImage(labels, 3, 3).value();
+  ASSERT_EQ(exact, 3);
+  auto run = [&](const at::Tensor* labels_or_null, int64_t width) {
+    std::vector<at::Tensor> feats;
+    for (const auto& f : base) feats.push_back(f.clone().requires_grad_(true));
+    Result<LossOutput> out = labels_or_null != nullptr
+                                 ? loss(feats, *labels_or_null, width)
+                                 : loss.FromTargets(feats, PreprocessTargets(labels, 3, width, 64, 64));
+    EXPECT_TRUE(out.ok()) << out.status().ToString();
+    out->total.backward();
+    std::vector<at::Tensor> grads{out->items};
+    for (const auto& f : feats) grads.push_back(f.grad());
+    return grads;
+  };
+  const auto reference = run(&labels, exact);
+  EXPECT_GT(reference[0][0].item<float>(), 0.0f);  // boxes were assigned: the comparison covers the box terms
+  for (int64_t width : {BoxCountBucket(exact), int64_t{64}}) {
+    const auto padded = run(nullptr, width);
+    for (size_t k = 0; k < reference.size(); ++k) {
+      EXPECT_TRUE(at::allclose(padded[k], reference[k], 1e-6, 1e-7)) << "width " << width << " tensor " << k;
+    }
+  }
+
+  // No boxes at all: one padded row gives the loss of none.
+  const auto none = Labels({});
+  const auto empty = run(&none, 0);
+  std::vector<at::Tensor> feats;
+  for (const auto& f : base) feats.push_back(f.clone().requires_grad_(true));
+  auto one_row = loss.FromTargets(feats, at::zeros({3, BoxCountBucket(0), 5}));
+  ASSERT_TRUE(one_row.ok());
+  one_row->total.backward();
+  EXPECT_TRUE(at::allclose(one_row->items, empty[0], 1e-6, 1e-7));
+  EXPECT_TRUE(at::allclose(feats[0].grad(), empty[1], 1e-6, 1e-7));
+  EXPECT_FALSE(loss.FromTargets(feats, at::zeros({3, 4, 6})).ok());  // not (B, M, 5)
 }
 
 TEST(Loss, DecreasesWhenOverfittingAFixedBatch) {

@@ -1,5 +1,6 @@
 // `yolocache-train ceiling`: the model's own fwd + bwd + optimizer step throughput on device-resident
 // random data, with the train options (the probe --synthetic-input runs after training, without a run).
+#include <iomanip>
 #include <iostream>
 #include <memory>
 
@@ -16,7 +17,36 @@ struct CeilingArgs {
   TrainArgs train;
   int64_t nc = 80;
   bool json = false;
+  bool profile = false;
 };
+
+// ms per batch of each part, their sum, and the unprofiled batch for comparison.
+nlohmann::json ProfileJson(const TrainOptions& o, const SyntheticThroughput& r) {
+  nlohmann::json j;
+  double sum = 0;
+  for (int p = 0; p < kStepParts; ++p) {
+    j[std::string(StepPartName(static_cast<StepPart>(p))) + "_ms"] = r.part_ms[static_cast<size_t>(p)];
+    sum += r.part_ms[static_cast<size_t>(p)];
+  }
+  j["sum_ms"] = sum;
+  j["unprofiled_ms"] = r.images_per_second > 0 ? 1e3 * static_cast<double>(o.batch) / r.images_per_second : 0.0;
+  return j;
+}
+
+void PrintProfile(const TrainOptions& o, const SyntheticThroughput& r) {
+  const nlohmann::json j = ProfileJson(o, r);
+  const double sum = j["sum_ms"].get<double>();
+  std::cout << "step profile, ms per batch (each part ends with a device synchronisation, so nothing of its\n"
+               "neighbours overlaps it and the parts sum above the unprofiled batch of "
+            << F("%.2f", j["unprofiled_ms"].get<double>()) << " ms):\n";
+  for (int p = 0; p < kStepParts; ++p) {
+    const double ms = r.part_ms[static_cast<size_t>(p)];
+    std::cout << "  " << std::left << std::setw(10) << StepPartName(static_cast<StepPart>(p)) << std::right
+              << F("%9.2f", ms) << "  "
+              << F("%5.1f", sum > 0 ? 100.0 * ms / sum : 0.0) << "%\n";
+  }
+  std::cout << "  " << std::left << std::setw(10) << "sum" << std::right << F("%9.2f", sum) << "\n";
+}
 
 void Print(const CeilingArgs& a, const TrainOptions& o, int64_t nc, size_t label_tables, const SyntheticThroughput& r) {
   if (a.json) {
@@ -30,6 +60,7 @@ void Print(const CeilingArgs& a, const TrainOptions& o, int64_t nc, size_t label
                         {"label_tables", label_tables},
                         {"warmup_seconds", r.warmup_seconds},
                         {"images_per_second", r.images_per_second}};
+    if (r.profiled) j["profile"] = ProfileJson(o, r);
     std::cout << JsonText(j) << "\n";
     return;
   }
@@ -39,6 +70,7 @@ void Print(const CeilingArgs& a, const TrainOptions& o, int64_t nc, size_t label
                                   : std::to_string(label_tables) + " real label tables, ")
             << (r.fused_optimizer ? "fused" : "torch::optim") << " optimizer step; warm-up "
             << F("%.1f", r.warmup_seconds) << " s)\n";
+  if (r.profiled) PrintProfile(o, r);
 }
 
 int RunCeiling(const CLI::App& app, const CeilingArgs& a) {
@@ -59,7 +91,7 @@ int RunCeiling(const CLI::App& app, const CeilingArgs& a) {
   TrainOptions check = o;
   if (check.data.empty()) check.data = "(none: random data)";  // the probe reads no cache
   if (Status valid = ValidateTrainOptions(check); !valid.ok()) return Fail("ceiling", valid);
-  Result<SyntheticThroughput> r = MeasureSyntheticThroughput(o, nc, o.synthetic_iters, labels);
+  Result<SyntheticThroughput> r = MeasureSyntheticThroughput(o, nc, o.synthetic_iters, labels, a.profile);
   if (!r.ok()) return Fail("ceiling", r.status());
   Print(a, o, nc, labels.size(), *r);
   return kExitOk;
@@ -71,6 +103,8 @@ Registration reg("ceiling", "Measure the model's fwd+bwd+step throughput on devi
                    AddTrainOptions(app, a->train);
                    app.add_option("--nc", a->nc, "Classes (without --data)")->capture_default_str();
                    app.add_flag("--json", a->json, "Print the result as JSON");
+                   app.add_flag("--profile", a->profile,
+                                "Then time the step's parts (forward, loss, backward, optimizer) in as many iterations again");
                    return [a, &app] { return RunCeiling(app, *a); };
                  });
 

@@ -56,7 +56,7 @@ std::vector<ProbeLabels> DeviceLabels(const std::vector<ProbeLabels>& real_label
 }  // namespace
 
 Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& o, int64_t nc, int iterations,
-                                                       const std::vector<ProbeLabels>& real_labels) {
+                                                       const std::vector<ProbeLabels>& real_labels, bool profile) {
   try {
     TrainingStack stack;
     YC_RETURN_IF_ERROR(BuildProbeStack(o, nc, &stack));
@@ -85,6 +85,17 @@ Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& o, in
     SynchronizeDevice(device);
     const double s = Seconds(t0);
     result.images_per_second = s > 0 ? static_cast<double>(o.batch) * iterations / s : 0.0;
+    if (profile) {
+      StepProfile parts(device);
+      stack.step->set_profile(&parts);
+      const Status profiled = run(iterations, &it);
+      stack.step->set_profile(nullptr);
+      YC_RETURN_IF_ERROR(profiled);
+      result.profiled = true;
+      for (int p = 0; p < kStepParts; ++p) {
+        result.part_ms[static_cast<size_t>(p)] = parts.MillisecondsPerBatch(static_cast<StepPart>(p));
+      }
+    }
     return result;
   } catch (const std::exception& e) {
     return Status::IOError(std::string("synthetic-input probe failed: ") + e.what());

@@ -4,6 +4,7 @@
 // would give, measured in the same process as the run it is compared with.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -11,6 +12,7 @@
 
 #include "base/status.h"
 #include "trainer/config/train_options.h"
+#include "trainer/engine/step_profile.h"
 
 namespace yc::trainer {
 
@@ -25,13 +27,17 @@ struct SyntheticThroughput {
   double images_per_second = 0;
   double warmup_seconds = 0;     // the first few iterations: CUDA set-up, allocator growth, autotuning if on
   bool fused_optimizer = false;  // whether the fused optimizer step ran (fused_step.h)
+  // With `profile`: a second timed pass with the parts synchronised (step_profile.h), in ms per batch.
+  bool profiled = false;
+  std::array<double, kStepParts> part_ms{};
 };
 
 // `iterations` timed steps after a few warm-up ones. `labels`: real label tables to cycle through
-// (empty: 4 random boxes per image). Under `options.device`; errors (no such device, out of memory) are
-// a Status.
+// (empty: 4 random boxes per image). `profile`: then as many again, timing the step's parts. Under
+// `options.device`; errors (no such device, out of memory) are a Status.
 Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& options, int64_t nc, int iterations,
-                                                       const std::vector<ProbeLabels>& labels = {});
+                                                       const std::vector<ProbeLabels>& labels = {},
+                                                       bool profile = false);
 
 // What the probe needs from a real cache: its class count and the label tables of the first `batches`
 // batches of epoch 0 from its train loader (augmented as in training).

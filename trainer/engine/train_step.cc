@@ -65,19 +65,27 @@ Result<at::Tensor> TrainStep::ForwardBackward(const at::Tensor& images, const at
                                               int64_t max_boxes, bool step_now) {
   if (reducer_ != nullptr) reducer_->set_require_sync(step_now);
   DetectOutput out;
+  StartPart();
   {
     AutocastGuard autocast(device_type_, amp_.enabled, amp_.dtype);
     out = model_->forward(images);
   }
+  StopPart(StepPart::kForward);
+  StartPart();
   YC_ASSIGN_OR_RETURN(LossOutput loss, loss_(out.feats, labels, max_boxes));
+  StopPart(StepPart::kLoss);
   // Ultralytics multiplies the loss by world_size under DDP: the reducer averages like DDP, so the result
   // is the gradient of the summed global-batch loss.
+  StartPart();
   at::Tensor total = world_size_ > 1 ? loss.total * static_cast<double>(world_size_) : loss.total;
   scaler_.Scale(total).backward();
+  StopPart(StepPart::kBackward);
+  if (profile_ != nullptr) profile_->CountBatch();
   return loss.items;
 }
 
 Status TrainStep::OptimizerStep() {
+  StartPart();
   // First: after Finish() every rank holds the same gradients, so found_inf, the clip norm and the
   // step agree without further collectives.
   if (reducer_ != nullptr) YC_RETURN_IF_ERROR(reducer_->Finish());
@@ -91,7 +99,17 @@ Status TrainStep::OptimizerStep() {
   }
   scaler_.Update();
   optimizer_.zero_grad();
-  return ema_.Update(*model_);
+  Status ema = ema_.Update(*model_);
+  StopPart(StepPart::kOptimizer);
+  return ema;
+}
+
+void TrainStep::StartPart() {
+  if (profile_ != nullptr) profile_->Start();
+}
+
+void TrainStep::StopPart(StepPart part) {
+  if (profile_ != nullptr) profile_->Stop(part);
 }
 
 }  // namespace yc::trainer

@@ -16,6 +16,7 @@
 #include "trainer/engine/ema.h"
 #include "trainer/engine/fused_step.h"
 #include "trainer/engine/grad_scaler.h"
+#include "trainer/engine/step_profile.h"
 #include "trainer/loss/loss.h"
 #include "trainer/model/detection_model.h"
 
@@ -52,6 +53,9 @@ class TrainStep {
   // Ultralytics optimizer_step: unscale, clip, step (skipped on inf/nan), update scale, zero, EMA.
   Status OptimizerStep();
 
+  // Times the step's parts into `profile` (null: off, the default; the training loop never sets it).
+  void set_profile(StepProfile* profile) { profile_ = profile; }
+
  private:
   DetectionModel& model_;
   torch::optim::Optimizer& optimizer_;
@@ -65,6 +69,10 @@ class TrainStep {
   GradReducer* reducer_;
   int world_size_;
   std::vector<at::Tensor> grads_;  // ClipGradNorm's list, reused
+  StepProfile* profile_ = nullptr;
+
+  void StartPart();
+  void StopPart(StepPart part);
 };
 
 }  // namespace yc::trainer

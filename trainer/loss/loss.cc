@@ -85,8 +85,7 @@ DetectionLoss::DetectionLoss(int64_t nc, std::vector<double> strides, LossOption
   assigner_ = TaskAlignedAssigner(a);
 }
 
-Result<LossOutput> DetectionLoss::operator()(const std::vector<at::Tensor>& feats, const at::Tensor& labels,
-                                             int64_t max_boxes) const {
+Status DetectionLoss::CheckFeats(const std::vector<at::Tensor>& feats) const {
   if (feats.size() != strides_.size()) {
     return Status::InvalidArgument("detection loss: " + std::to_string(feats.size()) + " feature levels for " +
                                    std::to_string(strides_.size()) + " strides");
@@ -97,10 +96,32 @@ Result<LossOutput> DetectionLoss::operator()(const std::vector<at::Tensor>& feat
                                      std::to_string(nc_ + 4 * options_.reg_max) + ", H, W)");
     }
   }
+  return Status::OK();
+}
+
+Result<LossOutput> DetectionLoss::operator()(const std::vector<at::Tensor>& feats, const at::Tensor& labels,
+                                             int64_t max_boxes) const {
+  YC_RETURN_IF_ERROR(CheckFeats(feats));
   if (labels.defined() && labels.numel() > 0 && (labels.dim() != 2 || labels.size(1) != 6)) {
     return Status::InvalidArgument("detection loss: label table must be (N, 6) [batch_idx, cls, cx, cy, w, h]");
   }
   if (max_boxes < 0) return Status::InvalidArgument("detection loss: max_boxes must be >= 0");
+  const auto& f0 = feats.front();
+  const double img_h = static_cast<double>(f0.size(2)) * strides_.front();
+  const double img_w = static_cast<double>(f0.size(3)) * strides_.front();
+  auto table = labels.defined() ? labels.to(f0.device()) : at::zeros({0, 6}, f0.options().dtype(at::kFloat));
+  return Compute(feats, PreprocessTargets(table, f0.size(0), max_boxes, img_h, img_w));
+}
+
+Result<LossOutput> DetectionLoss::FromTargets(const std::vector<at::Tensor>& feats, const at::Tensor& targets) const {
+  YC_RETURN_IF_ERROR(CheckFeats(feats));
+  if (!targets.defined() || targets.dim() != 3 || targets.size(0) != feats.front().size(0) || targets.size(2) != 5) {
+    return Status::InvalidArgument("detection loss: targets must be (B, M, 5) [cls, x1, y1, x2, y2]");
+  }
+  return Compute(feats, targets.to(at::kFloat));
+}
+
+LossOutput DetectionLoss::Compute(const std::vector<at::Tensor>& feats, const at::Tensor& targets) const {
   // fp32 throughout, even when called inside an autocast region (matmul/softmax would otherwise drop
   // to half precision).
   AutocastGuard fp32(feats.front().device().type(), /*enabled=*/false);
@@ -115,15 +136,11 @@ Result<LossOutput> DetectionLoss::operator()(const std::vector<at::Tensor>& feat
   auto pred_scores = cat.narrow(1, 4 * reg_max, nc_).permute({0, 2, 1}).contiguous();  // (B, A, nc)
   const int64_t na = pred_scores.size(1);
 
-  const double img_h = static_cast<double>(feats.front().size(2)) * strides_.front();
-  const double img_w = static_cast<double>(feats.front().size(3)) * strides_.front();
   auto anchors = MakeAnchors(feats, strides_, 0.5);
   auto anchor_points = anchors.points.to(at::kFloat);  // (A, 2) grid units
   auto stride_tensor = anchors.strides.to(at::kFloat);  // (A, 1)
 
-  auto table = labels.defined() ? labels.to(cat.device()) : at::zeros({0, 6}, cat.options());
-  auto targets = PreprocessTargets(table, bs, max_boxes, img_h, img_w);  // (B, M, 5)
-  auto gt_labels = targets.narrow(2, 0, 1);
+  auto gt_labels = targets.narrow(2, 0, 1);  // targets: (B, M, 5)
   auto gt_bboxes = targets.narrow(2, 1, 4);
   auto mask_gt = gt_bboxes.sum(2, /*keepdim=*/true).gt(0.0);
 

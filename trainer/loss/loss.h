@@ -63,6 +63,10 @@ class DetectionLoss {
   // Shapes are checked on the host (no sync); a mismatch is an InvalidArgument, not a throw.
   Result<LossOutput> operator()(const std::vector<at::Tensor>& feats, const at::Tensor& labels,
                                 int64_t max_boxes) const;
+  // The same from targets already in PreprocessTargets' form, (B, M, 5) [cls, x1, y1, x2, y2] in pixels
+  // with all-zero pad rows, on the feats' device: what a captured step keeps in a static buffer, padded to
+  // a box-count bucket (box_buckets.h).
+  Result<LossOutput> FromTargets(const std::vector<at::Tensor>& feats, const at::Tensor& targets) const;
 
   const LossOptions& options() const { return options_; }
 
@@ -77,6 +81,9 @@ class DetectionLoss {
   std::vector<double> strides_;
   LossOptions options_;
   TaskAlignedAssigner assigner_;
+
+  Status CheckFeats(const std::vector<at::Tensor>& feats) const;
+  LossOutput Compute(const std::vector<at::Tensor>& feats, const at::Tensor& targets) const;
   std::shared_ptr<StatsReducer> global_;
 };
 
