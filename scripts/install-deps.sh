@@ -15,6 +15,8 @@ packages=(
   libplplot-dev plplot-driver-cairo
   libturbojpeg0-dev liblmdb-dev libzstd-dev libxxhash-dev zlib1g-dev
   libtbb-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
+  # s3:// and https:// caches (libcache/remote/): HTTP and AWS Signature V4.
+  libcurl4-openssl-dev
   libgtest-dev libgmock-dev
   libtorch-dev libgloo-dev
   # ONNX export: the protobuf types and checker (optional at configure time; without them no ONNX).
@@ -26,6 +28,8 @@ packages=(
   python3-pandas python3-psutil python3-tqdm python3-requests python3-cpuinfo python3-pil
   # The Python package (python/): built against Debian's python3-torch, tested with pytest.
   pybind11-dev python3-dev python3-numpy python3-pytest
+  # Test only: the S3-compatible store the remote tests start on loopback (tests/servers/swift_s3.sh).
+  swift-proxy swift-object swift-container swift-account memcached
   # Test only: node runs onnxruntime-node on exported ONNX files (tests/trainer/fixtures/onnx_run.js).
   nodejs npm
 )

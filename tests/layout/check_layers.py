@@ -4,7 +4,7 @@
 Every source file belongs to one unit below: a folder (all files under it) or one face file of a folder
 (given by its path without extension, so x.h and x.cc are one unit). A file may include headers of its
 own unit or of units with a lower rank. The ranks follow the data flow: base -> libcache (base, format,
-source, store, cache.h, verify and build, report_json and exclusion_report) -> loader (options, base,
+source, store, cache.h, verify, build and remote, report_json and exclusion_report) -> loader (options, base,
 kernels, ops, order, render, io, loader.h, measure) -> trainer (runtime, distributed, config, plots -> model -> loss, io ->
 eval -> engine) -> tools and python (side by side). Exit 0 when clean, 1 listing every upward include.
 Usage: check_layers.py [ROOT]
@@ -26,6 +26,7 @@ UNITS = [
     ((1, 6), ["libcache/verify/"]),
     ((1, 6), ["libcache/build/"]),
     ((1, 6), ["libcache/record_selection"]),
+    ((1, 6), ["libcache/remote/"]),
     ((1, 7), ["libcache/report_json"]),
     ((1, 7), ["libcache/exclusion_report"]),
     ((2, 0), ["loader/options", "loader/option_table", "loader/batch", "loader/stats"]),

@@ -47,7 +47,7 @@ void Synth(const fs::path& dir, int train, int corrupt) {
 
 TEST(Cli, EveryCommandHasHelp) {
   TempDir tmp;
-  for (const char* cmd : {"synth", "build", "verify", "inspect"}) {
+  for (const char* cmd : {"synth", "build", "verify", "inspect", "push"}) {
     CliRun r = Yolocache(tmp, {cmd, "--help"});
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_NE(r.out.find("--json"), std::string::npos) << cmd << ": " << r.out;
