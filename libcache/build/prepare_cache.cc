@@ -6,6 +6,8 @@
 
 #include <xxhash.h>
 
+#include "libcache/remote/object_location.h"
+#include "libcache/remote/object_store.h"
 #include "libcache/source/dataset_spec.h"
 
 namespace yc {
@@ -37,6 +39,27 @@ size_t CountSources(const Manifest& m) {
   return n;
 }
 
+// A cache in object storage: its local copy, fetched when it is not up to date.
+Result<PreparedCache> Fetch(const PrepareOptions& options) {
+  YC_ASSIGN_OR_RETURN(ObjectLocation at, ParseObjectLocation(options.data.string()));
+  YC_ASSIGN_OR_RETURN(std::unique_ptr<ObjectStore> store, ObjectStore::Open(at));
+  PullOptions pull;
+  pull.cache_root = options.cache_root.empty() ? DefaultCacheRoot() : options.cache_root;
+  pull.cancel = options.cancel;
+  pull.reuse_only = options.reuse_only;
+  if (options.progress) {
+    pull.progress = [&options](uint64_t done, uint64_t total) {
+      options.progress("fetch MiB", static_cast<size_t>(done >> 20), static_cast<size_t>(total >> 20));
+    };
+  }
+  PreparedCache out;
+  out.action = PrepareAction::kFetched;
+  YC_ASSIGN_OR_RETURN(out.pull, PullCache(*store, pull));
+  out.dir = out.pull.dir;
+  out.ready = out.pull.ready;
+  return out;
+}
+
 }  // namespace
 
 const char* PrepareActionName(PrepareAction action) {
@@ -46,6 +69,7 @@ const char* PrepareActionName(PrepareAction action) {
     case PrepareAction::kUpdated: return "updated";
     case PrepareAction::kBuilt: return "built";
     case PrepareAction::kRebuilt: return "rebuilt";
+    case PrepareAction::kFetched: return "fetched";
   }
   return "?";
 }
@@ -90,6 +114,7 @@ std::string DescribeChanges(const std::vector<SourceChange>& changes) {
 
 Result<PreparedCache> PrepareCache(const PrepareOptions& options) {
   PreparedCache out;
+  if (IsObjectUrl(options.data.string())) return Fetch(options);
   if (IsCache(options.data)) {
     out.dir = options.data;
     return out;

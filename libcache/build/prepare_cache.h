@@ -24,6 +24,7 @@
 
 #include "base/status.h"
 #include "libcache/build/builder.h"
+#include "libcache/build/pull_cache.h"
 #include "libcache/build/source_diff.h"
 #include "libcache/format/manifest.h"
 
@@ -47,6 +48,7 @@ enum class PrepareAction {
   kUpdated,  // the source changed: the cache was updated (build --update)
   kBuilt,    // no cache yet: built
   kRebuilt,  // a cache was there but could not be read (older format, damaged): built again
+  kFetched,  // `data` is a cache in object storage (s3://, https://): fetched (pull_cache.h)
 };
 const char* PrepareActionName(PrepareAction action);  // "given" | "reused" | "updated" | "built" | "rebuilt"
 
@@ -56,6 +58,7 @@ struct PreparedCache {
   std::vector<SourceChange> changes;  // kUpdated: what changed in the source
   std::string rebuilt_because;        // kRebuilt: why the old cache was not usable
   BuildReport build;                  // kUpdated / kBuilt / kRebuilt
+  PullReport pull;                    // kFetched (pull.reused: the local copy was up to date)
   double check_seconds = 0;           // the quick source check (kReused / kUpdated)
   bool ready = true;                  // false: reuse_only stopped before building `dir`
 };

@@ -67,11 +67,18 @@ def verify(path, source=None, strict=False):
     return json.loads(_yolocache.verify_json(str(path), "" if source is None else str(source), strict))
 
 
+_OBJECT_URLS = ("s3://", "http://", "https://")
+
+
 class Cache:
     """A built cache: len(cache) records over all splits, .names, .splits, .records(split),
-    .labels(split) (Ultralytics' per-image label dicts)."""
+    .labels(split) (Ultralytics' per-image label dicts). `path` may be a cache in object storage
+    (s3://bucket/prefix, https://host/path; docs/REMOTE.md): it is fetched into the cache folder
+    (cache_root()) first, or its local copy reused when it is up to date."""
 
     def __init__(self, path, verify_checksums=False):
+        if str(path).startswith(_OBJECT_URLS):
+            path = _yolocache.prepare_cache(str(path))["dir"]
         self._impl = _yolocache._Cache(str(path), verify_checksums)
 
     path = property(lambda self: self._impl.dir)

@@ -4,7 +4,7 @@
 Every source file belongs to one unit below: a folder (all files under it) or one face file of a folder
 (given by its path without extension, so x.h and x.cc are one unit). A file may include headers of its
 own unit or of units with a lower rank. The ranks follow the data flow: base -> libcache (base, format,
-source, store, cache.h, verify, build and remote, report_json and exclusion_report) -> loader (options, base,
+source, store, cache.h, remote, verify and build, report_json and exclusion_report) -> loader (options, base,
 kernels, ops, order, render, io, loader.h, measure) -> trainer (runtime, distributed, config, plots -> model -> loss, io ->
 eval -> engine) -> tools and python (side by side). Exit 0 when clean, 1 listing every upward include.
 Usage: check_layers.py [ROOT]
@@ -23,12 +23,12 @@ UNITS = [
     ((1, 3), ["libcache/source/"]),
     ((1, 4), ["libcache/store/"]),
     ((1, 5), ["libcache/cache"]),
-    ((1, 6), ["libcache/verify/"]),
-    ((1, 6), ["libcache/build/"]),
-    ((1, 6), ["libcache/record_selection"]),
     ((1, 6), ["libcache/remote/"]),
-    ((1, 7), ["libcache/report_json"]),
-    ((1, 7), ["libcache/exclusion_report"]),
+    ((1, 7), ["libcache/verify/"]),
+    ((1, 7), ["libcache/build/"]),
+    ((1, 7), ["libcache/record_selection"]),
+    ((1, 8), ["libcache/report_json"]),
+    ((1, 8), ["libcache/exclusion_report"]),
     ((2, 0), ["loader/options", "loader/option_table", "loader/batch", "loader/stats"]),
     ((2, 1), ["loader/base/"]),
     ((2, 2), ["loader/kernels/"]),

@@ -85,6 +85,15 @@ int PrepareDataArg(const std::string& command, const DataArgs& args, std::string
   const std::string dir = PrintableText(p.dir.string());
   switch (p.action) {
     case PrepareAction::kGiven: break;
+    case PrepareAction::kFetched:
+      if (p.pull.reused) {
+        log << "data: reusing " << dir << " (the local copy of " << PrintableText(*data) << ", unchanged there)\n";
+      } else {
+        log << "data: fetched " << PrintableText(*data) << " into " << dir << " (" << p.pull.files_fetched << " files, "
+            << HumanBytes(static_cast<double>(p.pull.bytes_fetched)) << " in " << Ms(p.pull.seconds) << "; "
+            << p.pull.files_kept << " unchanged files kept)\n";
+      }
+      break;
     case PrepareAction::kReused:
       log << "data: reusing cache " << dir << " (source unchanged, checked in " << Ms(p.check_seconds) << ")\n";
       break;
