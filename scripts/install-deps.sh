@@ -30,6 +30,8 @@ packages=(
   pybind11-dev python3-dev python3-numpy python3-pytest
   # Test only: the S3-compatible store the remote tests start on loopback (tests/servers/swift_s3.sh).
   swift-proxy swift-object swift-container swift-account memcached
+  # Test only: the plain web server of the http(s):// cache tests (tests/servers/nginx_http.sh).
+  nginx-light
   # Test only: node runs onnxruntime-node on exported ONNX files (tests/trainer/fixtures/onnx_run.js).
   nodejs npm
 )
