@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A plain HTTP server for the tests, on loopback: Debian's nginx serving ROOT read-only (byte ranges, as
 # its static module always does), every file of its own under DIR.
-#   tests/servers/nginx_http.sh start DIR ROOT   -> prints "http://127.0.0.1:PORT" once it answers
+#   tests/servers/nginx_http.sh start DIR ROOT [PORT]   -> prints "http://127.0.0.1:PORT" once it answers
+#                                                        (PORT: a free one when not given)
 #   tests/servers/nginx_http.sh stop DIR
 # Where nginx is not installed, prints "unavailable: ..." and exits 0 (the tests skip, saying why).
 set -euo pipefail
@@ -16,7 +17,8 @@ if [ "$cmd" = stop ]; then
 fi
 root=$(cd "${3:?ROOT}" && pwd)
 if [ ! -x "$nginx" ]; then echo "unavailable: nginx is not installed (Debian: nginx-light)"; exit 0; fi
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=${4:-}
+[ -n "$port" ] || port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 mkdir -p "$dir/tmp"
 cat > "$dir/nginx.conf" <<CONF
 daemon on;
