@@ -27,22 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct DataFile {
-  std::string name;
-  uint64_t bytes = 0, checksum = 0;
-};
-
-// Every file a manifest names besides itself (shards or data.mdb per split, audit.json).
-std::vector<DataFile> FilesOf(const Manifest& m) {
-  std::vector<DataFile> files;
-  for (const auto& split : m.splits) {
-    for (const auto& shard : split.shards) files.push_back({shard.file, shard.bytes, shard.checksum});
-    if (split.lmdb) files.push_back({split.lmdb->file, split.lmdb->bytes, split.lmdb->checksum});
-  }
-  if (m.audit_report) files.push_back({m.audit_report->file, m.audit_report->bytes, m.audit_report->checksum});
-  return files;
-}
-
 // A plain file name: what a manifest may name inside the cache folder (never a path out of it).
 bool PlainName(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
@@ -62,7 +46,7 @@ struct Chunk {
 
 class Fetcher {
  public:
-  Fetcher(const ObjectStore& store, const PullOptions& o, const std::vector<DataFile>& files, const fs::path& dir)
+  Fetcher(const ObjectStore& store, const PullOptions& o, const std::vector<ManifestFile>& files, const fs::path& dir)
       : store_(store), o_(o), files_(files), dir_(dir) {}
   ~Fetcher() {
     for (auto& [i, fd] : fds_) ::close(fd);
@@ -108,7 +92,7 @@ class Fetcher {
       if (o_.cancel != nullptr && o_.cancel->load()) return Fail(Status::Cancelled("interrupted"));
       const Chunk& k = chunks[c];
       buffer.resize(k.length);
-      const DataFile& f = files_[k.file];
+      const ManifestFile& f = files_[k.file];
       Status st = store_.Read(f.name, k.offset, k.length, buffer.data());
       if (st.ok()) st = WriteAll(fds_.at(k.file), buffer.data(), k.length, k.offset, dir_ / f.name);
       if (!st.ok()) return Fail(st);
@@ -137,7 +121,7 @@ class Fetcher {
 
   const ObjectStore& store_;
   const PullOptions& o_;
-  const std::vector<DataFile>& files_;
+  const std::vector<ManifestFile>& files_;
   fs::path dir_;
   std::map<size_t, int> fds_;
   std::atomic<size_t> next_{0};
@@ -147,11 +131,11 @@ class Fetcher {
 };
 
 // The files of the local copy that a new manifest can keep: same name, size and checksum.
-std::map<std::string, DataFile> KeepableFiles(const fs::path& local) {
-  std::map<std::string, DataFile> out;
+std::map<std::string, ManifestFile> KeepableFiles(const fs::path& local) {
+  std::map<std::string, ManifestFile> out;
   Result<Manifest> old = ReadManifest(local);
   if (!old.ok()) return out;
-  for (const DataFile& f : FilesOf(*old)) out[f.name] = f;
+  for (const ManifestFile& f : ManifestFiles(*old)) out[f.name] = f;
   return out;
 }
 
@@ -189,8 +173,8 @@ Result<PullReport> PullCache(const ObjectStore& store, const PullOptions& o) {
   const std::string where = store.location().Display(kManifestFileName);
   YC_ASSIGN_OR_RETURN(std::string manifest_text, store.ReadAll(kManifestFileName, kMaxMetadataBytes));
   YC_ASSIGN_OR_RETURN(Manifest manifest, ParseManifest(manifest_text, where));
-  const std::vector<DataFile> files = FilesOf(manifest);
-  for (const DataFile& f : files) {
+  const std::vector<ManifestFile> files = ManifestFiles(manifest);
+  for (const ManifestFile& f : files) {
     if (!PlainName(f.name)) return Status::Corruption(Status::At(where, "names a file outside the cache: " + f.name));
   }
   std::error_code ec;
@@ -205,7 +189,7 @@ Result<PullReport> PullCache(const ObjectStore& store, const PullOptions& o) {
   }
 
   // What the local copy already holds, and what has to come over.
-  const std::map<std::string, DataFile> keepable = KeepableFiles(report.dir);
+  const std::map<std::string, ManifestFile> keepable = KeepableFiles(report.dir);
   std::vector<size_t> fetch;
   uint64_t total = 0;
   for (size_t i = 0; i < files.size(); ++i) {

@@ -566,4 +566,14 @@ Status WriteManifest(const std::filesystem::path& dir, const Manifest& manifest)
   return SyncPath(dir);
 }
 
+std::vector<ManifestFile> ManifestFiles(const Manifest& m) {
+  std::vector<ManifestFile> files;
+  for (const auto& split : m.splits) {
+    for (const auto& shard : split.shards) files.push_back({shard.file, shard.bytes, shard.checksum});
+    if (split.lmdb) files.push_back({split.lmdb->file, split.lmdb->bytes, split.lmdb->checksum});
+  }
+  if (m.audit_report) files.push_back({m.audit_report->file, m.audit_report->bytes, m.audit_report->checksum});
+  return files;
+}
+
 }  // namespace yc

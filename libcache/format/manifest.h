@@ -100,6 +100,14 @@ struct Manifest {
   const SplitManifest* FindSplit(const std::string& name) const;
 };
 
+// A file the manifest names besides itself, with what it records of it: the data files of every split
+// (shards or data.mdb) in manifest order, then audit.json. What push uploads and pull fetches.
+struct ManifestFile {
+  std::string name;  // plain file name in the cache root
+  uint64_t bytes = 0, checksum = 0;
+};
+std::vector<ManifestFile> ManifestFiles(const Manifest& manifest);
+
 // The current time in the manifest's `created` format.
 std::string ManifestTimestampNow();
 

@@ -16,25 +16,8 @@ namespace {
 
 constexpr const char* kChecksumKey = "xxh3";
 
-struct PushFile {
-  std::string name;
-  uint64_t bytes = 0;
-  uint64_t checksum = 0;
-};
-
-// The manifest's data and metadata files, in manifest order.
-std::vector<PushFile> DataFiles(const Manifest& m) {
-  std::vector<PushFile> files;
-  for (const auto& split : m.splits) {
-    for (const auto& shard : split.shards) files.push_back({shard.file, shard.bytes, shard.checksum});
-    if (split.lmdb) files.push_back({split.lmdb->file, split.lmdb->bytes, split.lmdb->checksum});
-  }
-  if (m.audit_report) files.push_back({m.audit_report->file, m.audit_report->bytes, m.audit_report->checksum});
-  return files;
-}
-
 // Whether the object already holds this file (same size and recorded checksum).
-Result<bool> AlreadyThere(const ObjectStore& store, const PushFile& f) {
+Result<bool> AlreadyThere(const ObjectStore& store, const ManifestFile& f) {
   Result<ObjectInfo> info = store.Stat(f.name);
   if (!info.ok()) {
     if (info.status().code() == Status::Code::kNotFound) return false;
@@ -57,7 +40,7 @@ Result<PushReport> PushCache(const std::filesystem::path& dir, const ObjectStore
   YC_ASSIGN_OR_RETURN(std::unique_ptr<Cache> cache, Cache::Open(dir));  // a damaged cache is not pushed
   const Manifest& manifest = cache->manifest();
   if (o.create_bucket) YC_RETURN_IF_ERROR(store.CreateBucket());
-  const std::vector<PushFile> files = DataFiles(manifest);
+  const std::vector<ManifestFile> files = ManifestFiles(manifest);
 
   // Which files differ (one HEAD each), then the old manifest goes before any of them changes.
   std::vector<bool> send(files.size());
