@@ -5,12 +5,14 @@
 //   - touches every pixel, box and source byte it gets (ASan sees any read outside the record or
 //     the scratch buffer),
 //   - aborts if an accepted record breaks a rule the consumers rely on (RGB, boxes in range),
-//   - re-encodes what it got: whatever a reader accepts, the writer must accept too.
+//   - re-encodes what it got: whatever a reader accepts, the writer must accept too (a JPEG record
+//     also with its stream kept as is, the way build --update keeps one).
 // The input is copied to an exact-size heap block, at an odd address on every other run (LMDB
 // values have no alignment guarantee, which takes the box-copy path).
 //
 // Seeds: on start, an empty corpus directory given on the command line is filled with a few valid
-// records (raw, zstd, background, long path), so mutation starts past the header checks.
+// records (raw, zstd, jpeg, background, long path), so mutation starts past the header checks and
+// into the JPEG stream's header and entropy-coded data.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -46,7 +48,9 @@ std::string SeedRecord(int h, int w, size_t boxes, const std::string& source, yc
   in.n = b.size();
   in.source = source;
   std::string out;
-  if (!yc::EncodeRecord(in, yc::Codec{codec, 3}, &out).ok()) std::abort();
+  yc::Codec c;
+  c.kind = codec;
+  if (!yc::EncodeRecord(in, c, &out).ok()) std::abort();
   return out;
 }
 
@@ -59,6 +63,7 @@ void WriteSeeds(const char* dir) {
   const std::string seeds[] = {
       SeedRecord(8, 8, 2, "images/a.jpg", yc::Codec::Kind::kNone),
       SeedRecord(24, 32, 3, "images/smooth.png", yc::Codec::Kind::kZstd),
+      SeedRecord(64, 48, 2, "images/photo.jpg", yc::Codec::Kind::kJpeg),
       SeedRecord(3, 5, 0, "", yc::Codec::Kind::kNone),
       SeedRecord(4, 4, 1, std::string(200, 'p') + ".jpg", yc::Codec::Kind::kNone),
   };
@@ -141,5 +146,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   in.source = v.source;
   std::string again;
   if (!yc::EncodeRecord(in, yc::Codec{}, &again).ok()) std::abort();
+  if (v.jpeg != nullptr) {
+    in.jpeg = v.jpeg;
+    in.jpeg_bytes = v.jpeg_bytes;
+    if (!yc::EncodeRecord(in, yc::Codec{}, &again).ok()) std::abort();
+  }
   return 0;
 }

@@ -15,7 +15,7 @@
 namespace yc {
 
 // A view of one record. For uncompressed caches the pointers point straight into the mmap'd shard
-// (zero copy); for compressed ones into the caller's scratch buffer. Valid while the source is open
+// (zero copy); for compressed ones (zstd, jpeg) into the caller's scratch buffer. Valid while the source is open
 // and the scratch buffer is neither reused nor destroyed.
 struct RecordView {
   uint64_t index = 0;               // position within its split
@@ -25,6 +25,9 @@ struct RecordView {
   const Box* boxes = nullptr;
   size_t box_count = 0;
   std::string_view source;  // source image path relative to the dataset root
+  // JPEG records: the stored stream the pixels were decoded from (build --update keeps it as is).
+  const uint8_t* jpeg = nullptr;
+  size_t jpeg_bytes = 0;
 };
 
 // Where a record's bytes lie among its source's data files, for read-ahead and for the windowed

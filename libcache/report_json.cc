@@ -14,6 +14,7 @@ nlohmann::ordered_json BuildReportJson(const BuildReport& r) {
   for (const SplitBuildStats& s : r.splits) {
     j["splits"][s.split] = {{"images", s.audit.summary.images}, {"records", s.records},
                             {"reused", s.reused},               {"excluded", s.audit.summary.excluded},
+                            {"jpeg_records", s.jpeg_records},
                             {"backgrounds", s.audit.summary.backgrounds}, {"boxes", s.audit.summary.boxes},
                             {"redecoded_corrupt", s.redecoded_corrupt.size()},
                             {"redecoded_corrupt_sources", s.redecoded_corrupt}};

@@ -158,6 +158,17 @@ enum class Reuse {
   kOldCorrupt,   // the source is unchanged but its old record is damaged: decode it, and say so
 };
 
+// A JPEG record's pixels are not the source's, so --update never encodes them again (that would lose
+// quality twice): it keeps the old stream when this build would write the same one, and otherwise
+// decodes the source again. The encoder is deterministic, so the same quality gives the same stream:
+// jpeg keeps any old JPEG (it shrank the image, or it would be raw); auto keeps one only from an auto
+// build, whose PSNR test (AutoKeepsJpeg) had the source's pixels and chose JPEG.
+bool StoresSameJpeg(const Codec& old_codec, const Codec& codec) {
+  const auto lossy = [](const Codec& c) { return c.kind == Codec::Kind::kJpeg || c.kind == Codec::Kind::kAuto; };
+  if (!lossy(old_codec) || !lossy(codec) || old_codec.quality != codec.quality) return false;
+  return codec.kind == Codec::Kind::kJpeg || old_codec.kind == Codec::Kind::kAuto;
+}
+
 // The --update fast path: the image's bytes are those of the previous build, so its decoded pixels are
 // taken from the old record (verified against its own checksum by the reader, see OpenPrevious) and
 // only the label is parsed again.
@@ -178,6 +189,8 @@ Reuse TryReuse(const PreviousBuild& prev, const std::string& split, const Source
   // disagrees with its shards), is not this image's pixels.
   if (!old->Read(static_cast<size_t>(fp.record), &view, &scratch).ok() || view.source != item.rel)
     return Reuse::kOldCorrupt;
+  const bool keep_jpeg = view.jpeg != nullptr;
+  if (keep_jpeg && !StoresSameJpeg(prev.cache->manifest().codec, codec)) return Reuse::kNotReusable;
 
   ScannedImage& s = w->scanned;
   s.read_ok = true;
@@ -190,7 +203,11 @@ Reuse TryReuse(const PreviousBuild& prev, const std::string& split, const Source
   ScanLabel(item, opt, &s);
   FinishScan(&s);
   if (!s.excluded) {
-    const RecordInput in = ScannedRecord(s, item, view.pixels, view.height, view.width, view.channels);
+    RecordInput in = ScannedRecord(s, item, view.pixels, view.height, view.width, view.channels);
+    if (keep_jpeg) {
+      in.jpeg = view.jpeg;
+      in.jpeg_bytes = view.jpeg_bytes;
+    }
     if (!EncodeRecord(in, codec, &w->record).ok()) return Reuse::kNotReusable;
   }
   w->reused = true;
@@ -272,6 +289,7 @@ Status AddRecord(const Work& w, CacheWriter* writer, SourceFingerprint* fp, Spli
   if (ParseRecordHeader(reinterpret_cast<const uint8_t*>(w.record.data()), w.record.size(), &header).ok()) {
     stats.pixel_bytes += header.raw_pixel_bytes;
     sm.pixel_bytes += header.raw_pixel_bytes;
+    stats.jpeg_records += header.codec == Codec::Kind::kJpeg ? 1 : 0;
   }
   sm.boxes += w.scanned.boxes.size();
   sm.backgrounds += w.scanned.boxes.empty() ? 1 : 0;
@@ -438,6 +456,8 @@ Status CheckBuildOptions(const BuildOptions& o) {
   if (o.imgsz < 0 || o.imgsz > kMaxImgsz)
     return Status::InvalidArgument("--imgsz must be 0.." + std::to_string(kMaxImgsz));
   if (const std::string bad = ThreadCountError("--threads", o.threads); !bad.empty()) return Status::InvalidArgument(bad);
+  Codec parsed;  // the ranges of `--compress` (zstd level, JPEG quality), whoever filled in the options
+  if (Status st = ParseCodecSpec(CodecSpec(o.codec), &parsed); !st.ok()) return st.WithContext("--compress");
   return Status::OK();
 }
 
@@ -491,8 +511,7 @@ Manifest NewManifest(const BuildOptions& o, const DatasetSpec& spec) {
   manifest.shard_size = o.backend == Backend::kShards ? o.shard_size : 0;
   manifest.build_options = {{"imgsz", o.imgsz},
                             {"backend", BackendName(o.backend)},
-                            {"compress", std::string(CodecKindName(o.codec.kind)) +
-                                             (o.codec.kind == Codec::Kind::kZstd ? ":" + std::to_string(o.codec.level) : "")},
+                            {"compress", CodecSpec(o.codec)},
                             {"shard_size", o.shard_size},
                             {"update", o.update}};
   return manifest;

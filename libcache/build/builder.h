@@ -48,6 +48,7 @@ struct SplitBuildStats {
   uint64_t records = 0;
   uint64_t reused = 0;     // copied from the previous cache (update)
   uint64_t pixel_bytes = 0;  // decoded pixel bytes stored (before compression)
+  uint64_t jpeg_records = 0;  // records stored as JPEG (--compress jpeg or auto; the others raw)
   // --update: unchanged images whose old record failed its own checksum (or was not the record the
   // manifest said), so they were decoded again from the source instead; their paths, in source order.
   std::vector<std::string> redecoded_corrupt;

@@ -17,6 +17,7 @@
 #include "libcache/base/file_read.h"
 #include "libcache/base/mapped_file.h"
 #include "libcache/base/path_json.h"
+#include "libcache/format/jpeg_pixels.h"
 
 namespace yc {
 namespace {
@@ -261,10 +262,18 @@ Status ParseRoot(const Checker& c, const json& root, Manifest* m) {
   YC_RETURN_IF_ERROR(c.Object(root, "codec", "codec", &codec));
   std::string codec_name;
   YC_RETURN_IF_ERROR(c.String(*codec, "codec.name", "name", &codec_name));
-  if (!ParseCodecKind(codec_name, &m->codec.kind)) return c.Fail("codec.name", "expected \"none\" or \"zstd\"");
+  if (!ParseCodecKind(codec_name, &m->codec.kind))
+    return c.Fail("codec.name", "expected \"none\", \"zstd\", \"jpeg\" or \"auto\"");
   int64_t level;
   YC_RETURN_IF_ERROR(c.Int(*codec, "codec.level", "level", &level, ZSTD_minCLevel(), ZSTD_maxCLevel()));
   m->codec.level = static_cast<int>(level);
+  if (m->format_version >= 4) {
+    int64_t quality;
+    YC_RETURN_IF_ERROR(c.Int(*codec, "codec.quality", "quality", &quality, kMinJpegQuality, kMaxJpegQuality));
+    m->codec.quality = static_cast<int>(quality);
+  } else if (m->codec.kind == Codec::Kind::kJpeg || m->codec.kind == Codec::Kind::kAuto) {
+    return c.Fail("codec.name", codec_name + " needs manifest format 4, this one is " + std::to_string(m->format_version));
+  }
   YC_RETURN_IF_ERROR(c.Uint(root, "shard_size", "shard_size", &m->shard_size));
 
   const json* splits;
@@ -381,6 +390,7 @@ json ManifestJson(const Manifest& m, bool splice) {
   root["imgsz"] = m.imgsz;
   root["backend"] = BackendName(m.backend);
   root["codec"] = json::object({{"name", CodecKindName(m.codec.kind)}, {"level", m.codec.level}});
+  if (m.format_version >= 4) root["codec"]["quality"] = m.codec.quality;
   root["shard_size"] = m.shard_size;
   json splits = json::object();
   for (size_t si = 0; si < m.splits.size(); ++si) {
@@ -444,17 +454,18 @@ size_t ChecksumValueOffset(std::string_view text) {
 }
 
 // Format 1 has no checksum, format 2 no label fingerprints: nothing a current reader promises can be
-// checked on them, and a cache is derived data.
+// checked on them, and a cache is derived data. Format 3 differs from 4 only in the codecs it can
+// name, so it still reads.
 Status OlderFormat(int version, const std::string& where) {
   return Status::Unsupported(where + ": built by an older yolocache (manifest format " + std::to_string(version) +
-                             ", this build reads " + std::to_string(kManifestFormatVersion) +
-                             "), rebuild with `yolocache build` (without --update)");
+                             ", this build reads " + std::to_string(kOldestReadableManifestFormat) + " to " +
+                             std::to_string(kManifestFormatVersion) + "), rebuild with `yolocache build` (without --update)");
 }
 
 // A manifest without a checksum line: say why it cannot be trusted, as precisely as its content allows.
 Status ExplainMissingChecksum(std::string_view text, const std::string& where) {
   YC_ASSIGN_OR_RETURN(const Manifest content, ParseManifestContent(text, where));
-  if (content.format_version < kManifestFormatVersion) return OlderFormat(content.format_version, where);
+  if (content.format_version < kOldestReadableManifestFormat) return OlderFormat(content.format_version, where);
   return Status::Corruption(where + ": manifest_checksum: missing or not the last line (manifest.json was edited or "
                                     "damaged; rebuild the cache)");
 }
@@ -472,7 +483,7 @@ Result<Manifest> ParseManifest(std::string_view text, const std::string& where) 
     return Status::Corruption(where + ": manifest_checksum: the file hashes to " + ChecksumToHex(actual) + ", it records " +
                               ChecksumToHex(recorded) + " (manifest.json was edited or damaged; rebuild the cache)");
   Result<Manifest> m = ParseManifestContent(text, where);
-  if (m.ok() && m->format_version < kManifestFormatVersion) return OlderFormat(m->format_version, where);
+  if (m.ok() && m->format_version < kOldestReadableManifestFormat) return OlderFormat(m->format_version, where);
   return m;
 }
 

@@ -23,8 +23,12 @@
 namespace yc {
 
 // 2: manifest_checksum and audit_report. 3: every source's label file fingerprinted ("label"), so an
-// edited label is found like an edited image. Older versions are refused with a rebuild hint.
-inline constexpr int kManifestFormatVersion = 3;
+// edited label is found like an edited image. 4: codecs jpeg and auto, and codec.quality; a format-3
+// manifest still reads (it cannot name those codecs, so an older build refuses a cache that has them
+// at its manifest, as "newer than this build", before it meets a record it cannot decode). Older
+// versions are refused with a rebuild hint.
+inline constexpr int kManifestFormatVersion = 4;
+inline constexpr int kOldestReadableManifestFormat = 3;
 inline constexpr const char* kManifestFileName = "manifest.json";
 
 enum class Backend { kShards, kLmdb };

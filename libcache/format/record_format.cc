@@ -3,14 +3,18 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <memory>
+#include <string>
+#include <vector>
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack: no allocation per checksum
 #include <xxhash.h>
 #include <zstd.h>
 
 #include "libcache/base/coding.h"
+#include "libcache/format/jpeg_pixels.h"
 
 namespace yc {
 
@@ -97,13 +101,63 @@ Status CheckZstdFrame(const uint8_t* frame, uint64_t size, uint64_t raw) {
 
 }  // namespace
 
-const char* CodecKindName(Codec::Kind kind) { return kind == Codec::Kind::kZstd ? "zstd" : "none"; }
+const char* CodecKindName(Codec::Kind kind) {
+  switch (kind) {
+    case Codec::Kind::kZstd: return "zstd";
+    case Codec::Kind::kJpeg: return "jpeg";
+    case Codec::Kind::kAuto: return "auto";
+    case Codec::Kind::kNone: break;
+  }
+  return "none";
+}
 
 bool ParseCodecKind(std::string_view name, Codec::Kind* out) {
   if (name == "none") *out = Codec::Kind::kNone;
   else if (name == "zstd") *out = Codec::Kind::kZstd;
+  else if (name == "jpeg") *out = Codec::Kind::kJpeg;
+  else if (name == "auto") *out = Codec::Kind::kAuto;
   else return false;
   return true;
+}
+
+Status ParseCodecSpec(std::string_view text, Codec* out) {
+  const size_t colon = text.find(':');
+  Codec c;
+  if (!ParseCodecKind(text.substr(0, colon), &c.kind))
+    return Status::InvalidArgument("'" + std::string(text) + "' is not none, zstd[:LEVEL], jpeg[:QUALITY] or auto[:QUALITY]");
+  if (colon != std::string_view::npos) {
+    const bool jpeg = c.kind == Codec::Kind::kJpeg || c.kind == Codec::Kind::kAuto;
+    if (c.kind == Codec::Kind::kNone) return Status::InvalidArgument("'" + std::string(text) + "': none takes no level");
+    const std::string number(text.substr(colon + 1));
+    int value = 0;
+    size_t used = 0;
+    try {
+      value = std::stoi(number, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (number.empty() || used != number.size())
+      return Status::InvalidArgument("bad " + std::string(jpeg ? "JPEG quality" : "zstd level") + " in '" + std::string(text) + "'");
+    if (jpeg && (value < kMinJpegQuality || value > kMaxJpegQuality))
+      return Status::InvalidArgument("JPEG quality must be 1..100, got " + number);
+    // The range `--compress zstd:LEVEL` always took: zstd's fast levels below -7 save almost nothing.
+    if (!jpeg && (value < -7 || value > ZSTD_maxCLevel()))
+      return Status::InvalidArgument("zstd level must be -7.." + std::to_string(ZSTD_maxCLevel()) + ", got " + number);
+    (jpeg ? c.quality : c.level) = value;
+  }
+  *out = c;
+  return Status::OK();
+}
+
+std::string CodecSpec(const Codec& codec) {
+  const std::string name = CodecKindName(codec.kind);
+  switch (codec.kind) {
+    case Codec::Kind::kZstd: return name + ":" + std::to_string(codec.level);
+    case Codec::Kind::kJpeg:
+    case Codec::Kind::kAuto: return name + ":" + std::to_string(codec.quality);
+    case Codec::Kind::kNone: break;
+  }
+  return name;
 }
 
 uint64_t ComputeRecordChecksum(const uint8_t* data, size_t size) {
@@ -139,8 +193,11 @@ Status EncodeRecord(const RecordInput& in, const Codec& codec, std::string* out)
     if (!boxes.ok()) return Status::InvalidArgument(boxes.message());
   }
   if (in.pixels == nullptr) return Status::InvalidArgument("record: pixels pointer is null");
-  if (codec.kind != Codec::Kind::kNone && codec.kind != Codec::Kind::kZstd)
-    return Status::InvalidArgument("record: unknown codec");
+  if (codec.kind > Codec::Kind::kAuto) return Status::InvalidArgument("record: unknown codec");
+  if (in.jpeg != nullptr) {
+    const Status given = CheckJpegPixels(in.jpeg, in.jpeg_bytes, static_cast<uint32_t>(in.h), static_cast<uint32_t>(in.w));
+    if (!given.ok()) return Status::InvalidArgument(given.message());
+  }
 
   const uint64_t raw = static_cast<uint64_t>(in.h) * static_cast<uint64_t>(in.w) * static_cast<uint64_t>(in.c);
   if (raw > kMaxRecordPixelBytes) return Status::InvalidArgument("record: image larger than 4 GiB");
@@ -160,9 +217,33 @@ Status EncodeRecord(const RecordInput& in, const Codec& codec, std::string* out)
       stored_kind = Codec::Kind::kZstd;
       stored = n;
     }
+  } else if (in.jpeg != nullptr) {
+    out->assign(pixel_offset, '\0');
+    out->append(reinterpret_cast<const char*>(in.jpeg), in.jpeg_bytes);
+    stored_kind = Codec::Kind::kJpeg;
+    stored = in.jpeg_bytes;
+  } else if ((codec.kind == Codec::Kind::kJpeg || codec.kind == Codec::Kind::kAuto) && in.h <= kMaxJpegSide &&
+             in.w <= kMaxJpegSide) {  // a larger image (imgsz 0 keeps originals) stays raw
+    const uint64_t bound = JpegPixelsBound(in.h, in.w);
+    out->resize(pixel_offset + bound);
+    uint64_t n = 0;
+    YC_RETURN_IF_ERROR(EncodeJpegPixels(in.pixels, in.h, in.w, codec.quality,
+                                        reinterpret_cast<uint8_t*>(out->data()) + pixel_offset, bound, &n));
+    const uint8_t* jpeg = reinterpret_cast<const uint8_t*>(out->data()) + pixel_offset;
+    bool keep = n < raw;
+    if (keep && codec.kind == Codec::Kind::kAuto) {
+      thread_local std::vector<uint8_t> decoded;  // the JPEG decoded once, to measure what it lost
+      decoded.resize(raw);
+      YC_RETURN_IF_ERROR(DecodeJpegPixels(jpeg, n, static_cast<uint32_t>(in.h), static_cast<uint32_t>(in.w), decoded.data()));
+      keep = AutoKeepsJpeg(n, raw, PixelPsnr(in.pixels, decoded.data(), raw));
+    }
+    if (keep) {
+      stored_kind = Codec::Kind::kJpeg;
+      stored = n;
+    }
   }
   if (stored_kind == Codec::Kind::kNone) {
-    // Raw storage, either asked for or because zstd did not shrink these pixels (noise-like images).
+    // Raw storage: asked for, or the codec did not shrink these pixels (enough, for auto).
     // Only the header area is zero-filled; the pixels are copied once (no memset of ~1 MB first).
     out->assign(pixel_offset, '\0');
     out->append(reinterpret_cast<const char*>(in.pixels), raw);
@@ -201,7 +282,7 @@ Status ParseRecordHeader(const uint8_t* data, size_t size, RecordHeader* out) {
     return Bad("unsupported record version " + std::to_string(version) + " (this build reads 1)");
   RecordHeader h;
   const uint8_t codec = data[kOffCodec];
-  if (codec > static_cast<uint8_t>(Codec::Kind::kZstd)) return Bad("unknown codec " + std::to_string(codec));
+  if (codec > static_cast<uint8_t>(Codec::Kind::kJpeg)) return Bad("unknown codec " + std::to_string(codec));
   h.codec = static_cast<Codec::Kind>(codec);
   h.channels = data[kOffChannels];
   h.height = DecodeFixed32(data + kOffHeight);
@@ -230,6 +311,8 @@ Status ParseRecordHeader(const uint8_t* data, size_t size, RecordHeader* out) {
   if (h.codec == Codec::Kind::kNone && h.stored_pixel_bytes != raw) return Bad("stored bytes != raw bytes for codec none");
   if (h.codec == Codec::Kind::kZstd && (h.stored_pixel_bytes == 0 || h.stored_pixel_bytes > size))
     return Bad("zstd frame size out of range");
+  if (h.codec == Codec::Kind::kJpeg && (h.stored_pixel_bytes == 0 || h.stored_pixel_bytes > size))
+    return Bad("jpeg stream size out of range");
   if (h.pixel_offset != PixelOffsetFor(h.box_count, h.source_length)) return Bad("pixel offset does not match layout");
   if (DecodeFixed32(data + kOffReserved) != 0) return Bad("reserved header bytes are not zero");
   if (h.pixel_offset > size || h.stored_pixel_bytes != size - h.pixel_offset)
@@ -260,12 +343,13 @@ Status DecodeRecord(const uint8_t* data, size_t size, bool verify_checksum, Reco
   if (std::memchr(source, 0, h.source_length) != nullptr) return Bad("source path contains a NUL byte");
   const uint8_t* pixels = data + h.pixel_offset;
   if (h.codec == Codec::Kind::kZstd) YC_RETURN_IF_ERROR(CheckZstdFrame(pixels, h.stored_pixel_bytes, h.raw_pixel_bytes));
+  if (h.codec == Codec::Kind::kJpeg) YC_RETURN_IF_ERROR(CheckJpegPixels(pixels, h.stored_pixel_bytes, h.height, h.width));
 
   const bool copy_boxes = h.box_count > 0 && reinterpret_cast<uintptr_t>(boxes) % alignof(Box) != 0;
-  // Scratch layout: [boxes, if copied, padded to 64][decompressed pixels]. vector storage from
+  // Scratch layout: [boxes, if copied, padded to 64][decoded pixels]. vector storage from
   // operator new is aligned well beyond alignof(Box).
   const size_t box_area = copy_boxes ? AlignUp(box_bytes, 64) : 0;
-  const size_t need = box_area + (h.codec == Codec::Kind::kZstd ? h.raw_pixel_bytes : 0);
+  const size_t need = box_area + (h.codec != Codec::Kind::kNone ? h.raw_pixel_bytes : 0);
   if (need > 0) {
     if (scratch == nullptr) return Status::InvalidArgument("record: a scratch buffer is needed for this record");
     if (scratch->size() < need) scratch->resize(need);  // grows only: no re-zeroing once warm
@@ -280,6 +364,10 @@ Status DecodeRecord(const uint8_t* data, size_t size, bool verify_checksum, Reco
     if (ZSTD_isError(n)) return Bad(std::string("zstd: ") + ZSTD_getErrorName(n));
     if (n != h.raw_pixel_bytes)
       return Bad("zstd frame decodes to " + std::to_string(n) + " bytes, expected " + std::to_string(h.raw_pixel_bytes));
+    pixels = dst;
+  } else if (h.codec == Codec::Kind::kJpeg) {
+    uint8_t* dst = scratch->data() + box_area;
+    YC_RETURN_IF_ERROR(DecodeJpegPixels(pixels, h.stored_pixel_bytes, h.height, h.width, dst));
     pixels = dst;
   }
   if (copy_boxes) {
@@ -296,6 +384,9 @@ Status DecodeRecord(const uint8_t* data, size_t size, bool verify_checksum, Reco
   out->boxes = h.box_count > 0 ? reinterpret_cast<const Box*>(boxes) : nullptr;
   out->box_count = h.box_count;
   out->source = std::string_view(source, h.source_length);
+  const bool jpeg = h.codec == Codec::Kind::kJpeg;
+  out->jpeg = jpeg ? data + h.pixel_offset : nullptr;
+  out->jpeg_bytes = jpeg ? h.stored_pixel_bytes : 0;
   return Status::OK();
 }
 

@@ -23,7 +23,17 @@ Result<StageProfile> ProfileTrainStages(const RecordSource& source, const Loader
   cv::Mat out(o.imgsz, o.imgsz, CV_8UC3);
   StageProfile p;
   p.samples = samples;
-  double render = 0, finish = 0, plain = 0;
+  double render = 0, finish = 0, plain = 0, read = 0;
+  {
+    ScratchBuffer record_scratch;
+    RecordView view;
+    YC_RETURN_IF_ERROR(source.Read(0, &view, &record_scratch));  // warm: scratch, zstd/TurboJPEG state
+    for (int i = 0; i < samples; ++i) {
+      const auto t0 = Clock::now();
+      YC_RETURN_IF_ERROR(source.Read(static_cast<size_t>(i) % source.size(), &view, &record_scratch));
+      read += seconds(t0, Clock::now());
+    }
+  }
   for (int i = 0; i < samples; ++i) {
     Rng rng(o.seed, 0, static_cast<uint64_t>(i));
     const TrainPlan plan = DrawTrainPlan(rng, static_cast<uint64_t>(i) % source.size(), source.size(), o.hyp, false, o.imgsz);
@@ -42,6 +52,7 @@ Result<StageProfile> ProfileTrainStages(const RecordSource& source, const Loader
   p.geometry_warp_ms = 1e3 * render / samples;
   p.hsv_layout_ms = 1e3 * finish / samples;
   p.layout_only_ms = 1e3 * plain / samples;
+  p.record_read_ms = 1e3 * read / samples;
   return p;
 }
 

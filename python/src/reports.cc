@@ -28,8 +28,8 @@ std::string BuildJson(const std::string& source, const std::string& out, int img
   o.threads = threads;
   o.shard_size = shard_size;
   if (!ParseBackend(backend, &o.backend)) ThrowIfError(Status::InvalidArgument("backend must be shards or lmdb, got '" + backend + "'"));
-  if (!ParseCodecKind(compress, &o.codec.kind)) ThrowIfError(Status::InvalidArgument("compress must be none or zstd, got '" + compress + "'"));
-  o.codec.level = level;
+  ThrowIfError(ParseCodecSpec(compress, &o.codec).WithContext("compress"));
+  if (compress == "zstd") o.codec.level = level;  // "zstd:LEVEL" names its own
   if (shard_size == 0) ThrowIfError(Status::InvalidArgument("shard_size must be > 0"));
   Result<BuildReport> report = Status::OK();
   UseThreadPool("yolocache.build");

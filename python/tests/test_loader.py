@@ -183,3 +183,21 @@ def test_next_releases_the_gil(cache):
     inside = sum(start < s < end for s in stamps)
     assert end - start > 0.05, f"the first batch came too fast to tell ({end - start:.3f} s)"
     assert inside >= 2, f"{inside} ticks during a {end - start:.3f} s next()"
+
+
+def test_a_jpeg_cache_loads_like_the_cpp_loader(dataset, tmp_path):
+    """A --compress jpeg cache (built from Python) decodes in the Python Loader exactly as in C++, and
+    its windowed order (records decoded once per window) visits every record once."""
+    jpeg = tmp_path / "jpeg.yc"
+    report = yolocache.build(dataset, jpeg, imgsz=160, compress="jpeg:85", threads=2)
+    assert report["splits"]["train"]["jpeg_records"] > 30  # of 40: the synthetic photos shrink
+    expected = cpp_batches(jpeg, "train", "train", 2, 7, 0, tmp_path)
+    got = list(yolocache.Loader(jpeg, "train", mode="train", batch=BATCH, imgsz=IMGSZ, threads=2, seed=7))
+    assert len(got) == len(expected)
+    for batch, (img, _, _) in zip(got, expected):
+        assert np.array_equal(batch["img"].numpy(), img)
+    windowed = yolocache.Loader(jpeg, "train", batch=BATCH, imgsz=IMGSZ, threads=2, seed=7, order="windowed", window_mb=1)
+    files = [f for b in windowed for f in b["im_file"]]
+    assert len(files) == len(set(files)) == 40
+    with pytest.raises(Exception, match="JPEG quality must be 1..100"):
+        yolocache.build(dataset, tmp_path / "bad.yc", imgsz=160, compress="jpeg:0")

@@ -55,7 +55,8 @@ def default_cache_root():
 def build(source, out, imgsz=640, backend="shards", compress="none", level=3, shard_size=1 << 30, splits=(),
           update=False, threads=0):
     """Audits and decodes a dataset (data YAML or folder) into a cache at `out`; returns the
-    `yolocache build --json` report as a dict."""
+    `yolocache build --json` report as a dict. `compress` is `yolocache build --compress`: none, zstd
+    (at `level`), zstd:LEVEL, jpeg[:QUALITY] or auto[:QUALITY] (docs/FORMAT.md, "Record")."""
     return json.loads(_yolocache.build_json(str(source), str(out), imgsz, backend, compress, level, shard_size,
                                             list(splits), update, threads))
 

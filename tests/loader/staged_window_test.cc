@@ -98,13 +98,13 @@ void ReadThrice(const Staged& s, size_t i, ThreeReads* r) {
   ExpectSameRecord(r->second, r->cache);
 }
 
-// Compressed records (shards and LMDB, whose unaligned values have their boxes copied): the first read
-// decompresses into the reader's scratch, every later one is served from the arena, and all equal
+// Compressed records (zstd and jpeg; shards and LMDB, whose unaligned values have their boxes copied):
+// the first read decodes into the reader's scratch, every later one is served from the arena, and all equal
 // the cache's own read. Raw records are served in place.
 TEST(StagedWindowTest, CompressedRecordsAreDecompressedOnceAndEqualTheCache) {
   for (Backend backend : {Backend::kShards, Backend::kLmdb}) {
-    for (Codec codec : {Codec{}, Codec{Codec::Kind::kZstd, 1}}) {
-      SCOPED_TRACE(BackendName(backend) + std::string(codec.kind == Codec::Kind::kZstd ? " zstd" : ""));
+    for (Codec codec : {Codec{}, Codec{Codec::Kind::kZstd, 1}, Codec{Codec::Kind::kJpeg}}) {
+      SCOPED_TRACE(std::string(BackendName(backend)) + " " + CodecKindName(codec.kind));
       Staged s = Stage(backend, codec, uint64_t{1} << 30);
       size_t kept = 0;
       for (size_t i = 0; i < s.train->size(); ++i) {
@@ -113,7 +113,7 @@ TEST(StagedWindowTest, CompressedRecordsAreDecompressedOnceAndEqualTheCache) {
         EXPECT_FALSE(r.second_decompressed()) << i;
         if (r.first_decompressed()) ++kept;  // compressed: the first read decompressed and kept it
       }
-      if (codec.kind == Codec::Kind::kZstd) {
+      if (codec.kind != Codec::Kind::kNone) {  // JPEG records: decoded once per window as well
         EXPECT_GT(kept, s.train->size() / 2);
       } else {
         EXPECT_EQ(kept, 0u);
@@ -146,7 +146,7 @@ TEST(StagedWindowTest, RecordsPastTheArenaAreDecompressedOnEveryRead) {
 // A damaged byte in the staged copy fails as Corruption naming the record, on every read: a failed
 // decode is never kept.
 TEST(StagedWindowTest, DamageInTheCopyIsReportedAndNeverKept) {
-  for (Codec codec : {Codec{}, Codec{Codec::Kind::kZstd, 1}}) {
+  for (Codec codec : {Codec{}, Codec{Codec::Kind::kZstd, 1}, Codec{Codec::Kind::kJpeg}}) {
     Staged s = Stage(Backend::kShards, codec, uint64_t{1} << 30);
     // Record 5's copy with its last byte (pixels) flipped, read before the cache ever read it: the
     // first-read checksum fails.

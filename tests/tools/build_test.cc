@@ -175,8 +175,11 @@ TEST_P(BuildAllBackends, UpdateDecodesARecordThatFailsItsChecksumAgain) {
 INSTANTIATE_TEST_SUITE_P(Backends, BuildAllBackends,
                          ::testing::Values(Backendcase{Backend::kShards, Codec::Kind::kNone},
                                            Backendcase{Backend::kShards, Codec::Kind::kZstd},
+                                           Backendcase{Backend::kShards, Codec::Kind::kJpeg},
+                                           Backendcase{Backend::kShards, Codec::Kind::kAuto},
                                            Backendcase{Backend::kLmdb, Codec::Kind::kNone},
-                                           Backendcase{Backend::kLmdb, Codec::Kind::kZstd}));
+                                           Backendcase{Backend::kLmdb, Codec::Kind::kZstd},
+                                           Backendcase{Backend::kLmdb, Codec::Kind::kJpeg}));
 
 TEST(Build, UpdateReusesUnchangedImagesAndSourceDiffSeesEdits) {
   TempDir tmp;
@@ -233,6 +236,42 @@ TEST(Build, UpdateMatchesAFreshBuildByteForByte) {
   b.out = tmp / "fresh";
   ASSERT_TRUE(BuildCache(b).ok());
   EXPECT_EQ(testing::ReadFile(tmp / "fresh" / "train-00000.shard"), testing::ReadFile(tmp / "updated" / "train-00000.shard"));
+}
+
+// JPEG records are never encoded twice: --update keeps an old stream when a fresh build would write the
+// same one (same quality; auto only from auto) and decodes the source again otherwise, so every step
+// below ends byte for byte equal to a fresh build with the same --compress.
+TEST(Build, UpdateKeepsJpegStreamsOnlyWhereAFreshBuildWouldWriteThem) {
+  TempDir tmp;
+  ASSERT_TRUE(GenerateSynthDataset(tmp / "data", SmallSynth()).ok());
+  BuildOptions b = Options(tmp / "data" / "data.yaml", tmp / "updated");
+  ASSERT_TRUE(ParseCodecSpec("jpeg:90", &b.codec).ok());
+  Result<BuildReport> first = BuildCache(b);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  const uint64_t jpeg = first->splits[0].jpeg_records;
+  EXPECT_GT(jpeg, 20u);  // the synthetic photos at 128 shrink
+  testing::WriteFile(tmp / "data" / "labels" / "train" / "synth_000001.txt", "1 0.5 0.5 0.25 0.25\n");
+  struct Step {
+    const char* compress;
+    bool keeps_jpeg;  // reuses the previous step's JPEG records too (else only its raw ones: exact pixels)
+  };
+  uint64_t previous_jpeg = jpeg;
+  for (const Step& step : {Step{"jpeg:90", true}, Step{"jpeg:70", false}, Step{"auto:70", false}, Step{"auto:70", true},
+                           Step{"none", false}}) {
+    SCOPED_TRACE(step.compress);
+    ASSERT_TRUE(ParseCodecSpec(step.compress, &b.codec).ok());
+    b.update = true;
+    b.out = tmp / "updated";
+    Result<BuildReport> report = BuildCache(b);
+    ASSERT_TRUE(report.ok()) << report.status().ToString();
+    EXPECT_EQ(report->splits[0].reused, step.keeps_jpeg ? 24u : 24u - previous_jpeg);
+    previous_jpeg = report->splits[0].jpeg_records;
+    b.update = false;
+    b.out = tmp / "fresh";
+    ASSERT_TRUE(BuildCache(b).ok());
+    EXPECT_EQ(testing::ReadFile(tmp / "fresh" / "train-00000.shard"), testing::ReadFile(tmp / "updated" / "train-00000.shard"));
+    EXPECT_TRUE(VerifyCache(tmp / "updated").ok());
+  }
 }
 
 TEST(Build, RefusesToReplaceADirectoryThatIsNotACache) {

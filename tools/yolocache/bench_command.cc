@@ -195,11 +195,13 @@ Result<LoaderOptions> BenchLoaderOptions(const BenchArgs& a, const Cache& cache)
 struct BenchFigures {
   Throughput cached, naive;
   StageProfile profile;
+  std::string codec;  // the cache's --compress (the record-read stage depends on it)
 };
 
 Result<BenchFigures> Measure(const BenchArgs& a, const Cache& cache, const std::shared_ptr<const RecordSource>& source,
                              const LoaderOptions& o) {
   BenchFigures f;
+  f.codec = CodecSpec(cache.manifest().codec);
   ThroughputRun run;
   run.warmup = a.warmup;
   run.batches = a.batches;
@@ -241,6 +243,7 @@ void PrintJson(const BenchArgs& a, const LoaderOptions& o, const std::string& sp
   j["threads"] = o.threads;
   j["batches"] = c.batches;
   j["images"] = c.images;
+  j["codec"] = f.codec;
   j["seconds"] = c.seconds;
   j["images_per_second"] = c.images_per_second;
   j["images_per_second_per_thread"] = c.images_per_second / o.threads;
@@ -257,7 +260,8 @@ void PrintJson(const BenchArgs& a, const LoaderOptions& o, const std::string& sp
   if (f.profile.samples > 0)
     j["stages_ms_per_sample"] = {{"geometry_warp", f.profile.geometry_warp_ms},
                                  {"hsv_layout", f.profile.hsv_layout_ms},
-                                 {"layout_only", f.profile.layout_only_ms}};
+                                 {"layout_only", f.profile.layout_only_ms},
+                                 {"record_read", f.profile.record_read_ms}};
   if (a.compare) {
     j["naive_images_per_second"] = f.naive.images_per_second;
     j["speedup_vs_naive"] = f.naive.images_per_second > 0 ? c.images_per_second / f.naive.images_per_second : 0;
@@ -283,8 +287,10 @@ void PrintText(const BenchArgs& a, const LoaderOptions& o, const std::string& sp
                 c.images > 0 ? static_cast<double>(c.disk_bytes) / c.images / 1e6 : 0,
                 c.seconds > 0 ? static_cast<double>(c.disk_bytes) / c.seconds / 1e6 : 0, ReadAheadLabel(o).c_str());
   if (f.profile.samples > 0)
-    std::printf("per sample, one thread: geometry+warp %.2f ms, HSV+layout %.2f ms (layout alone %.2f ms)\n",
-                f.profile.geometry_warp_ms, f.profile.hsv_layout_ms, f.profile.layout_only_ms);
+    std::printf("per sample, one thread: geometry+warp %.2f ms, HSV+layout %.2f ms (layout alone %.2f ms); "
+                "reading one record %.2f ms (cache codec %s, part of geometry+warp)\n",
+                f.profile.geometry_warp_ms, f.profile.hsv_layout_ms, f.profile.layout_only_ms, f.profile.record_read_ms,
+                f.codec.c_str());
   if (a.compare)
     std::printf("naive loader (decode source + canvas mosaic): %.0f img/s -> yolocache is %.2fx faster\n",
                 f.naive.images_per_second,

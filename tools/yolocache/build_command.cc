@@ -58,6 +58,8 @@ int RunBuild(BuildArgs& args) {
               << s.audit.summary.backgrounds << " backgrounds, " << s.audit.summary.excluded << " excluded, "
               << s.audit.summary.boxes << " boxes";
     if (o.update) std::cout << ", " << s.reused << " reused";
+    if (o.codec.kind == Codec::Kind::kJpeg || o.codec.kind == Codec::Kind::kAuto)
+      std::cout << ", " << s.jpeg_records << " stored as JPEG";
     if (!s.redecoded_corrupt.empty())
       std::cout << ", " << s.redecoded_corrupt.size() << " re-decoded because their old record was corrupt";
     std::cout << ")\n";
@@ -83,7 +85,9 @@ Registration reg("build", "Audit a YOLO dataset and decode it once into a cache 
                        ->check(CLI::Range(0, kMaxImgsz))
                        ->capture_default_str();
                    app.add_option("--backend", a->backend, "shards | lmdb")->capture_default_str();
-                   app.add_option("--compress", a->compress, "none | zstd | zstd:LEVEL (per record)")->capture_default_str();
+                   app.add_option("--compress", a->compress,
+                                  "none | zstd[:LEVEL] | jpeg[:QUALITY] (lossy) | auto[:QUALITY] (JPEG where it halves "
+                                  "the image, else raw); QUALITY default " + std::to_string(kDefaultJpegQuality))->capture_default_str();
                    app.add_option("--shard-size", a->shard_size, "Target shard size (e.g. 512M, 1G)")->capture_default_str();
                    app.add_option("--split", a->options.splits, "Build only these splits (repeatable)");
                    app.add_flag("--update", a->options.update, "Re-decode only images whose bytes changed since the last build");

@@ -8,22 +8,7 @@
 namespace yc::cli {
 
 Status ParseCompressOption(const std::string& text, Codec* out) {
-  const size_t colon = text.find(':');
-  const std::string kind = text.substr(0, colon);
-  if (!ParseCodecKind(kind, &out->kind))
-    return Status::InvalidArgument("--compress: '" + text + "' is not none, zstd or zstd:LEVEL");
-  if (colon != std::string::npos) {
-    if (out->kind != Codec::Kind::kZstd) return Status::InvalidArgument("--compress: only zstd takes a level");
-    try {
-      size_t used = 0;
-      out->level = std::stoi(text.substr(colon + 1), &used);
-      if (used != text.size() - colon - 1) throw std::invalid_argument("trailing");
-    } catch (const std::exception&) {
-      return Status::InvalidArgument("--compress: bad zstd level in '" + text + "'");
-    }
-    if (out->level < -7 || out->level > 22) return Status::InvalidArgument("--compress: zstd level must be -7..22");
-  }
-  return Status::OK();
+  return ParseCodecSpec(text, out).WithContext("--compress");
 }
 
 Status ParseByteSize(const std::string& text, uint64_t* out) {

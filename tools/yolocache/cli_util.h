@@ -11,7 +11,7 @@
 
 namespace yc::cli {
 
-// "none" | "zstd" | "zstd:LEVEL".
+// "none" | "zstd[:LEVEL]" | "jpeg[:QUALITY]" | "auto[:QUALITY]" (ParseCodecSpec, with the flag's name).
 Status ParseCompressOption(const std::string& text, Codec* out);
 
 // "256M", "1G", "1048576" -> bytes.

@@ -64,6 +64,7 @@ int Summary(const Cache& cache, const InspectArgs& a) {
     j["imgsz"] = m.imgsz;
     j["backend"] = BackendName(m.backend);
     j["codec"] = CodecKindName(m.codec.kind);
+    j["compress"] = CodecSpec(m.codec);  // with its zstd level or JPEG quality
     j["names"] = m.names;
     j["bytes_on_disk"] = disk;
     j["pixel_bytes"] = pixels;
@@ -80,8 +81,7 @@ int Summary(const Cache& cache, const InspectArgs& a) {
   std::printf("cache     %s\n", cache.dir().c_str());
   std::printf("dataset   %s\n", m.dataset_yaml.c_str());
   std::printf("created   %s (format %d, yolocache %s)\n", m.created.c_str(), m.format_version, m.tool_version.c_str());
-  std::printf("imgsz     %d   backend %s   codec %s", m.imgsz, BackendName(m.backend), CodecKindName(m.codec.kind));
-  if (m.codec.kind == Codec::Kind::kZstd) std::printf(":%d", m.codec.level);
+  std::printf("imgsz     %d   backend %s   codec %s", m.imgsz, BackendName(m.backend), CodecSpec(m.codec).c_str());
   std::printf("\nbytes     %s on disk, %s of pixels (ratio %.2f)\n\n", HumanBytes(static_cast<double>(disk)).c_str(),
               HumanBytes(static_cast<double>(pixels)).c_str(), ratio);
   std::printf("%-8s %9s %9s %12s %9s\n", "split", "records", "boxes", "backgrounds", "excluded");

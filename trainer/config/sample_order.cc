@@ -56,7 +56,7 @@ OrderChoice ChooseSampleOrder(const TrainOptions& o, uint64_t data_bytes, uint64
     char w[96];
     std::snprintf(w, sizeof w, ", window %.0f MiB%s", c.window_mb,
                   o.window_mb > 0 ? ""
-                  : compressed    ? " (budget / 8: zstd records are also kept decompressed)"
+                  : compressed    ? " (budget / 8: compressed records are also kept decoded)"
                                   : " (budget / 4)");
     c.reason += w;
   } else {

@@ -38,7 +38,7 @@ Result<uint64_t> PageCacheBudget(double ram_budget_gb, const std::string& meminf
 // Resolves options.order ("auto" compares data_bytes with `budget`) and options.window_mb (0: a quarter
 // of the budget, at least kMinWindow: the window being read plus the next one read ahead stay within
 // half the budget, leaving the rest to the process's other pages and to LRU slack). `compressed`
-// (zstd records): an eighth, since the window stage also keeps up to a window of decompressed
+// (zstd or jpeg records): an eighth, since the window stage also keeps up to a window of decompressed
 // records per slot (loader/io/staged_window.h), so its two slots take about twice a raw cache's memory.
 OrderChoice ChooseSampleOrder(const TrainOptions& options, uint64_t data_bytes, uint64_t budget,
                               bool compressed = false);
