@@ -509,6 +509,15 @@ TEST_F(RunOutputs, ExportUsesTheTrainingImgszAndValPredictRunTheTorchScript) {
   EXPECT_EQ((*p)->imgsz(), 64);
   Result<std::vector<Detection>> d = (*p)->Predict(cv::Mat(50, 80, CV_8UC3, cv::Scalar(90, 90, 90)));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
+  // --visualize needs a .pt's layers: an export is refused (exit 2), naming it.
+  PredictOptions visualize{0, 0.001};
+  visualize.visualize = true;
+  Result<std::unique_ptr<Predictor>> seen =
+      Predictor::Load(tmp_->path() / "exports" / "best.torchscript", at::Device(at::kCPU), visualize);
+  ASSERT_FALSE(seen.ok());
+  EXPECT_EQ(seen.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(seen.status().message().find("best.torchscript: --visualize needs .pt weights"), std::string::npos)
+      << seen.status().ToString();
   // An .onnx file: refused, saying what to give.
   testing::WriteFile(tmp_->path() / "exports" / "best.onnx", "not read");
   Result<std::unique_ptr<Predictor>> onnx = Predictor::Load(tmp_->path() / "exports" / "best.onnx", at::Device(at::kCPU), {});

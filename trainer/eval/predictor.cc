@@ -74,8 +74,8 @@ Result<std::unique_ptr<Predictor>> Predictor::Load(const fs::path& checkpoint, c
     return Status::InvalidArgument("--vid-stride must be >= 1 (every N-th video frame), got " + std::to_string(options.vid_stride));
   }
   if (options.visualize && script) {
-    return Status::Unsupported(Status::At(checkpoint.string(), "--visualize needs .pt weights: a TorchScript export runs "
-                                                               "as one traced graph, its layers' outputs cannot be seen"));
+    return Status::InvalidArgument(Status::At(checkpoint.string(), "--visualize needs .pt weights: a TorchScript export "
+                                                                   "runs as one traced graph, its layers' outputs cannot be seen"));
   }
   if (options.visualize && std::string(PngEncoderName()) == "none") {
     return Status::Unsupported("--visualize writes PNG pictures and this build has no PNG encoder (OpenCV imgcodecs or libpng)");
