@@ -5,7 +5,8 @@
 // (labels.jpg, train_batch0-2.jpg, val_batch0_labels/_pred.jpg, results.png, Box PR/F1/P/R curves,
 // confusion matrices): each written, non-empty, and decoding to its size; and exports that behave like
 // Ultralytics': at the training imgsz, a TorchScript file naming no device, run by val and predict.
-// predict's classes / agnostic_nms / half / save_crop / show_boxes and val's save_json against plain runs.
+// predict's classes / agnostic_nms / half / save_crop / show_boxes / vid_stride / save_frames and val's
+// save_json against plain runs.
 // One short training run is shared by the tests.
 #include <algorithm>
 #include <cmath>
@@ -508,6 +509,15 @@ TEST_F(RunOutputs, ExportUsesTheTrainingImgszAndValPredictRunTheTorchScript) {
   EXPECT_EQ((*p)->imgsz(), 64);
   Result<std::vector<Detection>> d = (*p)->Predict(cv::Mat(50, 80, CV_8UC3, cv::Scalar(90, 90, 90)));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
+  // --visualize needs a .pt's layers: an export is refused (exit 2), naming it.
+  PredictOptions visualize{0, 0.001};
+  visualize.visualize = true;
+  Result<std::unique_ptr<Predictor>> seen =
+      Predictor::Load(tmp_->path() / "exports" / "best.torchscript", at::Device(at::kCPU), visualize);
+  ASSERT_FALSE(seen.ok());
+  EXPECT_EQ(seen.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(seen.status().message().find("best.torchscript: --visualize needs .pt weights"), std::string::npos)
+      << seen.status().ToString();
   // An .onnx file: refused, saying what to give.
   testing::WriteFile(tmp_->path() / "exports" / "best.onnx", "not read");
   Result<std::unique_ptr<Predictor>> onnx = Predictor::Load(tmp_->path() / "exports" / "best.onnx", at::Device(at::kCPU), {});
@@ -604,6 +614,47 @@ TEST_F(RunOutputs, PredictReadsAndWritesVideoFiles) {
   CliRun p = YolocacheTrain(*tmp_, {"predict", "--weights", Weights().string(), video.string(), "--device", "cpu"});
   EXPECT_EQ(p.exit_code, 1) << p.err;
   EXPECT_NE(p.err.find("libopencv-videoio-dev"), std::string::npos) << p.err;
+#endif
+}
+
+TEST_F(RunOutputs, PredictVidStrideReadsEveryNthFrameAndSaveFramesWritesEach) {
+  ASSERT_EQ(train_.exit_code, 0) << train_.err;
+#if YOLOCACHE_TEST_VIDEOIO
+  const fs::path video = tmp_->path() / "strided.avi";
+  {
+    cv::VideoWriter w(video.string(), cv::VideoWriter::fourcc('M', 'J', 'P', 'G'), 10, cv::Size(96, 64), true);
+    ASSERT_TRUE(w.isOpened());
+    for (int f = 0; f < 7; ++f) w.write(cv::Mat(64, 96, CV_8UC3, cv::Scalar::all(20 + 30 * f)));  // frame f's grey
+  }
+  CliRun p = YolocacheTrain(*tmp_, {"predict", "--weights", Weights().string(), video.string(), "--device", "cpu",
+                                    "--vid-stride", "3", "--save-frames", "--no-show-boxes", "--json", "--name", "strided"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  // LoadImagesAndVideos grabs vid_stride frames and decodes the last: frames 2 and 5 (0-based) of 7, as
+  // its int(7 / 3) = 2 frames.
+  EXPECT_EQ(nlohmann::json::parse(p.out)[0]["frames"], 2);
+  const fs::path run = tmp_->path() / "runs" / "detect" / "strided";
+  cv::VideoCapture back((run / "strided.avi").string());
+  ASSERT_TRUE(back.isOpened());
+  EXPECT_NEAR(back.get(cv::CAP_PROP_FPS), 10, 1e-6);  // the source's rate, as Ultralytics writes it
+  int frames = 0;
+  for (cv::Mat f; back.read(f);) ++frames;
+  EXPECT_EQ(frames, 2);
+  // save_frames: <stem>_frames/<stem>_<n>.jpg, n counting the frames read from 1.
+  for (int n : {1, 2}) {
+    const fs::path still = run / "strided_frames" / ("strided_" + std::to_string(n) + ".jpg");
+    const std::string bytes = testing::ReadFile(still);
+    DecodedImage d = DecodeImage(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), DecodeOptions{});
+    ASSERT_FALSE(d.has_error() || d.rgb.empty()) << still;
+    EXPECT_EQ(d.rgb.size(), cv::Size(96, 64));
+    EXPECT_NEAR(cv::mean(d.rgb)[0], 20 + 30 * (3 * n - 1), 6) << still;  // frame 3n - 1's grey
+  }
+  EXPECT_FALSE(fs::exists(run / "strided_frames" / "strided_3.jpg"));
+  CliRun bad = YolocacheTrain(*tmp_, {"predict", "--weights", Weights().string(), video.string(), "--device", "cpu",
+                                      "--vid-stride", "0", "--name", "stride0"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--vid-stride must be >= 1"), std::string::npos) << bad.err;
+#else
+  GTEST_SKIP() << "this build has no OpenCV videoio";
 #endif
 }
 

@@ -105,9 +105,9 @@ TEST_F(UltralyticsLine, KeysOfOtherTasksAreIgnoredAloudAndMissingFeaturesRefused
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Has(r.err, "'lr0' is not used by val")) << r.err;
   EXPECT_FALSE(Has(r.out, "lr0")) << r.out;
-  r = Explain({"train", "data=d.yaml", "visualize=True"});
+  r = Explain({"train", "data=d.yaml", "augment=True"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(Has(r.err, "visualize=True: not implemented by yolocache-train train yet")) << r.err;
+  EXPECT_TRUE(Has(r.err, "augment=True: not implemented by yolocache-train train yet")) << r.err;
   r = Explain({"train", "data=d.yaml", "rect"});  // a bare boolean key is key=True
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Has(r.out, " --rect")) << r.out;
@@ -118,10 +118,11 @@ TEST_F(UltralyticsLine, KeysOfOtherTasksAreIgnoredAloudAndMissingFeaturesRefused
 
 TEST_F(UltralyticsLine, ValAndPredictKeysBecomeTheirOptions) {
   CliRun r = Explain({"predict", "model=w.pt", "source=img.jpg", "half=True", "classes=[0,2]", "agnostic_nms=True",
-                      "save_crop=True", "show_labels=False", "show_conf=False", "show_boxes=False", "line_width=3"});
+                      "save_crop=True", "show_labels=False", "show_conf=False", "show_boxes=False", "line_width=3",
+                      "vid_stride=2", "save_frames=True", "visualize=True"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* want : {"--half", "--classes=[0,2]", "--agnostic-nms", "--save-crop", "--no-show-labels", "--no-show-conf",
-                           "--no-show-boxes", "--line-width=3"}) {
+                           "--no-show-boxes", "--line-width=3", "--vid-stride=2", "--save-frames", "--visualize"}) {
     EXPECT_TRUE(Has(r.out, want)) << want << "\n" << r.out;
   }
   r = Explain({"val", "model=w.pt", "data=d.yaml", "half=True", "save_json=True", "agnostic_nms=True", "show_labels=False"});

@@ -124,6 +124,11 @@ Registration reg("predict", "Detect objects in images and videos; write annotate
                    app.add_flag("--agnostic-nms", a->o.agnostic, "Class-agnostic NMS (boxes of different classes suppress each other)");
                    app.add_flag("--half", a->o.half, "fp16 inference (GPU; fp32 on the CPU, with a note)");
                    app.add_flag("--save-crop", a->o.save_crop, "Save each detection as crops/<class name>/<stem>.jpg");
+                   app.add_option("--vid-stride", a->o.vid_stride, "Videos: read every N-th frame (the output keeps the video's fps)")
+                       ->capture_default_str();
+                   app.add_flag("--save-frames", a->o.save_frames, "Videos: also save each annotated frame as <stem>_frames/<stem>_<frame>.jpg");
+                   app.add_flag("--visualize", a->o.visualize,
+                                "Save each layer's feature maps as <stem>/stage<i>_<type>_features.png and .npy");
                    app.add_flag_callback("--no-show-boxes", [o = &a->o] { o->show_boxes = false; }, "Draw no boxes on the saved pictures");
                    app.add_flag_callback("--no-show-labels", [o = &a->o] { o->show_labels = false; }, "Draw boxes without their labels");
                    app.add_flag_callback("--no-show-conf", [o = &a->o] { o->show_conf = false; }, "Labels without the confidence");

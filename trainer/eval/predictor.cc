@@ -21,11 +21,13 @@
 #include "loader/ops/letterbox.h"
 #include "trainer/eval/annotate.h"
 #include "trainer/eval/crops.h"
+#include "trainer/eval/feature_maps.h"
 #include "trainer/eval/half_precision.h"
 #include "trainer/eval/nms.h"
 #include "trainer/eval/video_io.h"
 #include "trainer/io/checkpoint.h"
 #include "trainer/io/pretrained.h"
+#include "trainer/plots/image_file.h"
 
 namespace yc::trainer {
 
@@ -68,6 +70,16 @@ Result<std::unique_ptr<Predictor>> Predictor::Load(const fs::path& checkpoint, c
     return Status::InvalidArgument("--line-width must be >= 1 (or 0: Ultralytics' default for the image), got " +
                                    std::to_string(options.line_width));
   }
+  if (options.vid_stride < 1) {
+    return Status::InvalidArgument("--vid-stride must be >= 1 (every N-th video frame), got " + std::to_string(options.vid_stride));
+  }
+  if (options.visualize && script) {
+    return Status::InvalidArgument(Status::At(checkpoint.string(), "--visualize needs .pt weights: a TorchScript export "
+                                                                   "runs as one traced graph, its layers' outputs cannot be seen"));
+  }
+  if (options.visualize && std::string(PngEncoderName()) == "none") {
+    return Status::Unsupported("--visualize writes PNG pictures and this build has no PNG encoder (OpenCV imgcodecs or libpng)");
+  }
   options.half = HalfApplies(options.half, device);
   if (options.half) {  // AutoBackend's model.half(); the input is cast in Predict
     try {
@@ -90,7 +102,7 @@ Result<std::unique_ptr<Predictor>> Predictor::Load(const fs::path& checkpoint, c
   return p;
 }
 
-Result<std::vector<Detection>> Predictor::Predict(const cv::Mat& rgb) {
+Result<std::vector<Detection>> Predictor::Predict(const cv::Mat& rgb, const LayerObserver* observe) {
   if (rgb.empty() || rgb.type() != CV_8UC3) return Status::InvalidArgument("predict: expected a non-empty RGB image");
   const int h = rgb.rows, w = rgb.cols, s = options_.imgsz;
   // LetterBox(auto=True): scale the long side to imgsz, pad each side only up to the next multiple of 32.
@@ -111,7 +123,9 @@ Result<std::vector<Detection>> Predictor::Predict(const cv::Mat& rgb) {
                  .div_(255.0)
                  .contiguous();
     if (options_.half && !script_) x = x.to(at::kHalf);  // TorchScriptModel::Forward casts its own input
-    const at::Tensor pred = script_ ? script_->Forward(x) : model_->forward(x).pred;
+    const at::Tensor pred = script_    ? script_->Forward(x)
+                            : observe ? model_->ForwardObserved(x, *observe).pred
+                                      : model_->forward(x).pred;
     NmsOptions nms;
     nms.conf = options_.conf;
     nms.iou = options_.iou;
@@ -175,7 +189,29 @@ std::string CropStem(const PredictInput& input, const std::string& suffix) {
   return fs::path(input.output.stem().string() + suffix).stem().string();
 }
 
+// Where Ultralytics saves a video frame with save_frames: <save_dir>/<stem>_frames/<stem>_<frame>.jpg
+// (engine/predictor.py save_predicted_images), beside the video's output.
+fs::path FramePath(const fs::path& save_dir, const PredictInput& input, int frame) {
+  const std::string stem = input.output.stem().string();
+  return save_dir / input.output.parent_path() / (stem + "_frames") / (stem + "_" + std::to_string(frame) + ".jpg");
+}
+
 }  // namespace
+
+Result<std::vector<Detection>> Predictor::PredictAndVisualize(const cv::Mat& rgb, const PredictInput& input,
+                                                              const fs::path& save_dir) {
+  if (!options_.visualize) return Predict(rgb);
+  FeatureMaps maps;
+  const LayerObserver observe = maps.Observer(*model_);
+  YC_ASSIGN_OR_RETURN(std::vector<Detection> dets, Predict(rgb, &observe));
+  // Ultralytics' folder: save_dir / <source stem>, incremented (engine/predictor.py inference).
+  fs::path base = save_dir / input.output;
+  base.replace_extension();
+  YC_RETURN_IF_ERROR(MakeParentWithin(base, save_dir));
+  YC_ASSIGN_OR_RETURN(const fs::path dir, MakeFeatureFolder(base));
+  YC_RETURN_IF_ERROR(maps.Save(dir));
+  return dets;
+}
 
 std::string DetectionLabel(const Detection& d, const std::vector<std::string>& names) {
   char conf[16];
@@ -220,7 +256,7 @@ Result<PredictResult> Predictor::PredictFile(const PredictInput& input, const fs
   result.width = decoded.rgb.cols;
   result.height = decoded.rgb.rows;
   const auto t0 = std::chrono::steady_clock::now();
-  Result<std::vector<Detection>> dets = Predict(decoded.rgb);
+  Result<std::vector<Detection>> dets = PredictAndVisualize(decoded.rgb, input, save_dir);
   if (!dets.ok()) return Status(dets.status()).WithContext(image.string());
   result.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   result.detections = std::move(*dets);
@@ -253,7 +289,8 @@ Result<PredictResult> Predictor::PredictVideo(const PredictInput& input, const f
   std::unique_ptr<VideoWriter> writer;
   cv::Mat frame;
   double ms = 0;
-  while (reader->Next(&frame)) {
+  // As LoadImagesAndVideos: vid_stride grabs, the last one decoded.
+  while (reader->Skip(options_.vid_stride - 1) && reader->Next(&frame)) {
     if (cancel != nullptr && cancel->load()) break;
     if (!writer) {
       result.width = frame.cols;
@@ -265,7 +302,7 @@ Result<PredictResult> Predictor::PredictVideo(const PredictInput& input, const f
                                                                      " changes the video's size"));
     }
     const auto t0 = std::chrono::steady_clock::now();
-    Result<std::vector<Detection>> dets = Predict(frame);
+    Result<std::vector<Detection>> dets = PredictAndVisualize(frame, input, save_dir);
     if (!dets.ok()) return Status(dets.status()).WithContext(input.source.string());
     ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     ++result.frames;
@@ -274,6 +311,11 @@ Result<PredictResult> Predictor::PredictVideo(const PredictInput& input, const f
     }
     DrawDetections(*dets, names_, options_, &frame);
     YC_RETURN_IF_ERROR(writer->Write(frame));
+    if (options_.save_frames) {
+      const fs::path still = FramePath(save_dir, input, result.frames);
+      YC_RETURN_IF_ERROR(MakeParentWithin(still, save_dir));
+      YC_RETURN_IF_ERROR(WriteJpeg(still, frame.data, frame.cols, frame.rows, options_.jpeg_quality, static_cast<int>(frame.step)));
+    }
     // Ultralytics names a video's label files <stem>_<frame>.txt, frames counted from 1.
     if (options_.save_txt && !dets->empty()) {
       YC_RETURN_IF_ERROR(WriteText(LabelsPath(save_dir, input, "_" + std::to_string(result.frames)), save_dir,

@@ -4,6 +4,8 @@
 // drawn with their class names and confidences ("person 0.87", annotate.h), written as JPEG (videos: frame
 // by frame into a Motion-JPEG AVI, video_io.h); save_crop cuts each detection out (crops.h). --save-txt writes Ultralytics' label rows
 // `cls xc yc w h [conf]` (normalised to the image, %g) to labels/<name>.txt (videos: <name>_<frame>.txt).
+// --save-frames also writes each annotated video frame as <name>_frames/<name>_<frame>.jpg; --visualize
+// writes each layer's feature maps (feature_maps.h).
 // Every file is written through a temp file + rename (libcache/base/output_file.h); results never replace an
 // input (CheckPredictOutputs).
 #pragma once
@@ -41,6 +43,9 @@ struct PredictOptions {
   // line_width (0: its default for the image's size).
   bool show_boxes = true, show_labels = true, show_conf = true;
   int line_width = 0;
+  int vid_stride = 1;        // videos: every vid_stride-th frame is read (Ultralytics' LoadImagesAndVideos)
+  bool save_frames = false;  // videos: each annotated frame also as <stem>_frames/<stem>_<frame>.jpg
+  bool visualize = false;    // each layer's feature maps as PNG + .npy in <stem>/ (feature_maps.h)
 };
 
 // One input and where its result goes, relative to the run directory: `output` is the annotated picture
@@ -75,14 +80,16 @@ class Predictor {
                                                  PredictOptions options);
   ~Predictor();
 
-  // Detections on an RGB image (CV_8UC3, any size).
-  Result<std::vector<Detection>> Predict(const cv::Mat& rgb);
+  // Detections on an RGB image (CV_8UC3, any size). With `observe`, each layer's output is handed to it
+  // (DetectionModel::ForwardObserved; a TorchScript export has no layers to see and ignores it).
+  Result<std::vector<Detection>> Predict(const cv::Mat& rgb, const LayerObserver* observe = nullptr);
   // Reads and decodes the image, predicts, and writes <save_dir>/<input.output> with the boxes drawn (and
   // the txt rows). Anything but a regular file (a FIFO, a device) is an IOError naming it, returned at once
   // (libcache/base/file_read.h).
   Result<PredictResult> PredictFile(const PredictInput& input, const std::filesystem::path& save_dir);
-  // Every frame of a video; `cancel` stops between frames (Cancelled returned, the partial video discarded:
-  // an earlier complete result of that name stays).
+  // Every frame of a video (every vid_stride-th: frames vid_stride, 2 * vid_stride, ... of the file, written
+  // at the file's frame rate, as Ultralytics writes them); `cancel` stops between frames (Cancelled
+  // returned, the partial video discarded: an earlier complete result of that name stays).
   // Unsupported naming the file when the build has no videoio.
   Result<PredictResult> PredictVideo(const PredictInput& input, const std::filesystem::path& save_dir,
                                      const std::atomic<bool>* cancel = nullptr);
@@ -92,6 +99,9 @@ class Predictor {
 
  private:
   Predictor() = default;
+  // Predict, and with options_.visualize the feature maps of that image into <save_dir>/<output stem>.
+  Result<std::vector<Detection>> PredictAndVisualize(const cv::Mat& rgb, const PredictInput& input,
+                                                     const std::filesystem::path& save_dir);
   at::Device device_{at::kCPU};
   PredictOptions options_;
   std::vector<std::string> names_;

@@ -72,6 +72,17 @@ bool VideoReader::Next(cv::Mat* rgb) {
   return true;
 }
 
+bool VideoReader::Skip(int n) {
+  try {
+    for (int i = 0; i < n; ++i) {
+      if (!impl_->cap.grab()) return false;
+    }
+  } catch (const cv::Exception&) {
+    return false;
+  }
+  return true;
+}
+
 VideoWriter::~VideoWriter() {
   if (impl_) impl_->out.release();  // then file_ removes the temp file unless committed
 }
@@ -126,6 +137,7 @@ Result<std::unique_ptr<VideoReader>> VideoReader::Open(const fs::path& path) {
                                                        "install libopencv-videoio-dev and rebuild)"));
 }
 bool VideoReader::Next(cv::Mat*) { return false; }
+bool VideoReader::Skip(int) { return false; }
 Result<std::unique_ptr<VideoWriter>> VideoWriter::Open(const fs::path& path, double, cv::Size) {
   return Status::Unsupported(Status::At(path.string(), "this build writes no video files (OpenCV videoio missing)"));
 }

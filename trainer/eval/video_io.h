@@ -37,6 +37,8 @@ class VideoReader {
   ~VideoReader();
   // The next frame as RGB; false at the end of the stream.
   bool Next(cv::Mat* rgb);
+  // Passes over n frames without decoding them (VideoCapture::grab); false when the stream ended first.
+  bool Skip(int n);
   double fps() const { return fps_; }
   int frame_count() const { return frames_; }  // as the container states it (may be 0: unknown)
   cv::Size size() const { return size_; }

@@ -106,18 +106,33 @@ void DetectionModelImpl::reset() {
 
 DetectImpl& DetectionModelImpl::detect() { return *model->ptr(model->size() - 1)->as<DetectImpl>(); }
 
-DetectOutput DetectionModelImpl::forward(const at::Tensor& images) {
+DetectOutput DetectionModelImpl::forward(const at::Tensor& images) { return Forward(images, nullptr); }
+
+DetectOutput DetectionModelImpl::ForwardObserved(const at::Tensor& images, const LayerObserver& observe) {
+  return Forward(images, &observe);
+}
+
+DetectOutput DetectionModelImpl::Forward(const at::Tensor& images, const LayerObserver* observe) {
   // The PAN concatenations need every level to halve exactly; say so instead of a shape error deep inside.
   TORCH_CHECK(images.dim() == 4 && images.size(1) == options_.in_channels && images.size(2) % 32 == 0 &&
                   images.size(3) % 32 == 0 && images.size(2) > 0 && images.size(3) > 0,
               ModelNameString(options_.name()), ": expected (B, ", options_.in_channels,
               ", H, W) with H and W multiples of 32, got ", images.sizes());
   DetectOutput out;
-  const std::vector<at::Tensor> levels = options_.family == ModelFamily::k11 ? model_graph::YOLO11Neck(*model, images)
-                                                                             : model_graph::YOLOv8Neck(*model, images);
+  const std::vector<at::Tensor> levels = options_.family == ModelFamily::k11
+                                             ? model_graph::YOLO11Neck(*model, images, observe)
+                                             : model_graph::YOLOv8Neck(*model, images, observe);
   out.feats = detect().forward(levels);
   if (!is_training()) out.pred = detect().Decode(out.feats);
   return out;
+}
+
+std::string DetectionModelImpl::LayerType(size_t i) const {
+  // Module::name() is the demangled class, "yc::trainer::C2fImpl" or "torch::nn::UpsampleImpl".
+  std::string name = model->ptr(i)->name();
+  if (const size_t colon = name.rfind("::"); colon != std::string::npos) name = name.substr(colon + 2);
+  if (name.size() > 4 && name.compare(name.size() - 4, 4, "Impl") == 0) name.resize(name.size() - 4);
+  return name;
 }
 
 at::Tensor DetectionModelImpl::Decode(const std::vector<at::Tensor>& feats) { return detect().Decode(feats); }

@@ -8,9 +8,11 @@
 //   auto model = yc::trainer::DetectionModel(yc::trainer::ModelOptions(name->family, name->scale, 80));
 //   model->train(); auto out = model->forward(images);  // out.feats -> DetectionLoss
 //   model->eval();  out = model->forward(images);       // out.pred (B, 4 + nc, A) -> NonMaxSuppression
+//   out = model->ForwardObserved(images, [](size_t i, const at::Tensor& y) { ... });  // each layer's output
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -70,6 +72,10 @@ struct DetectOutput {
   at::Tensor pred;                // eval mode only: (B, 4 + nc, A) xywh pixels + sigmoid class scores
 };
 
+// Sees one layer's output during a forward: the layer's index in `model` (Ultralytics' m.i) and its output
+// (B, C, H, W), to be read, not changed.
+using LayerObserver = std::function<void(size_t layer, const at::Tensor& output)>;
+
 class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
  public:
   explicit DetectionModelImpl(const ModelOptions& options = ModelOptions());
@@ -81,6 +87,12 @@ class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
   // Input height/width must be multiples of 32 (the largest stride); otherwise c10::Error is thrown, as
   // LibTorch modules do for bad shapes.
   DetectOutput forward(const at::Tensor& images);
+  // forward, handing each layer's output before the head's to `observe` in order, as Ultralytics'
+  // BaseModel._predict_once visits them (what predict --visualize draws).
+  DetectOutput ForwardObserved(const at::Tensor& images, const LayerObserver& observe);
+  // Layer i's class name as Ultralytics' m.type ends: "Conv", "C2f", "C3k2", "SPPF", "C2PSA", "Upsample",
+  // "Concat", "Detect".
+  std::string LayerType(size_t i) const;
   at::Tensor Decode(const std::vector<at::Tensor>& feats);
 
   const ModelOptions& options() const { return options_; }
@@ -94,6 +106,8 @@ class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
   torch::nn::ModuleList model{nullptr};
 
  private:
+  DetectOutput Forward(const at::Tensor& images, const LayerObserver* observe);
+
   ModelOptions options_;
   std::vector<double> strides_{8.0, 16.0, 32.0};
 };

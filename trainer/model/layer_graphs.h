@@ -1,6 +1,7 @@
 // Internal to trainer/model: the per-family layer graphs DetectionModel dispatches to, and parse_model's
 // scaling rules they share. Each Build* appends every layer, head included, to `model` in Ultralytics'
-// yaml order; each *Neck runs the layers up to the head and returns the head's three inputs (P3, P4, P5).
+// yaml order; each *Neck runs the layers up to the head and returns the head's three inputs (P3, P4, P5),
+// handing every layer's output to `observe` (when given) with the layer's index.
 #pragma once
 
 #include <algorithm>
@@ -28,12 +29,21 @@ inline int64_t Depth(int64_t n, const ScaleSpec& spec) {
   return std::max<int64_t>(static_cast<int64_t>(std::nearbyint(static_cast<double>(n) * spec.depth)), 1);
 }
 
+// The layer's output, after `observe` (when there is one) has seen it: one pointer test per layer when
+// there is none, so the normal forward costs nothing more.
+inline at::Tensor Observed(const LayerObserver* observe, size_t layer, at::Tensor output) {
+  if (observe != nullptr) (*observe)(layer, output);
+  return output;
+}
+
 void BuildYOLOv8(torch::nn::ModuleListImpl& model, const ModelOptions& options, const std::vector<double>& strides);
-std::vector<at::Tensor> YOLOv8Neck(torch::nn::ModuleListImpl& model, const at::Tensor& images);
+std::vector<at::Tensor> YOLOv8Neck(torch::nn::ModuleListImpl& model, const at::Tensor& images,
+                                   const LayerObserver* observe = nullptr);
 inline constexpr size_t kYOLOv8HeadIndex = 22;
 
 void BuildYOLO11(torch::nn::ModuleListImpl& model, const ModelOptions& options, const std::vector<double>& strides);
-std::vector<at::Tensor> YOLO11Neck(torch::nn::ModuleListImpl& model, const at::Tensor& images);
+std::vector<at::Tensor> YOLO11Neck(torch::nn::ModuleListImpl& model, const at::Tensor& images,
+                                   const LayerObserver* observe = nullptr);
 inline constexpr size_t kYOLO11HeadIndex = 23;
 
 }  // namespace yc::trainer::model_graph

@@ -53,22 +53,24 @@ void BuildYOLO11(nn::ModuleListImpl& model, const ModelOptions& options, const s
                          ClassBranch::kDepthwise));  // 23
 }
 
-std::vector<at::Tensor> YOLO11Neck(nn::ModuleListImpl& model, const at::Tensor& images) {
-  auto conv = [&](size_t i, const at::Tensor& x) { return model.ptr(i)->as<ConvImpl>()->forward(x); };
-  auto c3k2 = [&](size_t i, const at::Tensor& x) { return model.ptr(i)->as<C3k2Impl>()->forward(x); };
-  auto up = [&](size_t i, const at::Tensor& x) { return model.ptr(i)->as<nn::UpsampleImpl>()->forward(x); };
+std::vector<at::Tensor> YOLO11Neck(nn::ModuleListImpl& model, const at::Tensor& images, const LayerObserver* observe) {
+  const auto seen = [observe](size_t i, at::Tensor y) { return Observed(observe, i, std::move(y)); };
+  auto conv = [&](size_t i, const at::Tensor& x) { return seen(i, model.ptr(i)->as<ConvImpl>()->forward(x)); };
+  auto c3k2 = [&](size_t i, const at::Tensor& x) { return seen(i, model.ptr(i)->as<C3k2Impl>()->forward(x)); };
+  auto up = [&](size_t i, const at::Tensor& x) { return seen(i, model.ptr(i)->as<nn::UpsampleImpl>()->forward(x)); };
+  auto cat = [&](size_t i, const at::Tensor& a, const at::Tensor& b) { return seen(i, at::cat({a, b}, 1)); };
 
   auto x = conv(1, conv(0, images));
   x = conv(3, c3k2(2, x));
   auto p3 = c3k2(4, x);
   auto p4 = c3k2(6, conv(5, p3));
-  auto p5 = model.ptr(9)->as<SPPFImpl>()->forward(c3k2(8, conv(7, p4)));
-  p5 = model.ptr(10)->as<C2PSAImpl>()->forward(p5);
+  auto p5 = seen(9, model.ptr(9)->as<SPPFImpl>()->forward(c3k2(8, conv(7, p4))));
+  p5 = seen(10, model.ptr(10)->as<C2PSAImpl>()->forward(p5));
 
-  auto h13 = c3k2(13, at::cat({up(11, p5), p4}, 1));
-  auto h16 = c3k2(16, at::cat({up(14, h13), p3}, 1));
-  auto h19 = c3k2(19, at::cat({conv(17, h16), h13}, 1));
-  auto h22 = c3k2(22, at::cat({conv(20, h19), p5}, 1));
+  auto h13 = c3k2(13, cat(12, up(11, p5), p4));
+  auto h16 = c3k2(16, cat(15, up(14, h13), p3));
+  auto h19 = c3k2(19, cat(18, conv(17, h16), h13));
+  auto h22 = c3k2(22, cat(21, conv(20, h19), p5));
   return {h16, h19, h22};
 }
 

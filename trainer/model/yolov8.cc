@@ -49,21 +49,23 @@ void BuildYOLOv8(nn::ModuleListImpl& model, const ModelOptions& options, const s
                          ClassBranch::kLegacy));  // 22
 }
 
-std::vector<at::Tensor> YOLOv8Neck(nn::ModuleListImpl& model, const at::Tensor& images) {
-  auto conv = [&](size_t i, const at::Tensor& x) { return model.ptr(i)->as<ConvImpl>()->forward(x); };
-  auto c2f = [&](size_t i, const at::Tensor& x) { return model.ptr(i)->as<C2fImpl>()->forward(x); };
-  auto up = [&](size_t i, const at::Tensor& x) { return model.ptr(i)->as<nn::UpsampleImpl>()->forward(x); };
+std::vector<at::Tensor> YOLOv8Neck(nn::ModuleListImpl& model, const at::Tensor& images, const LayerObserver* observe) {
+  const auto seen = [observe](size_t i, at::Tensor y) { return Observed(observe, i, std::move(y)); };
+  auto conv = [&](size_t i, const at::Tensor& x) { return seen(i, model.ptr(i)->as<ConvImpl>()->forward(x)); };
+  auto c2f = [&](size_t i, const at::Tensor& x) { return seen(i, model.ptr(i)->as<C2fImpl>()->forward(x)); };
+  auto up = [&](size_t i, const at::Tensor& x) { return seen(i, model.ptr(i)->as<nn::UpsampleImpl>()->forward(x)); };
+  auto cat = [&](size_t i, const at::Tensor& a, const at::Tensor& b) { return seen(i, at::cat({a, b}, 1)); };
 
   auto x = conv(1, conv(0, images));
   x = conv(3, c2f(2, x));
   auto p3 = c2f(4, x);
   auto p4 = c2f(6, conv(5, p3));
-  auto p5 = model.ptr(9)->as<SPPFImpl>()->forward(c2f(8, conv(7, p4)));
+  auto p5 = seen(9, model.ptr(9)->as<SPPFImpl>()->forward(c2f(8, conv(7, p4))));
 
-  auto h12 = c2f(12, at::cat({up(10, p5), p4}, 1));
-  auto h15 = c2f(15, at::cat({up(13, h12), p3}, 1));
-  auto h18 = c2f(18, at::cat({conv(16, h15), h12}, 1));
-  auto h21 = c2f(21, at::cat({conv(19, h18), p5}, 1));
+  auto h12 = c2f(12, cat(11, up(10, p5), p4));
+  auto h15 = c2f(15, cat(14, up(13, h12), p3));
+  auto h18 = c2f(18, cat(17, conv(16, h15), h12));
+  auto h21 = c2f(21, cat(20, conv(19, h18), p5));
   return {h15, h18, h21};
 }
 
