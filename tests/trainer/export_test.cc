@@ -11,6 +11,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -278,6 +280,16 @@ TEST(ExportOnnx, HalfRunsInOnnxRuntime) {
   const double err = MaxRelError(outs[0], ref);
   EXPECT_LT(err, 1e-2);
   std::printf("[ yolov8n_c3 ] fp16 2x3x160x160: max relative error %.2e\n", err);
+  // With nms: NonMaxSuppression takes no fp16, so the tail computes in float32 between two Casts.
+  o.nms = true;
+  o.out = tmp / "half_nms.onnx";
+  r = Export(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(CheckOnnxFile(r->file).ok()) << CheckOnnxFile(r->file).ToString();
+  outs = RunOnnxRuntime(r->file, {x}, tmp.path());
+  ASSERT_EQ(outs.size(), 1u);
+  ASSERT_EQ(outs[0].sizes(), (at::IntArrayRef{2, 300, 6}));
+  EXPECT_GT(outs[0].select(2, 4).gt(0.25).sum().item<int64_t>(), 0);
 }
 
 // A yolocache checkpoint (what `train` writes) exports like the Ultralytics file it was made from.
@@ -400,6 +412,200 @@ TEST(ExportTorchScript, LibTorchAndPythonRunItAsTheForward) {
   }
 }
 
+// ---- nms=True: NMS embedded as Ultralytics' NMSModel ----
+//
+// The reference is Ultralytics' NMSModel run on the raw predictions a plain export of the same weights
+// gives for the same images in the same runtime (fixtures/export_check.py nms): the scores are then
+// bit-identical to the ones our NMS sees, so its decisions are compared, not the fixture's random
+// models' near-tied scores (ExpectSameDetections). That plain export matches Ultralytics' own forward
+// (the tests above).
+
+// Our (N, max_det, 6) nms output against the reference: per image the same number of detections and the
+// same rows (class and score equal, box within 0.02 px; in the same order but for equal scores), ours
+// sorted by descending score and zero padded.
+void ExpectSameNmsRows(const at::Tensor& ours, const at::Tensor& theirs, const std::string& what) {
+  ASSERT_EQ(ours.sizes(), theirs.sizes()) << what;
+  int64_t total = 0;
+  for (int64_t i = 0; i < ours.size(0); ++i) {
+    const int64_t n = ours[i].select(1, 4).gt(0).sum().item<int64_t>();
+    ASSERT_EQ(n, theirs[i].select(1, 4).gt(0).sum().item<int64_t>()) << what << " image " << i;
+    total += n;
+    EXPECT_EQ(ours[i].narrow(0, n, ours.size(1) - n).abs().sum().item<double>(), 0.0) << what << ": padding not zero";
+    if (n == 0) continue;
+    const at::Tensor a = ours[i].narrow(0, 0, n), b = theirs[i].narrow(0, 0, n);
+    EXPECT_TRUE((a.select(1, 4).narrow(0, 1, n - 1) <= a.select(1, 4).narrow(0, 0, n - 1)).all().item<bool>()) << what;
+    auto d = (a.narrow(1, 0, 4).unsqueeze(1) - b.narrow(1, 0, 4).unsqueeze(0)).abs().amax(-1);
+    d = d + (a.select(1, 5).unsqueeze(1) != b.select(1, 5).unsqueeze(0)).to(at::kFloat) * 1e9;
+    d = d + ((a.select(1, 4).unsqueeze(1) - b.select(1, 4).unsqueeze(0)).abs() > 1e-6).to(at::kFloat) * 1e9;
+    EXPECT_LT(std::get<0>(d.min(1)).max().item<double>(), 0.02) << what << " image " << i << ": a row of ours unmatched";
+    EXPECT_LT(std::get<0>(d.min(0)).max().item<double>(), 0.02) << what << " image " << i << ": a row of theirs unmatched";
+  }
+  std::printf("  %s: %lld detections, all matched\n", what.c_str(), static_cast<long long>(total));
+  EXPECT_GT(total, 0) << what << ": nothing to compare";
+}
+
+struct NmsArgs {
+  double conf = 0.25;  // what the export uses when none is given
+  double iou = 0.7;
+  int max_det = 300;
+  bool agnostic = false;
+};
+
+// Ultralytics' NMSModel on `raw` (the plain export's output for images `x`); with `export_file`,
+// AutoBackend's run of that file on `x` too (its output in work/nms_ref.bin.autobackend).
+at::Tensor UltralyticsNms(const at::Tensor& x, const at::Tensor& raw, const char* format, const NmsArgs& a,
+                          const fs::path& work, const fs::path& export_file = {}, nlohmann::json* report = nullptr) {
+  testing::UltralyticsFixture u = testing::UltralyticsFixture::Find();
+  WriteRaw(work / "nms_in.bin", x);
+  WriteRaw(work / "nms_raw.bin", raw);
+  std::vector<std::string> args{"nms", (work / "nms_in.bin").string(), Dims(x), (work / "nms_raw.bin").string(),
+                                Dims(raw), (work / "nms_ref.bin").string(), format, std::to_string(a.conf),
+                                std::to_string(a.iou), std::to_string(a.max_det), a.agnostic ? "1" : "0"};
+  if (!export_file.empty()) args.push_back(export_file.string());
+  if (u.Run("export_check.py", args, work) != 0) {
+    ADD_FAILURE() << testing::ReadFile(work / "python.log");
+    return {};
+  }
+  const nlohmann::json j = LastJsonLine(work / "python.log");
+  if (report) *report = j;
+  return ReadRaw(work / "nms_ref.bin", j["shape"].get<std::vector<int64_t>>());
+}
+
+ExportOptions WithNms(ExportOptions o, const NmsArgs& a, bool conf_given = true) {
+  o.nms = true;
+  if (conf_given) o.conf = a.conf;
+  o.iou = a.iou;
+  o.max_det = a.max_det;
+  o.agnostic_nms = a.agnostic;
+  o.out.replace_filename(o.out.stem().string() + "_nms" + o.out.extension().string());
+  return o;
+}
+
+// The plain export's and the nms export's outputs for `x` under onnxruntime.
+std::pair<at::Tensor, at::Tensor> RunBothOnnx(const ExportOptions& plain, const NmsArgs& a, const at::Tensor& x,
+                                              const fs::path& work, bool conf_given = true) {
+  Result<ExportReport> raw = Export(plain);
+  Result<ExportReport> nms = Export(WithNms(plain, a, conf_given));
+  EXPECT_TRUE(raw.ok() && nms.ok()) << raw.status().ToString() << nms.status().ToString();
+  if (!raw.ok() || !nms.ok()) return {};
+  EXPECT_TRUE(CheckOnnxFile(nms->file).ok()) << CheckOnnxFile(nms->file).ToString();
+  EXPECT_TRUE(nms->nms);
+  EXPECT_EQ(nms->conf, a.conf);
+  auto r = RunOnnxRuntime(raw->file, {x}, work), n = RunOnnxRuntime(nms->file, {x}, work);
+  if (r.size() != 1 || n.size() != 1) return {};
+  return {r[0], n[0]};
+}
+
+TEST(ExportNms, OnnxMatchesUltralyticsNmsModelUnderOnnxRuntime) {
+  REQUIRE_FIXTURE();
+  if (!OnnxExportAvailable()) GTEST_SKIP() << "built without libonnx";
+  if (const std::string why = NodeSkipReason(); !why.empty()) GTEST_SKIP() << why;
+  TempDir tmp;
+  // 80 classes, the defaults (conf unset: 0.25), static batch 2.
+  const fs::path w80 = fx.dir / "yolo11n_c80.pt";
+  at::Tensor x = Images(2, 160, 160);
+  auto [raw, ours] = RunBothOnnx(Onnx(w80, tmp / "s.onnx", {160}, 2, false), {}, x, tmp.path(), /*conf_given=*/false);
+  ASSERT_TRUE(ours.defined());
+  EXPECT_EQ(ours.sizes(), (at::IntArrayRef{2, 300, 6}));
+  ExpectSameNmsRows(ours, UltralyticsNms(x, raw, "onnx", {}, tmp.path()), "yolo11n_c80 static");
+
+  // Dynamic: the batch (3 here) and the input size are free; boxes are normalised by this input's size.
+  x = Images(3, 128, 192);
+  std::tie(raw, ours) = RunBothOnnx(Onnx(w80, tmp / "d.onnx", {160}, 1, true), {}, x, tmp.path());
+  ASSERT_TRUE(ours.defined());
+  ExpectSameNmsRows(ours, UltralyticsNms(x, raw, "onnx", {}, tmp.path()), "yolo11n_c80 dynamic 3x128x192");
+
+  // Class-agnostic, stricter IoU, a conf given, max_det cutting: 3 classes.
+  const NmsArgs a{0.4, 0.5, 10, true};
+  x = Images(2, 160, 160);
+  const ExportOptions plain = Onnx(fx.dir / "yolov8n_c3.pt", tmp / "a.onnx", {160}, 2, false);
+  std::tie(raw, ours) = RunBothOnnx(plain, a, x, tmp.path());
+  ASSERT_TRUE(ours.defined());
+  EXPECT_EQ(ours.sizes(), (at::IntArrayRef{2, 10, 6}));
+  const at::Tensor ref = UltralyticsNms(x, raw, "onnx", a, tmp.path());
+  ExpectSameNmsRows(ours, ref, "yolov8n_c3 agnostic");
+  EXPECT_EQ(ref.select(2, 4).gt(0).sum().item<int64_t>(), 20) << "max_det did not cut";
+
+  // The metadata says nms, which Ultralytics' AutoBackend reads as end2end.
+  auto props = ReadOnnxMetadata(WithNms(plain, a).out);
+  ASSERT_TRUE(props.ok());
+  nlohmann::ordered_json j;
+  for (const auto& [k, v] : *props) j[k] = v;
+  testing::WriteFile(tmp / "props.json", j.dump());
+  testing::UltralyticsFixture u = testing::UltralyticsFixture::Find();
+  ASSERT_EQ(u.Run("export_check.py", {"metadata", (tmp / "props.json").string()}, tmp.path()), 0)
+      << testing::ReadFile(tmp / "python.log");
+  EXPECT_EQ(LastJsonLine(tmp / "python.log")["args"]["nms"], true);
+}
+
+TEST(ExportNms, TorchScriptMatchesUltralyticsNmsModelInLibTorchAndPython) {
+  REQUIRE_FIXTURE();
+  TempDir tmp;
+  const std::pair<const char*, NmsArgs> cases[] = {{"yolo11n_c80", NmsArgs{}}, {"yolov8n_c3", NmsArgs{0.4, 0.5, 10, true}}};
+  const at::Tensor x = Images(2, 160, 160);
+  for (const auto& [name, a] : cases) {
+    SCOPED_TRACE(name);
+    ExportOptions o;
+    o.weights = fx.dir / (std::string(name) + ".pt");
+    o.format = ExportFormat::kTorchScript;
+    o.imgsz = {160};
+    o.batch = 2;
+    o.out = tmp / (std::string(name) + ".torchscript");
+    Result<ExportReport> plain = Export(o), r = Export(WithNms(o, a));
+    ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->output_shape, (std::vector<int64_t>{2, a.max_det, 6}));
+    torch::jit::ExtraFilesMap extra{{"config.txt", ""}};
+    torch::jit::Module m = torch::jit::load(r->file.string(), at::kCPU, extra);
+    torch::jit::Module p = torch::jit::load(plain->file.string(), at::kCPU);
+    at::Tensor y, raw;
+    {
+      c10::NoGradGuard no_grad;
+      y = m.forward({x}).toTensor();
+      raw = p.forward({x}).toTensor();
+    }
+    EXPECT_EQ(nlohmann::json::parse(extra["config.txt"])["args"]["nms"], true);
+    nlohmann::json py;
+    const at::Tensor ref = UltralyticsNms(x, raw, "torchscript", a, tmp.path(), r->file, &py);
+    ExpectSameNmsRows(y, ref, std::string(name) + " torch::jit::load");
+    // Python: Ultralytics' AutoBackend loads the file with plain torch.jit.load and reads it as end2end.
+    EXPECT_EQ(py["autobackend"]["end2end"], true);
+    ExpectSameNmsRows(ReadRaw(tmp / "nms_ref.bin.autobackend", y.sizes().vec()), ref, std::string(name) + " AutoBackend");
+  }
+}
+
+// Ultralytics' validate_args: int8 and keras are taken by neither format, dynamic not by TorchScript.
+TEST(ExportNms, ArgumentsUltralyticsRefusesForTheFormat) {
+  for (ExportFormat f : {ExportFormat::kOnnx, ExportFormat::kTorchScript}) {
+    if (f == ExportFormat::kOnnx && !OnnxExportAvailable()) continue;
+    ExportOptions o;
+    o.format = f;
+    o.int8 = true;
+    Result<std::vector<std::string>> r = CheckExportOptions(&o);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(std::string("argument 'int8' is not supported for format='") +
+                                        ExportFormatName(f) + "'"),
+              std::string::npos)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find("openvino, engine"), std::string::npos) << r.status().message();
+    o.int8 = false;
+    o.keras = true;
+    EXPECT_NE(CheckExportOptions(&o).status().message().find("argument 'keras'"), std::string::npos);
+    o.keras = false;
+    o.nms = true;
+    ASSERT_TRUE(CheckExportOptions(&o).ok());
+    EXPECT_EQ(o.conf.value_or(-1), 0.25);  // Ultralytics: conf or 0.25
+    o.conf = 1.5;
+    EXPECT_FALSE(CheckExportOptions(&o).ok());
+  }
+  ExportOptions o;
+  o.format = ExportFormat::kTorchScript;
+  o.dynamic = true;
+  EXPECT_NE(CheckExportOptions(&o).status().message().find("argument 'dynamic' is not supported for format='torchscript'"),
+            std::string::npos);
+}
+
 // ---- the CLI ----
 
 using testing::YolocacheTrain;
@@ -425,6 +631,19 @@ TEST(ExportCli, NamesFilesBesideTheWeightsOrAtOut) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(fs::exists(tmp / "best.torchscript"));
   EXPECT_NE(r.out.find("best.torchscript"), std::string::npos) << r.out;
+
+  // Ultralytics' words: nms=True, max_det capped at the 84 anchors of a 64 x 64 input, as NMSModel does.
+  r = YolocacheTrain(tmp, {"export", "model=" + w.string(), "format=onnx", "imgsz=64", "nms=True", "iou=0.5",
+                           "out=" + (tmp / "nms.onnx").string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto n = nlohmann::json::parse(r.out);
+  EXPECT_EQ(n["nms"], true);
+  EXPECT_EQ(n["conf"], 0.25);
+  EXPECT_EQ(n["output"]["shape"], nlohmann::json({1, 84, 6}));
+  EXPECT_TRUE(CheckOnnxFile(tmp / "nms.onnx").ok());
+  r = YolocacheTrain(tmp, {"export", "model=" + w.string(), "format=onnx", "int8=True"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("argument 'int8' is not supported for format='onnx'"), std::string::npos) << r.err;
 
   fs::create_directories(tmp / "elsewhere");
   r = YolocacheTrain(tmp, {"export", "--weights", w.string(), "--format", "onnx", "--imgsz", "64", "--opset", "13", "--out",
@@ -453,6 +672,8 @@ TEST(ExportCli, BadWeightsExit3AndBadOptionsExit2) {
        {std::vector<std::string>{"--format", "tflite"}, {"--format", "onnx", "--opset", "99"},
         {"--format", "onnx", "--opset", "12"}, {"--format", "onnx", "--imgsz", "0", "64"},
         {"--format", "onnx", "--batch", "0"}, {"--format", "torchscript", "--dynamic"},
+        {"--format", "onnx", "--int8"}, {"--format", "torchscript", "--int8"}, {"--format", "torchscript", "--keras"},
+        {"--format", "torchscript", "--nms", "--conf", "2"}, {"--format", "torchscript", "--nms", "--max-det", "0"},
         {"--format", "onnx", "--imgsz", "64", "64", "64"}}) {
     std::vector<std::string> args{"export", "--weights", w};
     args.insert(args.end(), bad.begin(), bad.end());

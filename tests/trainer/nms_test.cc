@@ -120,6 +120,36 @@ TEST(Nms, EmptyAndLimits) {
   EXPECT_EQ(batch[1].size(0), 0);
 }
 
+// An nms=True export's output (B, max_det, 6) is taken as its detections, as Ultralytics'
+// non_max_suppression does for an end2end model: rows above conf (the zero padding never), the first
+// max_det, then the class filter; no suppression, whatever the overlaps.
+TEST(Nms, EndToEndRowsAreTheDetections) {
+  at::Tensor rows = at::zeros({2, 4, 6});
+  rows[0][0] = at::tensor(std::vector<float>{10, 10, 50, 50, 0.9f, 2});
+  rows[0][1] = at::tensor(std::vector<float>{11, 11, 51, 51, 0.6f, 2});  // overlaps row 0: kept all the same
+  rows[0][2] = at::tensor(std::vector<float>{80, 80, 90, 90, 0.3f, 0});
+  NmsOptions opt;
+  opt.end2end = true;
+  opt.conf = 0.25;
+  auto out = NonMaxSuppression(rows, opt);
+  ASSERT_EQ(out.size(), 2u);
+  ASSERT_EQ(out[0].size(0), 3);
+  EXPECT_TRUE(at::equal(out[0], rows[0].narrow(0, 0, 3)));
+  EXPECT_EQ(out[1].sizes(), (at::IntArrayRef{0, 6}));  // all padding
+  opt.conf = 0.5;
+  EXPECT_EQ(NonMaxSuppression(rows, opt)[0].size(0), 2);
+  opt.max_det = 1;
+  EXPECT_EQ(NonMaxSuppression(rows, opt)[0].size(0), 1);
+  opt.max_det = 300;
+  opt.conf = 0.25;
+  opt.classes = {0};
+  out = NonMaxSuppression(rows, opt);
+  ASSERT_EQ(out[0].size(0), 1);
+  EXPECT_EQ(out[0][0][4].item<float>(), 0.3f);
+  // Read as raw predictions instead, the same tensor would be 2 anchors of 2 classes: end2end decides.
+  EXPECT_TRUE(NonMaxSuppression(at::zeros({1, 6, 5}), opt).empty());
+}
+
 // Random predictions (B, 4 + nc, A): clustered boxes so suppression matters, scores spread around conf.
 at::Tensor ClutteredPrediction(int64_t bs, int64_t nc, int64_t anchors, uint64_t seed) {
   at::manual_seed(seed);

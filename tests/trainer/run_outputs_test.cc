@@ -518,6 +518,32 @@ TEST_F(RunOutputs, ExportUsesTheTrainingImgszAndValPredictRunTheTorchScript) {
   EXPECT_EQ(seen.status().code(), Status::Code::kInvalidArgument);
   EXPECT_NE(seen.status().message().find("best.torchscript: --visualize needs .pt weights"), std::string::npos)
       << seen.status().ToString();
+  // An nms export (conf 0.001 baked in) predicts the same detections: its rows are taken as they are
+  // (end2end, from its metadata), where the plain export's go through our NMS.
+  ExportOptions on = o;
+  on.imgsz = {};
+  on.nms = true;
+  on.conf = 0.001;
+  on.out = tmp_->path() / "exports" / "best_nms.torchscript";
+  ASSERT_TRUE(Export(on).ok());
+  Result<std::unique_ptr<Predictor>> pn =
+      Predictor::Load(on.out, at::Device(at::kCPU), PredictOptions{0, 0.001});
+  ASSERT_TRUE(pn.ok()) << pn.status().ToString();
+  Result<std::vector<Detection>> dn = (*pn)->Predict(cv::Mat(50, 80, CV_8UC3, cv::Scalar(90, 90, 90)));
+  ASSERT_TRUE(dn.ok()) << dn.status().ToString();
+  ASSERT_EQ(dn->size(), d->size());
+  EXPECT_FALSE(d->empty());
+  for (size_t i = 0; i < d->size(); ++i) {
+    EXPECT_EQ((*dn)[i].cls, (*d)[i].cls) << i;
+    EXPECT_NEAR((*dn)[i].conf, (*d)[i].conf, 1e-6) << i;
+    EXPECT_NEAR((*dn)[i].x1, (*d)[i].x1, 1e-2) << i;
+    EXPECT_NEAR((*dn)[i].y2, (*d)[i].y2, 1e-2) << i;
+  }
+  vo.weights = on.out.string();
+  vo.nms.conf = 0.001;
+  Result<CheckpointValReport> tsn = ValidateCheckpoint(vo);
+  ASSERT_TRUE(tsn.ok()) << tsn.status().ToString();
+  EXPECT_EQ(tsn->result.metrics.images, ts->result.metrics.images);
   // An .onnx file: refused, saying what to give.
   testing::WriteFile(tmp_->path() / "exports" / "best.onnx", "not read");
   Result<std::unique_ptr<Predictor>> onnx = Predictor::Load(tmp_->path() / "exports" / "best.onnx", at::Device(at::kCPU), {});

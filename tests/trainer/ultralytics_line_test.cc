@@ -116,6 +116,18 @@ TEST_F(UltralyticsLine, KeysOfOtherTasksAreIgnoredAloudAndMissingFeaturesRefused
   EXPECT_TRUE(Has(r.err, "no-such-key")) << r.err;
 }
 
+// Export's NMS keys are its options; int8=True reaches export, which refuses it as Ultralytics does
+// (tests/trainer/export_test.cc), rather than being refused as unimplemented here.
+TEST_F(UltralyticsLine, ExportNmsKeysBecomeItsOptions) {
+  CliRun r = Explain({"export", "model=w.pt", "format=onnx", "nms=True", "conf=0.4", "iou=0.5", "max_det=10",
+                      "agnostic_nms=True", "int8=True"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* want : {"--format=onnx", "--nms", "--conf=0.4", "--iou=0.5", "--max-det=10", "--agnostic-nms", "--int8"}) {
+    EXPECT_TRUE(Has(r.out, want)) << want << "\n" << r.out;
+  }
+  EXPECT_EQ(r.err, "");
+}
+
 TEST_F(UltralyticsLine, ValAndPredictKeysBecomeTheirOptions) {
   CliRun r = Explain({"predict", "model=w.pt", "source=img.jpg", "half=True", "classes=[0,2]", "agnostic_nms=True",
                       "save_crop=True", "show_labels=False", "show_conf=False", "show_boxes=False", "line_width=3",

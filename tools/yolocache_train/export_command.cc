@@ -39,6 +39,8 @@ nlohmann::json ExportJson(const ExportReport& r) {
   j["imgsz_from_weights"] = r.imgsz_from_weights;
   j["input"] = {{"name", "images"}, {"shape", r.input_shape}, {"dtype", dtype}};
   j["output"] = {{"name", "output0"}, {"shape", r.output_shape}, {"dtype", dtype}};
+  j["nms"] = r.nms;
+  if (r.nms) j["conf"] = r.conf;
   if (r.format == ExportFormat::kOnnx) j["opset"] = r.opset;
   j["device"] = r.device;
   j["warnings"] = r.warnings;
@@ -54,7 +56,10 @@ void PrintText(const ExportReport& r) {
   std::cout << ", imgsz " << r.imgsz[0] << "x" << r.imgsz[1] << (r.imgsz_from_weights ? " as trained" : "") << ") in "
             << F("%.1f", r.seconds) << " s\n"
             << "  input  images  " << Shape(r.input_shape) << " " << dtype << " (RGB 0-1)\n"
-            << "  output output0 " << Shape(r.output_shape) << " " << dtype << " (xywh pixels, class scores)\n";
+            << "  output output0 " << Shape(r.output_shape) << " " << dtype
+            << (r.nms ? " (x1, y1, x2, y2 pixels, score, class; NMS at conf " + F("%g", r.conf) + ", zero padded)"
+                      : std::string(" (xywh pixels, class scores)"))
+            << "\n";
 }
 
 int RunExport(const ExportArgs& a) {
@@ -90,6 +95,18 @@ Registration reg("export", "Export weights to ONNX or TorchScript, laid out as U
                    app.add_option("--opset", o.opset,
                                   "ONNX opset, " + std::to_string(kOnnxMinOpset) + ".." + std::to_string(OnnxMaxOpset()) +
                                       " (default: the newest, " + std::to_string(OnnxMaxOpset()) + ")");
+                   app.add_flag("--nms", o.nms,
+                                "Embed NMS (Ultralytics' NMSModel): output (N, max-det, 6) x1, y1, x2, y2, score, "
+                                "class, zero padded");
+                   app.add_option_function<double>(
+                       "--conf", [&o](double v) { o.conf = v; },
+                       "With --nms: confidence threshold baked in (default: 0.25, as Ultralytics)");
+                   app.add_option("--iou", o.iou, "With --nms: NMS IoU threshold")->capture_default_str();
+                   app.add_option("--max-det", o.max_det, "With --nms: detections per image at most")->capture_default_str();
+                   app.add_flag("--agnostic-nms", o.agnostic_nms,
+                                "With --nms: class-agnostic NMS (boxes of different classes suppress each other)");
+                   app.add_flag("--int8", o.int8, "Refused, as Ultralytics refuses int8 for onnx and torchscript");
+                   app.add_flag("--keras", o.keras, "Refused, as Ultralytics refuses keras for onnx and torchscript");
                    AddDeviceOption(app, o.device, "cpu, as Ultralytics");
                    app.add_option("--out", o.out, "Output file (default: the weights' stem + .onnx / .torchscript beside them)");
                    app.add_flag("--json", a->json, "Print the result as JSON");

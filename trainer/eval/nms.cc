@@ -107,8 +107,31 @@ at::Tensor Nms(const at::Tensor& boxes, const at::Tensor& scores, double iou_thr
   return order.index_select(0, kept);
 }
 
+namespace {
+
+// Ultralytics' non_max_suppression for an end-to-end model: pred[pred[:, 4] > conf][:max_det], then the
+// class filter. The rows are already sorted by descending score (zero padding last).
+std::vector<at::Tensor> EndToEndDetections(const at::Tensor& prediction, const NmsOptions& options) {
+  std::vector<at::Tensor> out;
+  const at::Tensor pred = prediction.to(at::kFloat);
+  for (int64_t b = 0; b < pred.size(0); ++b) {
+    at::Tensor det = pred[b];
+    det = det.index_select(0, det.select(1, 4).gt(options.conf).nonzero().view(-1));
+    det = det.narrow(0, 0, std::min<int64_t>(det.size(0), options.max_det));
+    if (!options.classes.empty()) det = det.index_select(0, ClassFilterMask(det.select(1, 5), options.classes).nonzero().view(-1));
+    out.push_back(det);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<at::Tensor> NonMaxSuppression(const at::Tensor& prediction, const NmsOptions& options) {
   std::vector<at::Tensor> out;
+  if (options.end2end) {
+    if (!prediction.defined() || prediction.dim() != 3 || prediction.size(2) != 6) return out;
+    return EndToEndDetections(prediction, options);
+  }
   if (!prediction.defined() || prediction.dim() != 3 || prediction.size(1) < 5) return out;
   if (!prediction.is_cpu()) return NonMaxSuppressionBatched(prediction, options);
   const int64_t bs = prediction.size(0);

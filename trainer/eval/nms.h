@@ -28,13 +28,18 @@ struct NmsOptions {
   // non_max_suppression, the filter runs on the (box, class) candidates, after the best class of a box is
   // chosen (multi_label off) and before max_nms and the suppression.
   std::vector<int64_t> classes;
+  // The prediction is final detections (B, max_det, 6) from an nms=True export (Ultralytics' end2end,
+  // which its AutoBackend reads from the metadata's args.nms): only rows with conf above `conf`, the
+  // class filter and the first max_det are kept, as its non_max_suppression does for end2end models.
+  bool end2end = false;
 };
 
 // The rows of `klass` (class ids as integers or floats, any shape (n) or (n, 1)) whose class is one of
 // `classes`, as a bool (n) mask on its device; all true when `classes` is empty.
 at::Tensor ClassFilterMask(const at::Tensor& klass, const std::vector<int64_t>& classes);
 
-// prediction: (B, 4 + nc, A) from YOLOv8 eval mode (xywh pixels + class scores). Returns per image an
+// prediction: (B, 4 + nc, A) from YOLOv8 eval mode (xywh pixels + class scores), or with `end2end` the
+// (B, max_det, 6) rows of an nms export. Returns per image an
 // (n, 6) float tensor [x1, y1, x2, y2, conf, cls] on the same device, sorted by descending conf.
 // Anything that is not a (B, 4 + nc, A) tensor yields an empty vector. No time limit (Ultralytics aborts
 // after 2 s + 0.05 s/image); the max_det early exit bounds the work instead.

@@ -133,6 +133,7 @@ Result<std::vector<Detection>> Predictor::Predict(const cv::Mat& rgb, const Laye
     nms.multi_label = false;
     nms.agnostic = options_.agnostic;
     nms.classes = options_.classes;
+    nms.end2end = script_ && script_->end2end;  // an nms export's output is its detections
     std::vector<at::Tensor> dets = NonMaxSuppression(pred.to(at::kFloat), nms);
     if (dets.empty()) return out;
     auto d = dets[0].to(at::kCPU).contiguous();

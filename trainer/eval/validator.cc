@@ -365,6 +365,7 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
     vo.batch = script.batch;
     vo.rect = false;
     vo.compute_loss = false;
+    vo.nms.end2end = script.end2end;  // an nms export's output is its detections
   }
   YC_ASSIGN_OR_RETURN(std::unique_ptr<Validator> v,
                       Validator::Create(selected, vo, device, info.nc));

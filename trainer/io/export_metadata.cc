@@ -74,7 +74,9 @@ ExportMetadata BuildExportMetadata(const ExportMetadataInput& in, const ExportOp
   const std::string license = "AGPL-3.0 License (https://ultralytics.com/license)";
   const std::string docs = "docs/TRAINER.md#export";
 
-  // args: the format's options in Ultralytics' default.yaml order.
+  // args: the format's options in Ultralytics' default.yaml order. args.nms is what Ultralytics'
+  // AutoBackend reads as `end2end` (nn/autobackend.py): its predictor and validator then take the output
+  // as final detections instead of running NMS.
   nlohmann::ordered_json args;
   std::string args_py;
   args["batch"] = o.batch;
@@ -84,13 +86,14 @@ ExportMetadata BuildExportMetadata(const ExportMetadataInput& in, const ExportOp
     args["simplify"] = false;  // no onnxslim pass
     args["opset"] = o.opset;
     args_py = "{'batch': " + std::to_string(o.batch) + ", 'half': " + PyBool(o.half) + ", 'dynamic': " +
-              PyBool(o.dynamic) + ", 'simplify': False, 'opset': " + std::to_string(o.opset) + ", 'nms': False}";
+              PyBool(o.dynamic) + ", 'simplify': False, 'opset': " + std::to_string(o.opset) + ", 'nms': " + PyBool(o.nms) +
+              "}";
   } else {
     args["optimize"] = false;
     args_py = "{'batch': " + std::to_string(o.batch) + ", 'half': " + PyBool(o.half) +
-              ", 'optimize': False, 'nms': False}";
+              ", 'optimize': False, 'nms': " + PyBool(o.nms) + "}";
   }
-  args["nms"] = false;
+  args["nms"] = o.nms;
 
   std::string names_py = "{";
   nlohmann::ordered_json names = nlohmann::ordered_json::object();

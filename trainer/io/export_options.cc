@@ -1,8 +1,51 @@
 #include "trainer/io/export_options.h"
 
 #include <cctype>
+#include <cstdio>
 
 namespace yc::trainer {
+
+namespace {
+
+// The formats of Ultralytics' export_formats() (engine/exporter.py) that list each argument its
+// validate_args checks and our formats may lack; an argument off its default for a format that does not
+// list it is an error there (AssertionError) and a usage error here.
+struct FormatArgument {
+  const char* arg;
+  const char* formats;  // the formats whose Arguments column holds it
+};
+constexpr FormatArgument kTakenBy[] = {
+    {"int8", "openvino, engine, coreml, saved_model, tflite, tfjs, mnn, imx"},
+    {"keras", "saved_model"},
+    {"dynamic", "onnx, openvino, engine"},
+};
+
+Status NotSupportedFor(const char* arg, ExportFormat format) {
+  std::string taken_by;
+  for (const auto& a : kTakenBy) {
+    if (std::string(a.arg) == arg) taken_by = a.formats;
+  }
+  return Status::InvalidArgument(std::string("argument '") + arg + "' is not supported for format='" +
+                                 ExportFormatName(format) + "', as in Ultralytics (formats that take it: " + taken_by +
+                                 "; yolocache-train writes onnx and torchscript)");
+}
+
+std::string Number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+Status CheckNmsOptions(ExportOptions* o) {
+  if (o->conf && (*o->conf < 0 || *o->conf > 1)) return Status::InvalidArgument("--conf " + Number(*o->conf) + ": expected 0..1");
+  if (o->iou < 0 || o->iou > 1) return Status::InvalidArgument("--iou " + Number(o->iou) + ": expected 0..1");
+  if (o->max_det < 1) return Status::InvalidArgument("--max-det " + std::to_string(o->max_det) + ": expected >= 1");
+  // Ultralytics: `self.args.conf = self.args.conf or 0.25` (so conf=0 is 0.25 too).
+  if (o->nms && o->conf.value_or(0) == 0) o->conf = 0.25;
+  return Status::OK();
+}
+
+}  // namespace
 
 Result<ExportFormat> ParseExportFormat(const std::string& name) {
   std::string s;
@@ -36,9 +79,12 @@ Result<std::vector<std::string>> CheckExportOptions(ExportOptions* o, int stride
   if (o->batch < 1 || o->batch > 1024) {
     return Status::InvalidArgument("--batch " + std::to_string(o->batch) + ": expected 1..1024");
   }
+  if (o->int8) return NotSupportedFor("int8", o->format);
+  if (o->keras) return NotSupportedFor("keras", o->format);
+  YC_RETURN_IF_ERROR(CheckNmsOptions(o));
   if (o->format == ExportFormat::kTorchScript) {
+    if (o->dynamic) return NotSupportedFor("dynamic", o->format);
     if (o->opset != 0) return Status::InvalidArgument("--opset applies to ONNX only");
-    if (o->dynamic) return Status::InvalidArgument("--dynamic applies to ONNX only (TorchScript is traced at one shape)");
   } else {
     const int max = OnnxMaxOpset();
     if (max == 0) return Status::Unsupported("ONNX export: this build has no libonnx (install libonnx-dev, reconfigure)");

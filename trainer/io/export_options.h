@@ -9,6 +9,7 @@
 
 #include <array>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,18 @@ struct ExportOptions {
   int opset = 0;                // ONNX; 0: OnnxMaxOpset()
   std::string device;           // "" / "cpu" / "cuda[:N]"
   std::filesystem::path out;    // empty: ExportPath's default
+  // Ultralytics' int8 and keras: taken by none of our formats, refused as its validate_args refuses them.
+  bool int8 = false;
+  bool keras = false;
+
+  // nms: the file embeds NMS (Ultralytics' NMSModel, engine/exporter.py) and outputs (N, max_det, 6)
+  // x1, y1, x2, y2, score, class per image, zero padded, with these settings baked in. conf unset (None)
+  // or 0: 0.25, as Ultralytics' exporter sets `conf = conf or 0.25` for an nms export.
+  bool nms = false;
+  std::optional<double> conf;
+  double iou = 0.7;
+  int max_det = 300;
+  bool agnostic_nms = false;
 
   bool imgsz_from_weights() const { return imgsz.empty() || (imgsz.size() == 1 && imgsz[0] == 0); }
   // After Export() resolved imgsz (or when it was given).
@@ -46,8 +59,11 @@ struct ExportOptions {
 };
 
 // Usage errors (InvalidArgument): imgsz not empty, {0}, or 1 or 2 positive values, batch < 1, opset outside
-// [kOnnxMinOpset, OnnxMaxOpset()], --opset/--dynamic with TorchScript. imgsz not a multiple of 32 is
-// rounded up as Ultralytics' check_imgsz does; the returned warnings say so.
+// [kOnnxMinOpset, OnnxMaxOpset()], an argument Ultralytics' export_formats table does not list for the
+// format (int8 and keras for both, dynamic and opset for TorchScript: "argument 'int8' is not supported
+// for format='onnx'", naming the formats that take it), conf or iou outside [0, 1], max_det < 1. imgsz
+// not a multiple of 32 is rounded up as Ultralytics' check_imgsz does; the returned warnings say so.
+// With nms, an unset conf becomes 0.25.
 Result<std::vector<std::string>> CheckExportOptions(ExportOptions* options, int stride = 32);
 
 // `out` when set, else the weights' path with the format's suffix (best.pt -> best.onnx).

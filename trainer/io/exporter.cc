@@ -1,6 +1,8 @@
 #include "trainer/io/exporter.h"
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <system_error>
 
 #include <c10/core/GradMode.h>
@@ -93,12 +95,15 @@ Result<ExportReport> ExportModel(ExportOptions o) {
     if (o.half) model->to(at::kHalf);
     at::Tensor example = at::zeros({o.batch, model->options().in_channels, hw[0], hw[1]},
                                    at::TensorOptions().device(device).dtype(o.half ? at::kHalf : at::kFloat));
-    YC_ASSIGN_OR_RETURN(std::string b, ExportTorchScript(*model, example, meta.json));
-    bytes = std::move(b);
     int64_t anchors = 0;
     for (double s : model->strides()) anchors += (hw[0] / static_cast<int64_t>(s)) * (hw[1] / static_cast<int64_t>(s));
+    std::optional<TorchScriptNms> nms;
+    if (o.nms) nms = TorchScriptNms{*o.conf, o.iou, std::min<int64_t>(anchors, o.max_det), o.agnostic_nms};
+    YC_ASSIGN_OR_RETURN(std::string b, ExportTorchScript(*model, example, meta.json, nms));
+    bytes = std::move(b);
     report.input_shape = example.sizes().vec();
-    report.output_shape = {o.batch, 4 + model->nc(), anchors};
+    report.output_shape = nms ? std::vector<int64_t>{o.batch, nms->max_det, 6}
+                              : std::vector<int64_t>{o.batch, 4 + model->nc(), anchors};
   }
   // What an export killed while writing left in that folder (libcache/base/pid_files.h).
   RemoveStaleTempFiles(report.file.has_parent_path() ? report.file.parent_path() : std::filesystem::path("."));
@@ -108,6 +113,8 @@ Result<ExportReport> ExportModel(ExportOptions o) {
   report.model = meta_in.model_name;
   report.nc = model->nc();
   report.half = o.half;
+  report.nms = o.nms;
+  if (o.nms) report.conf = *o.conf;
   report.device = device.str();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return report;

@@ -7,6 +7,8 @@
 // (trainer/model/fuse.h); the formats are in trainer/io/onnx/onnx_export.h and torchscript_export.h.
 //
 // Without an imgsz the checkpoint's training size is used (Ultralytics exports at the model's args.imgsz).
+// With nms the file embeds NMS as Ultralytics' NMSModel (export_options.h) and its metadata says
+// args.nms = True, which Ultralytics' AutoBackend and our val/predict read as final detections.
 //
 //   ExportOptions o; o.weights = "yolo11n.pt"; o.format = ExportFormat::kOnnx;  // o.imgsz = {640} to choose
 //   Result<ExportReport> r = Export(o);  // InvalidArgument: usage (exit 2); IOError/Unsupported: exit 3
@@ -35,6 +37,8 @@ struct ExportReport {
   std::vector<int64_t> output_shape;
   int opset = 0;                      // ONNX
   bool half = false;
+  bool nms = false;                   // output (N, max_det, 6) detections (ExportOptions::nms)
+  double conf = 0;                    // with nms: the threshold baked in (0.25 when none was given)
   std::string device;
   std::vector<std::string> warnings;  // imgsz rounded, --half ignored on CPU, ...
   double seconds = 0;

@@ -7,12 +7,20 @@
 #include <torch/csrc/jit/frontend/tracer.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
+#include "trainer/io/torchscript_nms.h"
 #include "trainer/runtime/exception_text.h"
 
 namespace yc::trainer {
 
 Result<std::string> ExportTorchScript(DetectionModelImpl& model, const at::Tensor& example,
-                                      const std::string& config_json) {
+                                      const std::string& config_json, const std::optional<TorchScriptNms>& nms) {
+  // NMSModel takes corners: Ultralytics' exporter sets Detect.xyxy for an nms export.
+  struct XyxyScope {
+    DetectImpl& detect;
+    bool before;
+    ~XyxyScope() { detect.set_xyxy(before); }
+  } xyxy{model.detect(), model.detect().xyxy()};
+  model.detect().set_xyxy(nms.has_value());
   try {
     // Weights that are not inputs are recorded as constants, which the tracer allows only without grad.
     for (auto& p : model.parameters(true)) p.set_requires_grad(false);
@@ -26,12 +34,15 @@ Result<std::string> ExportTorchScript(DetectionModelImpl& model, const at::Tenso
     std::shared_ptr<torch::jit::Graph> graph = traced.first->graph;
     torch::jit::EliminateDeadCode(graph);  // the per-level outputs the loss would use are not returned
 
-    // A module whose forward(self, images) is the traced graph, as torch.jit.trace builds one.
+    // A module whose forward(self, images) is the traced graph, as torch.jit.trace builds one; with nms
+    // the graph is `detect` and forward the NMS code that calls it.
     torch::jit::Module module("__torch__.yolocache.DetectionModel");
     graph->insertInput(0, "self")->setType(module._ivalue()->type());
     auto cu = module._ivalue()->compilation_unit();
-    torch::jit::Function* fn = cu->create_function(c10::QualifiedName(*module.type()->name(), "forward"), graph);
+    const char* traced_name = nms ? "detect" : "forward";
+    torch::jit::Function* fn = cu->create_function(c10::QualifiedName(*module.type()->name(), traced_name), graph);
     module.type()->addMethod(fn);
+    if (nms) module.define(TorchScriptNmsSource(*nms));
 
     std::ostringstream out;
     module.save(out, {{"config.txt", config_json}});

@@ -94,6 +94,7 @@ Status ReadMetadata(const fs::path& path, const std::string& text, TorchScriptMo
   if (auto s = j.find("stride"); s != j.end() && s->is_number_integer()) m->stride = s->get<int>();
   if (auto a = j.find("args"); a != j.end() && a->is_object()) {
     if (auto h = a->find("half"); h != a->end() && h->is_boolean()) m->half = h->get<bool>();
+    if (auto n = a->find("nms"); n != a->end() && n->is_boolean()) m->end2end = n->get<bool>();
   }
   std::string what = "TorchScript export";
   if (auto d = j.find("description"); d != j.end() && d->is_string()) what += " (" + d->get<std::string>() + ")";

@@ -31,11 +31,14 @@ struct TorchScriptModel {
   std::array<int, 2> imgsz{640, 640};          // the traced input size (h, w): the only one it takes
   int batch = 1;                               // the traced batch
   bool half = false;                           // fp16 input
+  // An nms=True export (metadata args.nms, which Ultralytics' AutoBackend reads as end2end): Forward
+  // returns (N, max_det, 6) detections, not (N, 4 + nc, A).
+  bool end2end = false;
   int stride = 32;
   std::string description;                     // "TorchScript export (yolocache 0.1 yolov8n, 2 classes)"
 
   // images: (N, 3, H, W) float in [0, 1] at imgsz, any N (run `batch` at a time); cast to the export's
-  // dtype. Returns (N, 4 + nc, A) float.
+  // dtype. Returns (N, 4 + nc, A) float (end2end: (N, max_det, 6)).
   at::Tensor Forward(const at::Tensor& images) const;
 };
 

@@ -107,7 +107,7 @@ at::Tensor DetectImpl::Decode(const std::vector<at::Tensor>& feats) {
   auto x = at::cat(flat, 2);
   auto box = x.narrow(1, 0, 4 * reg_max_);
   auto cls = x.narrow(1, 4 * reg_max_, nc_);
-  auto dbox = Dist2Bbox(dfl->forward(box), anchors.unsqueeze(0), /*xywh=*/true, /*dim=*/1) * anchor_strides;
+  auto dbox = Dist2Bbox(dfl->forward(box), anchors.unsqueeze(0), /*xywh=*/!xyxy_, /*dim=*/1) * anchor_strides;
   return at::cat({dbox, cls.sigmoid()}, 1);
 }
 

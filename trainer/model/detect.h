@@ -68,6 +68,10 @@ class DetectImpl : public torch::nn::Cloneable<DetectImpl> {
   at::Tensor Decode(const std::vector<at::Tensor>& feats);
   // Ultralytics Detect.bias_init: box bias 1.0, class bias log(5 / nc / (640 / s)^2).
   void BiasInit();
+  // Decode's boxes as x1y1x2y2 instead of xywh: Ultralytics' Detect.xyxy, which its exporter sets for an
+  // nms=True export (the embedded NMS takes corners). Off by default.
+  void set_xyxy(bool xyxy) { xyxy_ = xyxy; }
+  bool xyxy() const { return xyxy_; }
 
   int64_t nc() const { return nc_; }
   int64_t reg_max() const { return reg_max_; }
@@ -80,6 +84,7 @@ class DetectImpl : public torch::nn::Cloneable<DetectImpl> {
  private:
   int64_t nc_, reg_max_;
   ClassBranch class_branch_;
+  bool xyxy_ = false;
   std::vector<int64_t> ch_;
   std::vector<double> strides_;
   // Decode cache.

@@ -1,5 +1,6 @@
 #include "trainer/runtime/exception_text.h"
 
+#include <algorithm>
 #include <new>
 
 #include <c10/util/Exception.h>
@@ -9,6 +10,8 @@ namespace yc::trainer {
 std::string ExceptionLine(const std::exception& e) {
   const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
   std::string text = c10_error != nullptr ? c10_error->what_without_backtrace() : e.what();
+  // TorchScript's compiler errors start with a newline: the first line that says something.
+  text.erase(0, std::min(text.size(), text.find_first_not_of(" \r\n")));
   const size_t end = text.find_first_of("\r\n");
   if (end != std::string::npos) text.resize(end);
   return text.empty() ? std::string("unknown error") : text;

@@ -195,7 +195,8 @@ std::string EmitSequentialBranch(GraphBuilder& g, const std::string& path, nn::S
 
 }  // namespace
 
-std::string EmitDetect(GraphBuilder& g, const std::string& path, DetectImpl& m, const std::vector<std::string>& xs) {
+std::string EmitDetect(GraphBuilder& g, const std::string& path, DetectImpl& m, const std::vector<std::string>& xs,
+                       bool xyxy) {
   const int64_t reg_max = m.reg_max(), nc = m.nc();
   std::vector<std::string> boxes, scores;
   for (size_t i = 0; i < xs.size(); ++i) {
@@ -210,15 +211,20 @@ std::string EmitDetect(GraphBuilder& g, const std::string& path, DetectImpl& m, 
     d = g.Node("Softmax", NodeName(dfl, "Softmax"), {d}, {AttrInt("axis", 1)});
     d = EmitConv2d(g, P(dfl, "conv"), *m.dfl->conv, d);
     d = g.Node("Reshape", NodeName(dfl, "Reshape"), {d, g.Ints({0, 4, -1})});
-    // dist2bbox (xywh) around this level's anchors, times its stride.
+    // dist2bbox (xywh, or xyxy) around this level's anchors, times its stride.
     auto anchors = EmitAnchors(g, path, xs[i]);
     auto lt_rb = g.NodeN("Split", NodeName(path, "Split"), {d, g.Ints({2, 2})}, 2, {AttrInt("axis", 1)});
     auto x1y1 = g.Node("Sub", NodeName(path, "Sub"), {anchors, lt_rb[0]});
     auto x2y2 = g.Node("Add", NodeName(path, "Add"), {anchors, lt_rb[1]});
-    auto c_xy = g.Node("Div", NodeName(path, "Div"), {g.Node("Add", NodeName(path, "Add"), {x1y1, x2y2}), g.Float(2.0)});
-    auto wh = g.Node("Sub", NodeName(path, "Sub"), {x2y2, x1y1});
-    auto xywh = g.Node("Concat", NodeName(path, "Concat"), {c_xy, wh}, {AttrInt("axis", 1)});
-    boxes.push_back(g.Node("Mul", NodeName(path, "Mul"), {xywh, g.Float(m.strides().at(i))}));
+    std::string box4;
+    if (xyxy) {
+      box4 = g.Node("Concat", NodeName(path, "Concat"), {x1y1, x2y2}, {AttrInt("axis", 1)});
+    } else {
+      auto c_xy = g.Node("Div", NodeName(path, "Div"), {g.Node("Add", NodeName(path, "Add"), {x1y1, x2y2}), g.Float(2.0)});
+      auto wh = g.Node("Sub", NodeName(path, "Sub"), {x2y2, x1y1});
+      box4 = g.Node("Concat", NodeName(path, "Concat"), {c_xy, wh}, {AttrInt("axis", 1)});
+    }
+    boxes.push_back(g.Node("Mul", NodeName(path, "Mul"), {box4, g.Float(m.strides().at(i))}));
     scores.push_back(g.Node("Reshape", NodeName(path, "Reshape"), {cls, g.Ints({0, nc, -1})}));
   }
   auto dbox = g.Node("Concat", NodeName(path, "Concat"), boxes, {AttrInt("axis", 2)});

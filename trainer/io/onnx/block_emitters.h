@@ -25,7 +25,9 @@ std::string EmitSPPF(GraphBuilder& g, const std::string& path, SPPFImpl& m, cons
 std::string EmitC2PSA(GraphBuilder& g, const std::string& path, C2PSAImpl& m, const std::string& x);
 std::string EmitUpsample2x(GraphBuilder& g, const std::string& path, const std::string& x);
 std::string EmitConcat(GraphBuilder& g, const std::string& path, const std::vector<std::string>& xs);
-// The head in export mode: (B, 4 + nc, A) xywh pixel boxes and sigmoid scores from the three levels.
-std::string EmitDetect(GraphBuilder& g, const std::string& path, DetectImpl& m, const std::vector<std::string>& xs);
+// The head in export mode: (B, 4 + nc, A) xywh pixel boxes (x1y1x2y2 with `xyxy`, as Ultralytics' Detect
+// for an nms export) and sigmoid scores from the three levels.
+std::string EmitDetect(GraphBuilder& g, const std::string& path, DetectImpl& m, const std::vector<std::string>& xs,
+                       bool xyxy = false);
 
 }  // namespace yc::trainer::onnx_export

@@ -1,6 +1,7 @@
 #include "trainer/io/onnx/onnx_export.h"
 
 #if YOLOCACHE_WITH_ONNX
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -10,6 +11,7 @@
 
 #include "trainer/io/onnx/block_emitters.h"
 #include "trainer/io/onnx/graph_builder.h"
+#include "trainer/io/onnx/nms_emitter.h"
 #endif
 
 namespace yc::trainer {
@@ -82,13 +84,17 @@ Result<OnnxFile> ExportOnnx(DetectionModelImpl& model, const ExportOptions& o, c
   OnnxFile file;
   file.opset = o.opset;
   file.input_shape = {o.batch, model.options().in_channels, hw[0], hw[1]};
-  file.output_shape = {o.batch, 4 + nc, anchors};
+  // NMSModel: max_det = min(anchors, max_det) at the export size.
+  const int64_t max_det = std::min<int64_t>(anchors, o.max_det);
+  file.output_shape = o.nms ? std::vector<int64_t>{o.batch, max_det, 6} : std::vector<int64_t>{o.batch, 4 + nc, anchors};
   std::vector<std::string> in_names, out_names;
   if (o.dynamic) {
     in_names = {"batch", "", "height", "width"};
-    out_names = {"batch", "", "anchors"};
+    // With nms only the batch is free in the output (Ultralytics drops output0's anchors axis).
+    out_names = {"batch", "", o.nms ? "" : "anchors"};
     file.input_shape = {-1, model.options().in_channels, -1, -1};
-    file.output_shape = {-1, 4 + nc, -1};
+    file.output_shape[0] = -1;
+    if (!o.nms) file.output_shape[2] = -1;
   }
   g.Input("images", file.input_shape, in_names);
   try {
@@ -96,7 +102,16 @@ Result<OnnxFile> ExportOnnx(DetectionModelImpl& model, const ExportOptions& o, c
     const bool yolo11 = model.family() == ModelFamily::k11;
     const size_t head = layers.size() - 1;
     auto feats = EmitNeck(g, layers, yolo11, "images");
-    auto out = onnx_export::EmitDetect(g, "model." + std::to_string(head), model.detect(), feats);
+    auto out = onnx_export::EmitDetect(g, "model." + std::to_string(head), model.detect(), feats, /*xyxy=*/o.nms);
+    if (o.nms) {
+      onnx_export::NmsSettings nms;
+      nms.conf = o.conf.value_or(0.25);
+      nms.iou = o.iou;
+      nms.max_det = max_det;
+      nms.agnostic = o.agnostic_nms;
+      nms.opset = o.opset;
+      out = onnx_export::EmitNms(g, "images", out, nc, nms);
+    }
     // The last node's output becomes the graph output "output0".
     graph->mutable_node(graph->node_size() - 1)->set_output(0, "output0");
     (void)out;

@@ -4,7 +4,8 @@
 // .pred), BatchNorm folded into the convolutions, Ultralytics' metadata_props. Built with libonnx's
 // protobuf types and checked with onnx::checker. With `dynamic`, images {0: batch, 2: height, 3: width}
 // and output0 {0: batch, 2: anchors} are symbolic; the anchor grid is computed in-graph (Shape, Range)
-// in both cases, so one graph serves every H, W multiple of 32.
+// in both cases, so one graph serves every H, W multiple of 32. With options.nms the graph ends in the NMS
+// of Ultralytics' NMSModel (nms_emitter.h): output0 (N, max_det, 6), only the batch symbolic.
 //
 //   FuseConvBatchNorm(*model);                                        // trainer/model/fuse.h
 //   Result<OnnxFile> f = ExportOnnx(*model, options, metadata);      // f->bytes: the serialized ModelProto
