@@ -118,15 +118,19 @@ TEST_F(UltralyticsLine, KeysOfOtherTasksAreIgnoredAloudAndMissingFeaturesRefused
 
 TEST_F(UltralyticsLine, ValAndPredictKeysBecomeTheirOptions) {
   CliRun r = Explain({"predict", "model=w.pt", "source=img.jpg", "half=True", "classes=[0,2]", "agnostic_nms=True",
-                      "save_crop=True", "show_labels=False", "show_conf=False", "show_boxes=False", "line_width=3"});
+                      "save_crop=True", "show_labels=False", "show_conf=False", "show_boxes=False", "line_width=3",
+                      "augment=True"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* want : {"--half", "--classes=[0,2]", "--agnostic-nms", "--save-crop", "--no-show-labels", "--no-show-conf",
-                           "--no-show-boxes", "--line-width=3"}) {
+                           "--no-show-boxes", "--line-width=3", "--augment"}) {
     EXPECT_TRUE(Has(r.out, want)) << want << "\n" << r.out;
   }
-  r = Explain({"val", "model=w.pt", "data=d.yaml", "half=True", "save_json=True", "agnostic_nms=True", "show_labels=False"});
+  r = Explain({"val", "model=w.pt", "data=d.yaml", "half=True", "save_json=True", "agnostic_nms=True", "show_labels=False",
+               "augment=True"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* want : {"--half", "--save-json", "--agnostic-nms"}) EXPECT_TRUE(Has(r.out, want)) << want << "\n" << r.out;
+  for (const char* want : {"--half", "--save-json", "--agnostic-nms", "--augment"}) {
+    EXPECT_TRUE(Has(r.out, want)) << want << "\n" << r.out;
+  }
   EXPECT_TRUE(Has(r.err, "'show_labels' is not used by val")) << r.err;  // a predict drawing key
   // A bad class list is refused by predict before anything runs.
   r = YolocacheTrain(tmp_, {"predict", "model=w.pt", "source=img.jpg", "classes=[0,cat]"});

@@ -26,6 +26,7 @@
 #include "trainer/eval/video_io.h"
 #include "trainer/io/checkpoint.h"
 #include "trainer/io/pretrained.h"
+#include "trainer/model/augmented_inference.h"
 
 namespace yc::trainer {
 
@@ -111,7 +112,9 @@ Result<std::vector<Detection>> Predictor::Predict(const cv::Mat& rgb) {
                  .div_(255.0)
                  .contiguous();
     if (options_.half && !script_) x = x.to(at::kHalf);  // TorchScriptModel::Forward casts its own input
-    const at::Tensor pred = script_ ? script_->Forward(x) : model_->forward(x).pred;
+    const at::Tensor pred = script_            ? script_->Forward(x)
+                            : options_.augment ? AugmentedForward(*model_, x).pred
+                                               : model_->forward(x).pred;
     NmsOptions nms;
     nms.conf = options_.conf;
     nms.iou = options_.iou;
