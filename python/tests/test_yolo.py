@@ -64,8 +64,10 @@ def test_train_val_predict_in_a_fresh_venv_equal_the_cli(venv, env, dataset, tmp
         m = model.train(data={str(dataset)!r}, project={str(tmp_path / 'py')!r}, name="run", **{TRAIN!r})
         seconds = time.time() - start
         v = model.val(batch=4)
+        va = model.val(batch=4, augment=True)
         p = model.predict({str(image)!r}, conf=0.001, project={str(tmp_path / 'py')!r}, name="predict")
         r = p[0]
+        a = model.predict({str(image)!r}, conf=0.001, augment=True, project={str(tmp_path / 'py')!r}, name="tta")[0]
         print(json.dumps(dict(
             seconds=seconds, ckpt=model.ckpt_path,
             train=dict(map=m.box.map, map50=m.box.map50, mp=m.box.mp, mr=m.box.mr, maps=list(m.box.maps),
@@ -74,7 +76,9 @@ def test_train_val_predict_in_a_fresh_venv_equal_the_cli(venv, env, dataset, tmp
                      names=v.names, speed=v.speed),
             predict=dict(n=len(p), path=r.path, names=r.names, orig_shape=list(r.orig_shape),
                          types=[type(r.boxes.xyxy).__name__, type(r.boxes.conf).__name__, type(r.boxes.cls).__name__],
-                         xyxy=r.boxes.xyxy.tolist(), conf=r.boxes.conf.tolist(), cls=r.boxes.cls.tolist()))))
+                         xyxy=r.boxes.xyxy.tolist(), conf=r.boxes.conf.tolist(), cls=r.boxes.cls.tolist()),
+            tta=dict(xyxy=a.boxes.xyxy.tolist(), conf=a.boxes.conf.tolist(), cls=a.boxes.cls.tolist()),
+            val_tta=dict(map=va.box.map, map50=va.box.map50, save_dir=str(va.save_dir)))))
     """)
     py = subprocess.run([str(python), "-c", script], env=venv_env, cwd=tmp_path, capture_output=True, text=True)
     assert py.returncode == 0, py.stderr[-3000:]
@@ -110,6 +114,8 @@ def test_train_val_predict_in_a_fresh_venv_equal_the_cli(venv, env, dataset, tmp
     assert 0.0 <= v["map"] <= v["map50"] <= 1.0 and v["names"] == {"0": "circle", "1": "rectangle", "2": "triangle",
                                                                     "3": "cross"}
     assert (tmp_path / v["save_dir"]).is_dir() and v["speed"]["inference"] > 0
+    va = out["val_tta"]  # val(augment=True): test-time augmentation, its own run folder
+    assert 0.0 <= va["map"] <= va["map50"] <= 1.0 and va["save_dir"] != v["save_dir"]
 
     # predict's boxes are the CLI's for the same image and weights.
     p = out["predict"]
@@ -124,6 +130,16 @@ def test_train_val_predict_in_a_fresh_venv_equal_the_cli(venv, env, dataset, tmp
     flat = [v for box in p["xyxy"] for v in box]
     assert flat == pytest.approx([v for d in dets for v in d["box"]], abs=1e-4)
     assert list(p["orig_shape"]) == [json.loads(ref.stdout)[0]["height"], json.loads(ref.stdout)[0]["width"]]
+
+    # predict(augment=True) is the CLI's --augment: the same boxes, which test-time augmentation changed.
+    ref = subprocess.run([str(TRAIN_CLI), "predict", f"model={tmp_path / out['ckpt']}", "conf=0.001", "--augment",
+                          "--json", f"project={tmp_path / 'cli'}", "name=tta", str(image)],
+                         env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
+    tta, dets = out["tta"], json.loads(ref.stdout)[0]["detections"]
+    assert [d["class"] for d in dets] == tta["cls"] and len(dets) > 0
+    assert tta["conf"] == pytest.approx([d["confidence"] for d in dets], abs=1e-6)
+    assert [v for box in tta["xyxy"] for v in box] == pytest.approx([v for d in dets for v in d["box"]], abs=1e-4)
+    assert (tta["xyxy"], tta["conf"]) != (p["xyxy"], p["conf"])
 
 
 def test_errors_are_python_exceptions_with_the_commands_message(dataset, tmp_path, monkeypatch):

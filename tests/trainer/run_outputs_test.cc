@@ -5,8 +5,8 @@
 // (labels.jpg, train_batch0-2.jpg, val_batch0_labels/_pred.jpg, results.png, Box PR/F1/P/R curves,
 // confusion matrices): each written, non-empty, and decoding to its size; and exports that behave like
 // Ultralytics': at the training imgsz, a TorchScript file naming no device, run by val and predict.
-// predict's classes / agnostic_nms / half / save_crop / show_boxes / vid_stride / save_frames and val's
-// save_json against plain runs.
+// predict's classes / agnostic_nms / half / save_crop / show_boxes / vid_stride / save_frames, val's
+// save_json and both's augment against plain runs.
 // One short training run is shared by the tests.
 #include <algorithm>
 #include <cmath>
@@ -409,6 +409,64 @@ TEST_F(RunOutputs, ValSaveJsonHoldsTheValPredictions) {
   const nlohmann::json vj = nlohmann::json::parse(v.out);
   EXPECT_EQ(Printed(vj["predictions_json"]), tmp_->path() / "val_cli" / "predictions.json");
   EXPECT_TRUE(fs::exists(tmp_->path() / "val_cli" / "predictions.json"));
+}
+
+// augment=True (val, predict): test-time augmentation changes the detections, which stay valid; val's
+// loss is the plain pass's (Ultralytics' standalone val has none to compare).
+TEST_F(RunOutputs, AugmentChangesValAndPredictDetections) {
+  ASSERT_EQ(train_.exit_code, 0) << train_.err;
+  auto val = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"val", "--weights", Weights().string(), "--data", cache_.string(), "--device", "cpu",
+                                     "--threads", "1", "--no-plots", "--save-json", "--json", "--out",
+                                     (tmp_->path() / out).string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return YolocacheTrain(*tmp_, args);
+  };
+  const CliRun plain = val("val_plain", {}), tta = val("val_tta", {"augment=True"});  // Ultralytics' key form
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(tta.exit_code, 0) << tta.err;
+  const nlohmann::json pj = nlohmann::json::parse(plain.out), tj = nlohmann::json::parse(tta.out);
+  EXPECT_EQ(tj["images"], pj["images"]);
+  for (const char* k : {"precision", "recall", "mAP50", "mAP50-95"}) {
+    EXPECT_GE(tj[k].get<double>(), 0.0) << k;
+    EXPECT_LE(tj[k].get<double>(), 1.0) << k;
+  }
+  EXPECT_EQ(tj["loss"], pj["loss"]);
+  const nlohmann::json plain_rows = nlohmann::json::parse(testing::ReadFile(tmp_->path() / "val_plain" / "predictions.json"));
+  const nlohmann::json tta_rows = nlohmann::json::parse(testing::ReadFile(tmp_->path() / "val_tta" / "predictions.json"));
+  EXPECT_GT(tta_rows.size(), 0u);
+  EXPECT_NE(tta_rows, plain_rows);
+
+  const fs::path src = tmp_->path() / "data" / "images" / "val";
+  auto predict = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"predict", "--weights", Weights().string(), src.string(), "--device", "cpu",
+                                     "--conf", "0.001", "--json", "--out", (tmp_->path() / out).string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return YolocacheTrain(*tmp_, args);
+  };
+  const CliRun base = predict("p_plain", {}), augmented = predict("p_tta", {"--augment"});
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  ASSERT_EQ(augmented.exit_code, 0) << augmented.err;
+  const nlohmann::json all = nlohmann::json::parse(base.out), aug = nlohmann::json::parse(augmented.out);
+  ASSERT_EQ(aug.size(), all.size());
+  size_t differ = 0, boxes = 0;
+  for (size_t i = 0; i < aug.size(); ++i) {
+    differ += aug[i]["detections"] != all[i]["detections"];
+    const double w = aug[i]["width"].get<double>(), h = aug[i]["height"].get<double>();
+    for (const auto& d : aug[i]["detections"]) {
+      const auto& b = d["box"];
+      EXPECT_GE(b[0].get<double>(), 0.0);
+      EXPECT_GE(b[1].get<double>(), 0.0);
+      EXPECT_LE(b[2].get<double>(), w);
+      EXPECT_LE(b[3].get<double>(), h);
+      EXPECT_LE(b[0].get<double>(), b[2].get<double>());
+      EXPECT_LE(b[1].get<double>(), b[3].get<double>());
+      EXPECT_GE(d["confidence"].get<double>(), 0.001);
+      ++boxes;
+    }
+  }
+  EXPECT_GT(boxes, 0u);
+  EXPECT_GT(differ, 0u);
 }
 
 // The file names below the run folder equal those of Ultralytics' own run (yolov8n.yaml, the same data,

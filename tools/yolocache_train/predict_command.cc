@@ -12,6 +12,7 @@
 #include "trainer/config/run_dir.h"
 #include "trainer/eval/half_precision.h"
 #include "trainer/eval/predictor.h"
+#include "trainer/io/torchscript_model.h"
 #include "trainer/runtime/device_feed.h"
 
 namespace yc::cli {
@@ -63,6 +64,11 @@ int RunPredict(PredictArgs a) {
   if (!device.ok()) return Fail("predict", device.status());
   ConfigureDevice(*device);
   if (a.o.half && !HalfApplies(true, *device)) std::cerr << HalfOnCpuNote("predict") << "\n";
+  // AutoBackend runs an export's graph as traced, without augment (nn/autobackend.py forward).
+  if (a.o.augment && IsTorchScriptPath(a.weights)) {
+    std::cerr << "yolocache-train predict: augment=True: a TorchScript export runs its traced graph, without "
+                 "test-time augmentation (as Ultralytics)\n";
+  }
   // The output-path rule before anything is read or written: the run folder must not hold the inputs.
   if (Result<std::filesystem::path> planned = RunFolder(a, *inputs, false); !planned.ok())
     return Fail("predict", planned.status());
@@ -123,6 +129,8 @@ Registration reg("predict", "Detect objects in images and videos; write annotate
                    AddClassesOption(app, &a->classes, "Keep only detections of these classes (0 | [0,2] | 0,2; default: all)");
                    app.add_flag("--agnostic-nms", a->o.agnostic, "Class-agnostic NMS (boxes of different classes suppress each other)");
                    app.add_flag("--half", a->o.half, "fp16 inference (GPU; fp32 on the CPU, with a note)");
+                   app.add_flag("--augment", a->o.augment,
+                                "Test-time augmentation: predict at scales 1, 0.83 (flipped) and 0.67, merged before NMS");
                    app.add_flag("--save-crop", a->o.save_crop, "Save each detection as crops/<class name>/<stem>.jpg");
                    app.add_option("--vid-stride", a->o.vid_stride, "Videos: read every N-th frame (the output keeps the video's fps)")
                        ->capture_default_str();

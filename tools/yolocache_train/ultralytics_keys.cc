@@ -69,7 +69,7 @@ const std::vector<UltralyticsKey>& UltralyticsKeys() {
       {"vid_stride", "1", O, ""},
       {"stream_buffer", "False", I, "yolocache-train reads files, not live streams"},
       {"visualize", "False", O, ""},
-      {"augment", "False", D, ""},
+      {"augment", "False", O, ""},
       {"agnostic_nms", "False", O, "agnostic-nms"},
       {"classes", "", O, ""},  // train/val: labels kept; predict: detections kept
       {"retina_masks", "False", I, kSegment},

@@ -106,6 +106,8 @@ Registration reg("val", "Validate a checkpoint on a cache split (P, R, mAP50, mA
   AddLoaderFlag(app, "threads", &o.threads)->check(ThreadCount());
   app.add_flag("--agnostic-nms", o.nms.agnostic, "Class-agnostic NMS (boxes of different classes suppress each other)");
   app.add_flag("--half", o.half, "fp16 inference (GPU; fp32 on the CPU, with a note)");
+  app.add_flag("--augment", o.augment,
+               "Test-time augmentation: predict at scales 1, 0.83 (flipped) and 0.67, merged before NMS");
   app.add_flag("--save-json", o.save_json,
                "Write predictions.json (COCO results format) in the run folder (always for a COCO val2017.txt split)");
   app.add_flag("--no-rect", a->no_rect, "Square imgsz batches instead of rectangular ones");

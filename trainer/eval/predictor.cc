@@ -27,6 +27,7 @@
 #include "trainer/eval/video_io.h"
 #include "trainer/io/checkpoint.h"
 #include "trainer/io/pretrained.h"
+#include "trainer/model/augmented_inference.h"
 #include "trainer/plots/image_file.h"
 
 namespace yc::trainer {
@@ -123,9 +124,11 @@ Result<std::vector<Detection>> Predictor::Predict(const cv::Mat& rgb, const Laye
                  .div_(255.0)
                  .contiguous();
     if (options_.half && !script_) x = x.to(at::kHalf);  // TorchScriptModel::Forward casts its own input
-    const at::Tensor pred = script_    ? script_->Forward(x)
-                            : observe ? model_->ForwardObserved(x, *observe).pred
-                                      : model_->forward(x).pred;
+    // augment first, as Ultralytics' predict(): with augment=True its visualize is not used.
+    const at::Tensor pred = script_            ? script_->Forward(x)
+                            : options_.augment ? AugmentedForward(*model_, x).pred
+                            : observe          ? model_->ForwardObserved(x, *observe).pred
+                                               : model_->forward(x).pred;
     NmsOptions nms;
     nms.conf = options_.conf;
     nms.iou = options_.iou;

@@ -35,6 +35,7 @@ struct PredictOptions {
   bool agnostic = false;     // agnostic_nms: class-agnostic NMS
   std::vector<int64_t> classes{};  // classes: keep only these (empty: all; NmsOptions::classes)
   bool half = false;         // fp16 model and input (a GPU only: half_precision.h)
+  bool augment = false;      // test-time augmentation (model/augmented_inference.h); a .torchscript runs its graph
   int jpeg_quality = 90;
   bool save_txt = false;   // labels/<name>.txt per image (per video frame)
   bool save_conf = false;  // append the confidence to each txt row

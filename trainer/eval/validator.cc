@@ -19,6 +19,7 @@
 #include "trainer/io/checkpoint.h"
 #include "trainer/io/pretrained.h"
 #include "trainer/io/torchscript_model.h"
+#include "trainer/model/augmented_inference.h"
 #include "trainer/model/box_ops.h"
 #include "trainer/plots/batch_grid.h"
 #include "trainer/plots/image_file.h"
@@ -134,7 +135,10 @@ Result<ValResult> Validator::Run(DetectionModelImpl& model, const std::function<
     return Status::InvalidArgument("validator: model has " + std::to_string(model.nc()) + " classes, expected " +
                                    std::to_string(impl_->nc));
   }
-  return RunForward([&model](const at::Tensor& x) { return model.forward(x); }, progress, cancel, samples);
+  const bool augment = options_.augment;
+  return RunForward(
+      [&model, augment](const at::Tensor& x) { return augment ? AugmentedForward(model, x) : model.forward(x); },
+      progress, cancel, samples);
 }
 
 Result<ValResult> Validator::Run(const PredictFn& predict, int64_t nc, const std::function<void(size_t, size_t)>& progress,
@@ -343,6 +347,11 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
   const bool half = HalfApplies(o.half, device);
   if (o.half && !half) report.notes.push_back(HalfOnCpuNote("val"));
   if (half) YC_RETURN_IF_ERROR(ModelToHalf(o.weights, &loaded, &script, traced));
+  // AutoBackend runs an export's graph as traced, without augment (nn/autobackend.py forward).
+  if (o.augment && traced) {
+    report.notes.push_back("augment=True: a TorchScript export runs its traced graph, without test-time augmentation "
+                           "(as Ultralytics)");
+  }
   // Ultralytics writes predictions.json for a COCO split even unasked (save_json |= is_coco).
   const bool coco = CacheSplitIsCoco(*cache, o.split, o.save_json, &report.notes);
   const bool save_json = o.save_json || coco;
@@ -360,6 +369,7 @@ Result<CheckpointValReport> ValidateCheckpoint(const CheckpointValOptions& o,
   vo.loss = LossOptions{info.loss_gains[0], info.loss_gains[1], info.loss_gains[2]};
   vo.threads = o.threads;
   vo.half = half;
+  vo.augment = o.augment && !traced;
   vo.keep_predictions = save_json;
   if (traced) {  // a fixed-shape graph: its batch, square imgsz batches, no per-level outputs for a loss
     vo.batch = script.batch;

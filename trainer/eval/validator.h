@@ -43,6 +43,9 @@ struct ValOptions {
   bool amp = false;      // autocast the forward (CUDA: as Ultralytics' half-precision EMA validation)
   at::ScalarType amp_dtype = at::kHalf;
   bool half = false;     // fp16 input for a model already in fp16 (val half=True; half_precision.h)
+  // Ultralytics' augment=True outside training (engine/validator.py): test-time augmentation
+  // (model/augmented_inference.h); the val loss stays the plain pass's. Not for a prediction function.
+  bool augment = false;
   bool keep_predictions = false;  // ValResult::predictions (save_json)
   bool channels_last = false;  // CUDA: feed channels_last inputs
   int threads = 0;       // loader threads
@@ -133,6 +136,7 @@ struct CheckpointValOptions {
   bool exist_ok = false;
   bool plots = true;  // PR/F1/P/R curves and the confusion matrices
   bool half = false;       // fp16 inference on a GPU (half_precision.h)
+  bool augment = false;    // test-time augmentation (ValOptions::augment); a .torchscript runs its graph, noted
   bool save_json = false;  // predictions.json (coco_json.h); also on for a COCO split, as Ultralytics
 };
 struct CheckpointValReport {
