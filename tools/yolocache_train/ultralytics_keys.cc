@@ -7,7 +7,7 @@
 namespace yc::cli {
 namespace {
 
-constexpr KeyUse O = KeyUse::kOption, G = KeyUse::kGrammar, I = KeyUse::kIgnored, D = KeyUse::kDefaultOnly;
+constexpr KeyUse O = KeyUse::kOption, G = KeyUse::kGrammar, I = KeyUse::kIgnored;
 
 // Why a key of another task, a display or an export backend has no effect here.
 constexpr std::string_view kSegment = "a segmentation setting (yolocache-train trains detection models)";

@@ -7,8 +7,6 @@
 //    tools/yolocache_train/ultralytics_line.h handles it.
 //  * kIgnored: a key that has no effect on a detection run here (another task's, a display or export
 //    backend's): accepted, with one line saying why when its value is not the default.
-//  * kDefaultOnly: a detection setting yolocache-train does not implement yet: its default is accepted
-//    silently, any other value is refused (exit 2) saying so, rather than ignored in silence.
 // The table is data, not code: tests/trainer/ultralytics_keys_test.cc feeds every key of the
 // default.yaml in ../shared/ultralytics to the binary, so a key added upstream shows up as a failure.
 #pragma once
@@ -19,13 +17,13 @@
 
 namespace yc::cli {
 
-enum class KeyUse { kOption, kGrammar, kIgnored, kDefaultOnly };
+enum class KeyUse { kOption, kGrammar, kIgnored };
 
 struct UltralyticsKey {
   std::string_view key;
   std::string_view default_value;  // as default.yaml writes it ("" for null)
   KeyUse use;
-  // kOption: our option ("--threads"); "" = --key with '_' as '-'. kIgnored / kDefaultOnly: why.
+  // kOption: our option ("--threads"); "" = --key with '_' as '-'. kIgnored: why.
   std::string_view detail;
 };
 

@@ -438,8 +438,6 @@ Status EmitKey(const std::string& key, const std::string& value, const Overrides
     case KeyUse::kIgnored:
       if (!IsDefaultValue(*k, value)) e->Note("'" + key + "=" + PrintableText(value) + "' is ignored: " + std::string(k->detail));
       return Status::OK();
-    case KeyUse::kDefaultOnly:
-      return IsDefaultValue(*k, value) ? Status::OK() : NotImplemented(*k, value, e->mode());
     case KeyUse::kOption: {
       if (IsNullWord(value)) return Status::OK();  // None: the option's default
       const std::string option = OptionForKey(*k);
