@@ -19,14 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-at::Tensor ReadFloats(const fs::path& path, at::IntArrayRef shape) {
-  const std::string bytes = testing::ReadFile(path);
-  at::Tensor t = at::empty(shape, at::kFloat);
-  EXPECT_EQ(bytes.size(), static_cast<size_t>(t.numel()) * 4) << path;
-  if (bytes.size() == static_cast<size_t>(t.numel()) * 4) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
-  return t;
-}
-
 TEST(AugmentedInference, EqualsUltralyticsAugmentOnItsCheckpoints) {
   const testing::UltralyticsFixture u = testing::UltralyticsFixture::Find();
   if (!u.available) GTEST_SKIP() << u.why;
@@ -34,7 +26,7 @@ TEST(AugmentedInference, EqualsUltralyticsAugmentOnItsCheckpoints) {
   const fs::path dir = tmp.path() / "fixtures";
   ASSERT_EQ(u.Run("ultralytics_augment.py", {dir.string()}, tmp.path()), 0) << testing::ReadFile(tmp.path() / "python.log");
   const nlohmann::json manifest = nlohmann::json::parse(testing::ReadFile(dir / "manifest.json"));
-  const at::Tensor x = ReadFloats(dir / "input.bin", {2, 3, 160, 224});
+  const at::Tensor x = testing::ReadFloatFile(dir / "input.bin", {2, 3, 160, 224});
   int checked = 0;
   for (const auto& [name, m] : manifest.items()) {
     SCOPED_TRACE(name);
@@ -42,7 +34,7 @@ TEST(AugmentedInference, EqualsUltralyticsAugmentOnItsCheckpoints) {
     ASSERT_TRUE(im.ok()) << im.status().ToString();
     c10::NoGradGuard no_grad;
     const at::Tensor y = AugmentedForward(*im->model, x).pred;
-    const at::Tensor ref = ReadFloats(dir / (name + ".tta.bin"), m["shape"].get<std::vector<int64_t>>());
+    const at::Tensor ref = testing::ReadFloatFile(dir / (name + ".tta.bin"), m["shape"].get<std::vector<int64_t>>());
     // 160x224 keeps 700 anchors of the plain pass, 630 of the flipped 0.83 pass (padded to 160x192) and
     // 100 of the 0.67 pass (128x160): the shapes Ultralytics' concatenation has.
     ASSERT_EQ(y.sizes(), ref.sizes());

@@ -18,6 +18,9 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "tests/test_support.h"
 
 namespace yc::testing {
 
@@ -56,6 +59,16 @@ struct UltralyticsFixture {
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
   }
 };
+
+// A fixture's raw little-endian float32 file (a script's numpy .tofile()) as a tensor of `shape`; a size
+// that does not fit the shape is a test failure naming the file (the tensor is then left unfilled).
+inline at::Tensor ReadFloatFile(const std::filesystem::path& path, at::IntArrayRef shape) {
+  const std::string bytes = ReadFile(path);
+  at::Tensor t = at::empty(shape, at::kFloat);
+  EXPECT_EQ(bytes.size(), static_cast<size_t>(t.numel()) * 4) << path;
+  if (bytes.size() == static_cast<size_t>(t.numel()) * 4) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+  return t;
+}
 
 // The tensors of a fixture .bin file (ultralytics_models.py describes the layout), in file order.
 // Returns false with `error` set on a malformed file.

@@ -62,17 +62,9 @@ const Fixtures& GetFixtures() {
   const Fixtures& f = GetFixtures();                    \
   if (!f.skip.empty()) GTEST_SKIP() << f.skip << "; skipped"
 
-at::Tensor ReadFloats(const fs::path& path, at::IntArrayRef shape) {
-  const std::string bytes = testing::ReadFile(path);
-  at::Tensor t = at::empty(shape, at::kFloat);
-  EXPECT_EQ(bytes.size(), static_cast<size_t>(t.numel()) * 4) << path;
-  if (bytes.size() == static_cast<size_t>(t.numel()) * 4) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
-  return t;
-}
-
 TEST(UltralyticsImport, ForwardEqualsUltralytics) {
   YC_REQUIRE_FIXTURES(f);
-  at::Tensor x = ReadFloats(f.dir / "input.bin", {2, 3, 64, 96});
+  at::Tensor x = testing::ReadFloatFile(f.dir / "input.bin", {2, 3, 64, 96});
   int checked = 0;
   for (const auto& [name, m] : f.manifest.items()) {
     if (name.rfind("transfer", 0) == 0) continue;
@@ -101,7 +93,7 @@ TEST(UltralyticsImport, ForwardEqualsUltralytics) {
     c10::NoGradGuard no_grad;
     at::Tensor y = im->model->forward(x).pred;
     const auto shape = m["shape"].get<std::vector<int64_t>>();
-    at::Tensor ref = ReadFloats(f.dir / (name + ".out.bin"), shape);
+    at::Tensor ref = testing::ReadFloatFile(f.dir / (name + ".out.bin"), shape);
     ASSERT_EQ(y.sizes(), ref.sizes());
     // Relative to the magnitude (boxes are pixels, scores 0-1): within 1e-3.
     const double err = ((y - ref).abs() / ref.abs().clamp_min(1.0)).max().item<double>();
