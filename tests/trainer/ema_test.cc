@@ -50,6 +50,29 @@ TEST(ModelEMA, AveragesParametersAndBatchNormStats) {
   EXPECT_TRUE(at::allclose(ema_conv->conv->weight, before * d2 + model->conv->weight * (1 - d2), 1e-6, 1e-7));
 }
 
+// The captured step's update (graphed_step.h): the count in a device scalar, the decay computed there.
+// Replayed as a graph it is the same work as run here; it must give what the host-side update gives.
+TEST(ModelEMA, DeviceCountUpdateEqualsTheHostOne) {
+  at::manual_seed(0);
+  Conv model(3, 4, 3, 1);
+  ModelEMA host(*model, 0.9999, 2000.0, /*updates=*/1500);
+  ModelEMA device(*model, 0.9999, 2000.0, /*updates=*/1500);
+  EXPECT_FALSE(device.UpdateOnDevice(*model).ok());  // LoadDeviceCount() first
+  for (int k = 0; k < 3; ++k) {
+    {
+      c10::NoGradGuard no_grad;
+      model->conv->weight.add_(0.5);
+    }
+    ASSERT_TRUE(host.Update(*model).ok());
+    device.LoadDeviceCount();
+    ASSERT_TRUE(device.UpdateOnDevice(*model).ok());
+    device.CountDeviceUpdate();
+  }
+  EXPECT_EQ(device.updates(), host.updates());
+  EXPECT_TRUE(at::allclose(device.as<ConvImpl>()->conv->weight, host.as<ConvImpl>()->conv->weight, 1e-6, 1e-6));
+  EXPECT_TRUE(at::allclose(device.as<ConvImpl>()->bn->running_var, host.as<ConvImpl>()->bn->running_var, 1e-6, 1e-6));
+}
+
 TEST(ModelEMA, RejectsADifferentModel) {
   Conv model(3, 4, 3, 1);
   ModelEMA ema(*model);

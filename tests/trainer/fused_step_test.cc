@@ -110,5 +110,42 @@ TEST(FusedStep, SkipsOnFoundInfAndKeepsStepCounts) {
   for (auto& entry : opt->state()) EXPECT_EQ(static_cast<torch::optim::AdamWParamState&>(*entry.second).step(), 2);
 }
 
+// A captured step reads each group's lr from a device scalar (graphed_step.h): the same steps as with the
+// lr option, on every device the kernels run on.
+TEST(FusedStep, DeviceLearningRatesStepAsTheOptionDoes) {
+  auto probe = TinyNet();
+  if (!FusedStep::Supported(*BuildOptimizer(*probe, ResolveOptimizer("SGD", 0.01, 0.9, 0.1, 80, 0).value(), 0))) {
+    GTEST_SKIP() << "this LibTorch has no fused optimizer kernels (2.4+)";
+  }
+  for (const auto& device : Devices()) {
+    for (const char* name : {"SGD", "AdamW"}) {
+      SCOPED_TRACE(std::string(name) + " on " + device.str());
+      auto a_net = TinyNet();
+      auto b_net = TinyNet();
+      a_net->to(device);
+      b_net->to(device);
+      OptimizerSpec spec = ResolveOptimizer(name, 0.01, 0.9, 0.1, 80, 0).value();
+      auto a_opt = BuildOptimizer(*a_net, spec, 5e-2);
+      auto b_opt = BuildOptimizer(*b_net, spec, 5e-2);
+      FusedStep a(*a_opt);
+      FusedStep b(*b_opt);
+      std::vector<at::Tensor> lrs;
+      for (size_t g = 0; g < 3; ++g) lrs.push_back(at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(device)));
+      for (int k = 0; k < 4; ++k) {
+        for (size_t g = 0; g < 3; ++g) {
+          const double lr = 0.01 * (k + 1) + 0.001 * static_cast<double>(g);
+          SetLearningRate(*a_opt, g, lr);
+          lrs[g].fill_(lr);
+        }
+        SetGrads(*a_net, k, device);
+        SetGrads(*b_net, k, device);
+        a.Step(at::Tensor());
+        b.Step(at::Tensor(), &lrs);
+      }
+      ExpectSameParameters(*a_net, *b_net, 1e-6);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace yc::trainer

@@ -4,10 +4,12 @@
 #include <cmath>
 
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 #include <torch/optim/sgd.h>
 
 #include "trainer/loss/assigner.h"
 #include "trainer/loss/box_buckets.h"
+#include "trainer/loss/pair_metrics.h"
 #include "trainer/model/box_ops.h"
 #include "trainer/model/detection_model.h"
 
@@ -78,6 +80,49 @@ struct TinyGrid {
   }
   int64_t Index(float x, float y) const { return static_cast<int64_t>((y - 4) / 8) * 4 + static_cast<int64_t>((x - 4) / 8); }
 };
+
+// The fused pair metrics (pair_metrics.h) against their definitions written out here: Ultralytics' in-box
+// test (least distance to an edge > eps) and box_ops.h's BboxIoU. On the CPU the interpreter runs the same
+// ops: equal to the bit. On CUDA the fuser compiles the function after its first call, so the third call
+// runs the fused kernel: equal within float rounding (its atan and pow are CUDA's, not ATen's).
+TEST(PairMetrics, EqualTheInBoxTestAndBboxIoU) {
+  std::vector<at::Device> devices{at::kCPU};
+  if (torch::cuda::is_available()) devices.emplace_back(at::kCUDA, 0);
+  at::manual_seed(11);
+  const int64_t bs = 2, nmax = 5, na = 300;
+  auto xy = at::rand({bs, nmax, 2}) * 200;
+  auto gt = at::cat({xy, xy + at::rand({bs, nmax, 2}) * 150 + 1}, -1);
+  gt[1][4].zero_();  // a padded row
+  auto pxy = at::rand({bs, na, 2}) * 300;
+  auto pd = at::cat({pxy, pxy + at::rand({bs, na, 2}) * 100}, -1);
+  auto anchors = at::rand({na, 2}) * 320;
+  auto valid = gt.sum(-1, true).gt(0);
+  auto scores = at::rand({bs, nmax, na});
+  const double eps = 1e-9;
+  auto ax = anchors.select(1, 0).view({1, 1, na}), ay = anchors.select(1, 1).view({1, 1, na});
+  auto edge = at::minimum(at::minimum(ax - gt.select(-1, 0).unsqueeze(-1), ay - gt.select(-1, 1).unsqueeze(-1)),
+                          at::minimum(gt.select(-1, 2).unsqueeze(-1) - ax, gt.select(-1, 3).unsqueeze(-1) - ay));
+  auto mask = edge.gt(eps).logical_and(valid);
+  auto ciou = BboxIoU(gt.unsqueeze(2), pd.unsqueeze(1), IoUKind::kCIoU).clamp_min(0);
+  auto overlaps = at::where(mask, ciou, at::zeros({}));
+  auto align = at::where(mask, scores, at::zeros({})).pow(0.5) * overlaps.pow(6.0);
+  ASSERT_GT(mask.sum().item<int64_t>(), 20);  // enough pairs inside boxes to compare
+  for (const auto& device : devices) {
+    SCOPED_TRACE(device.str());
+    for (int call = 0; call < 3; ++call) {
+      PairMetrics m = ComputePairMetrics(gt.to(device), pd.to(device), anchors.to(device), valid.to(device),
+                                         scores.to(device), 0.5, 6.0, eps);
+      EXPECT_TRUE(at::equal(m.mask.cpu(), mask));
+      if (device.is_cpu()) {
+        EXPECT_TRUE(at::equal(m.overlaps, overlaps));
+        EXPECT_TRUE(at::equal(m.align_metric, align));
+      } else {
+        EXPECT_TRUE(at::allclose(m.overlaps.cpu(), overlaps, 1e-5, 1e-6));
+        EXPECT_TRUE(at::allclose(m.align_metric.cpu(), align, 1e-4, 1e-7));
+      }
+    }
+  }
+}
 
 TEST(Assigner, PicksTopkAnchorsInsideTheBox) {
   TinyGrid g;
@@ -189,8 +234,10 @@ TEST(Loss, ClassTermWithoutBoxesIsSummedBce) {
   EXPECT_NEAR(out->items[1].item<double>(), 0.5 * softplus, 1e-5);
 }
 
-TEST(BoxBuckets, PowersOfTwoFromOne) {
-  const std::vector<std::pair<int64_t, int64_t>> cases{{0, 1}, {1, 1}, {2, 2}, {3, 4}, {4, 4}, {5, 8}, {17, 32}, {300, 512}};
+TEST(BoxBuckets, PowersOfTwoAndOneAndAHalfTimesThem) {
+  const std::vector<std::pair<int64_t, int64_t>> cases{{0, 1},   {1, 1},   {2, 2},   {3, 3},    {4, 4},
+                                                       {5, 6},   {7, 8},   {9, 12},  {13, 16},  {17, 24},
+                                                       {25, 32}, {33, 48}, {64, 64}, {65, 96},  {300, 384}};
   for (const auto& [count, width] : cases) EXPECT_EQ(BoxCountBucket(count), width) << count;
 }
 

@@ -56,6 +56,7 @@ void Print(const CeilingArgs& a, const TrainOptions& o, int64_t nc, size_t label
                         {"nc", nc},
                         {"iterations", o.synthetic_iters},
                         {"fused_optimizer", r.fused_optimizer},
+                        {"cuda_graphs", r.cuda_graphs},
                         {"channels_last", o.channels_last},
                         {"label_tables", label_tables},
                         {"warmup_seconds", r.warmup_seconds},
@@ -68,7 +69,8 @@ void Print(const CeilingArgs& a, const TrainOptions& o, int64_t nc, size_t label
             << ", imgsz " << o.imgsz << ", nc " << nc << ", " << o.synthetic_iters << " iterations, "
             << (label_tables == 0 ? std::string("4 random boxes per image, ")
                                   : std::to_string(label_tables) + " real label tables, ")
-            << (r.fused_optimizer ? "fused" : "torch::optim") << " optimizer step; warm-up "
+            << (r.fused_optimizer ? "fused" : "torch::optim") << " optimizer step, "
+            << (r.cuda_graphs ? "CUDA graphs" : "eager") << "; warm-up "
             << F("%.1f", r.warmup_seconds) << " s)\n";
   if (r.profiled) PrintProfile(o, r);
 }

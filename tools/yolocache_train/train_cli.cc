@@ -104,6 +104,11 @@ void AddResourceOptions(CLI::App& app, TrainArgs& a) {
                         "CUDA: keep weights and inputs NCHW (default channels_last)");
   app.add_flag_callback("--no-fused-optimizer", [&o] { o.fused_optimizer = false; },
                         "Step with torch::optim's per-tensor loop instead of the fused multi-tensor kernels (LibTorch >= 2.4)");
+  app.add_option("--cuda-graphs", o.cuda_graphs,
+                 "CUDA: capture the train step as CUDA graphs and replay it: auto (where the run allows: the fused "
+                 "optimizer step, one process; after warm-up) | on (refuse a run that cannot) | off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   app.add_flag("--cudnn-benchmark", o.cudnn_benchmark,
                "CUDA: cuDNN autotuning (off by default, as in Ultralytics: it pauses to tune each new input shape)");
   app.add_flag("--sync-bn", o.sync_bn,

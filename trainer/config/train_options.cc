@@ -152,6 +152,7 @@ std::vector<Field> MakeFields() {
       Bool("channels_last", &TrainOptions::channels_last),
       Bool("fused_optimizer", &TrainOptions::fused_optimizer),
       Bool("cudnn_benchmark", &TrainOptions::cudnn_benchmark),
+      Str("cuda_graphs", &TrainOptions::cuda_graphs),
       Bool("sync_bn", &TrainOptions::sync_bn),
       Str("optimizer", &TrainOptions::optimizer),
       Num("lr0", &TrainOptions::lr0),
@@ -306,6 +307,9 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (!(o.ram_budget_gb >= 0) || !finite(o.ram_budget_gb)) return bad("--ram-budget must be >= 0");
   if (o.read_ahead_mb < 0) return bad("--read-ahead must be >= 0");
   if (!ParseWindowIo(o.window_io, 1).ok()) return bad("--window-io must be auto, direct or page-cache");
+  if (o.cuda_graphs != "auto" && o.cuda_graphs != "on" && o.cuda_graphs != "off") {
+    return bad("--cuda-graphs must be auto, on or off");
+  }
   if (Result<std::optional<OptimizerKind>> kind = ParseOptimizerName(o.optimizer); !kind.ok()) return kind.status();
   if (!(o.lr0 > 0) || !finite(o.lr0)) return bad("--lr0 must be > 0");
   if (!(o.lrf > 0) || !finite(o.lrf)) return bad("--lrf must be > 0");

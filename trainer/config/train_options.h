@@ -80,6 +80,9 @@ struct TrainOptions {
   // CUDA: cuDNN autotuning. Off as in Ultralytics (PyTorch's default): on an H200 it gained ~1% per step
   // for yolov8n and cost ~6 s of tuning per process plus a pause for each new validation shape.
   bool cudnn_benchmark = false;
+  // CUDA graphs of the train step (trainer/engine/graphed_step.h): auto | on | off. auto: on where the run
+  // allows it (CUDA, the fused optimizer step, one process); on: the same, refusing a run that cannot.
+  std::string cuda_graphs = "auto";
   bool sync_bn = false;          // data-parallel: BatchNorm and loss normaliser over the global batch
 
   // Optimisation (engine/trainer.py).

@@ -38,7 +38,8 @@ Status BuildProbeStack(const TrainOptions& o, int64_t nc, TrainingStack* stack) 
   stack->model = NewModel(model_name, nc, stack->target);
   stack->model->train();
   YC_RETURN_IF_ERROR(BuildStackOptimizer(stack, o, nc, /*iterations=*/100000));
-  return BuildStep(stack, o, nc);
+  YC_RETURN_IF_ERROR(BuildStep(stack, o, nc));
+  return EnableCudaGraphs(stack, o, /*distributed=*/false, nullptr);
 }
 
 // The label tables on the device, or fixed random ones (4 boxes per image) when there are none.
@@ -76,6 +77,7 @@ Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& o, in
     int64_t it = 0;
     SyntheticThroughput result;
     result.fused_optimizer = stack.fused != nullptr;
+    const GraphedStep* graphs = stack.step->graphs();
     const auto t_warm = Clock::now();
     YC_RETURN_IF_ERROR(run(std::min(5, iterations), &it));  // CUDA set-up, allocator warm-up, autotuning if on
     SynchronizeDevice(device);
@@ -85,6 +87,7 @@ Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& o, in
     SynchronizeDevice(device);
     const double s = Seconds(t0);
     result.images_per_second = s > 0 ? static_cast<double>(o.batch) * iterations / s : 0.0;
+    result.cuda_graphs = graphs != nullptr && graphs->enabled() && graphs->replays() > 0;
     if (profile) {
       StepProfile parts(device);
       stack.step->set_profile(&parts);

@@ -27,6 +27,7 @@ struct SyntheticThroughput {
   double images_per_second = 0;
   double warmup_seconds = 0;     // the first few iterations: CUDA set-up, allocator growth, autotuning if on
   bool fused_optimizer = false;  // whether the fused optimizer step ran (fused_step.h)
+  bool cuda_graphs = false;      // whether the timed steps replayed CUDA graphs (graphed_step.h)
   // With `profile`: a second timed pass with the parts synchronised (step_profile.h), in ms per batch.
   bool profiled = false;
   std::array<double, kStepParts> part_ms{};

@@ -25,6 +25,15 @@ class ModelEMA {
   // up once per model object and reused; a model whose state names differ is an InvalidArgument.
   Status Update(const torch::nn::Module& model);
 
+  // The same update as work a CUDA graph records once and replays (trainer/engine/graphed_step.h): the
+  // update count lives in a device scalar, so each replay applies its own decay. Around each replay
+  // (and before the capture): LoadDeviceCount() copies the host count into that scalar; the recorded
+  // UpdateOnDevice() adds one there and computes d on the device (fp32: within 1e-7 of the host's
+  // double); CountDeviceUpdate() counts the replayed update on the host.
+  void LoadDeviceCount();
+  Status UpdateOnDevice(const torch::nn::Module& model);
+  void CountDeviceUpdate() { ++updates_; }
+
   static double DecayAt(int64_t updates, double decay, double tau);
   double CurrentDecay() const { return DecayAt(updates_, decay_, tau_); }
   int64_t updates() const { return updates_; }
@@ -43,6 +52,9 @@ class ModelEMA {
   std::vector<at::Tensor> dst_;
   std::vector<at::Tensor> src_;
   const torch::nn::Module* src_owner_ = nullptr;
+  at::Tensor device_updates_;  // UpdateOnDevice's count (float32 scalar on the EMA's device)
+
+  Status BindSource(const torch::nn::Module& model);
 };
 
 }  // namespace yc::trainer

@@ -112,9 +112,12 @@ at::Tensor& FusedStep::DeviceStep(const at::Tensor& param, int64_t host_step) {
   return it->second;
 }
 
-void FusedStep::Step(const at::Tensor& found_inf) {
+void FusedStep::Step(const at::Tensor& found_inf, const std::vector<at::Tensor>* group_lrs) {
   c10::NoGradGuard no_grad;
+  size_t group_index = 0;
   for (auto& group : optimizer_.param_groups()) {
+    const at::Tensor* lr = group_lrs != nullptr ? &(*group_lrs)[group_index] : nullptr;
+    ++group_index;
     params_.clear();
     grads_.clear();
     first_.clear();
@@ -139,8 +142,13 @@ void FusedStep::Step(const at::Tensor& found_inf) {
     const std::optional<at::Tensor> inf = Optional(found_inf);
     if (kind_ == Kind::kSGD) {
       const auto& o = static_cast<const optim::SGDOptions&>(group.options());
-      at::_fused_sgd_(params_, grads_, first_, o.weight_decay(), o.momentum(), o.lr(), o.dampening(), o.nesterov(),
-                      /*maximize=*/false, /*is_first_step=*/false, /*grad_scale=*/std::nullopt, inf);
+      if (lr != nullptr) {
+        at::_fused_sgd_(params_, grads_, first_, o.weight_decay(), o.momentum(), *lr, o.dampening(), o.nesterov(),
+                        /*maximize=*/false, /*is_first_step=*/false, /*grad_scale=*/std::nullopt, inf);
+      } else {
+        at::_fused_sgd_(params_, grads_, first_, o.weight_decay(), o.momentum(), o.lr(), o.dampening(), o.nesterov(),
+                        /*maximize=*/false, /*is_first_step=*/false, /*grad_scale=*/std::nullopt, inf);
+      }
       continue;
     }
     // Adam's bias correction counts taken steps: count this one, and take it back where it was skipped.
@@ -150,19 +158,24 @@ void FusedStep::Step(const at::Tensor& found_inf) {
       at::_foreach_sub_(step_list_, found_inf_list_);
     }
     const std::vector<at::Tensor> no_max;  // amsgrad off: the kernel reads no max_exp_avg_sqs
+    // The same call with the lr as a double or as a device tensor (the kernels' two overloads).
+    auto adam = [&](auto fused, const auto& o) {
+      if (lr != nullptr) {
+        fused(params_, grads_, first_, second_, no_max, step_list_, *lr, std::get<0>(o.betas()), std::get<1>(o.betas()),
+              o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/std::nullopt, inf);
+      } else {
+        fused(params_, grads_, first_, second_, no_max, step_list_, o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()),
+              o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/std::nullopt, inf);
+      }
+    };
     if (kind_ == Kind::kAdamW) {
-      const auto& o = static_cast<const optim::AdamWOptions&>(group.options());
-      at::_fused_adamw_(params_, grads_, first_, second_, no_max, step_list_, o.lr(), std::get<0>(o.betas()),
-                        std::get<1>(o.betas()), o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false,
-                        /*grad_scale=*/std::nullopt, inf);
+      adam([](auto&&... a) { at::_fused_adamw_(a...); }, static_cast<const optim::AdamWOptions&>(group.options()));
     } else {
-      const auto& o = static_cast<const optim::AdamOptions&>(group.options());
-      at::_fused_adam_(params_, grads_, first_, second_, no_max, step_list_, o.lr(), std::get<0>(o.betas()),
-                       std::get<1>(o.betas()), o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false,
-                       /*grad_scale=*/std::nullopt, inf);
+      adam([](auto&&... a) { at::_fused_adam_(a...); }, static_cast<const optim::AdamOptions&>(group.options()));
     }
 #else
     (void)found_inf;
+    (void)lr;
     TORCH_CHECK(false, "FusedStep: fused optimizer kernels need LibTorch 2.4 or later");
 #endif
   }

@@ -29,8 +29,10 @@ class FusedStep {
 
   // One step with each group's current options (lr, betas, momentum, weight decay). `found_inf`: a
   // 1-element float tensor on the parameters' device, non-zero = skip this step (undefined: always step).
-  // Parameters without a gradient are left alone, as torch::optim does.
-  void Step(const at::Tensor& found_inf);
+  // Parameters without a gradient are left alone, as torch::optim does. `group_lrs` (null: each group's
+  // lr option) holds one float32 scalar per group on the parameters' device, read by the kernels there:
+  // a captured step (graphed_step.h) replays with the learning rate written into them in place.
+  void Step(const at::Tensor& found_inf, const std::vector<at::Tensor>* group_lrs = nullptr);
 
   // Copies the device step counts into the optimizer's state (before saving the optimizer).
   void SyncState();

@@ -389,6 +389,9 @@ Status TrainRun::BuildTraining() {
     Say("--sync-bn: one process, nothing to synchronise");
   }
   if (stack_.fused) Say("optimizer step: fused multi-tensor kernels, inf/nan steps skipped on the device");
+  YC_RETURN_IF_ERROR(EnableCudaGraphs(&stack_, o_, Distributed(), [this](const std::string& line) {
+    if (IsMain()) Say(line);
+  }));
   stopper_ = std::make_unique<EarlyStopping>(o_.patience, state_.best_fitness, state_.best_epoch);
   return Status::OK();
 }

@@ -64,6 +64,15 @@ TrainStep::TrainStep(DetectionModel& model, torch::optim::Optimizer& optimizer, 
 Result<at::Tensor> TrainStep::ForwardBackward(const at::Tensor& images, const at::Tensor& labels,
                                               int64_t max_boxes, bool step_now) {
   if (reducer_ != nullptr) reducer_->set_require_sync(step_now);
+  if (Graphed()) {
+    YC_ASSIGN_OR_RETURN(at::Tensor items, graphs_->ForwardBackward(images, labels, max_boxes));
+    if (items.defined()) return items;
+  }
+  return RunForwardBackward(images, labels, max_boxes, at::Tensor());
+}
+
+Result<at::Tensor> TrainStep::RunForwardBackward(const at::Tensor& images, const at::Tensor& labels,
+                                                 int64_t max_boxes, const at::Tensor& targets) {
   DetectOutput out;
   StartPart();
   {
@@ -72,7 +81,8 @@ Result<at::Tensor> TrainStep::ForwardBackward(const at::Tensor& images, const at
   }
   StopPart(StepPart::kForward);
   StartPart();
-  YC_ASSIGN_OR_RETURN(LossOutput loss, loss_(out.feats, labels, max_boxes));
+  YC_ASSIGN_OR_RETURN(LossOutput loss,
+                      targets.defined() ? loss_.FromTargets(out.feats, targets) : loss_(out.feats, labels, max_boxes));
   StopPart(StepPart::kLoss);
   // Ultralytics multiplies the loss by world_size under DDP: the reducer averages like DDP, so the result
   // is the gradient of the summed global-batch loss.
@@ -85,6 +95,16 @@ Result<at::Tensor> TrainStep::ForwardBackward(const at::Tensor& images, const at
 }
 
 Status TrainStep::OptimizerStep() {
+  if (Graphed()) {
+    YC_ASSIGN_OR_RETURN(bool replayed, graphs_->OptimizerStep());
+    if (replayed) return Status::OK();
+  }
+  YC_RETURN_IF_ERROR(RunOptimizerStep(nullptr, /*device_ema=*/false));
+  if (graphs_ != nullptr) graphs_->NoteEagerStep();
+  return Status::OK();
+}
+
+Status TrainStep::RunOptimizerStep(const std::vector<at::Tensor>* group_lrs, bool device_ema) {
   StartPart();
   // First: after Finish() every rank holds the same gradients, so found_inf, the clip norm and the
   // step agree without further collectives.
@@ -93,15 +113,41 @@ Status TrainStep::OptimizerStep() {
   ClipGradNorm(optimizer_, clip_, &grads_);
   if (fused_ != nullptr) {
     // Skips an overflowed step on the device: no host read of found_inf, no pipeline drain.
-    fused_->Step(scaler_.found_inf());
+    fused_->Step(scaler_.found_inf(), group_lrs);
   } else {
     YC_RETURN_IF_ERROR(scaler_.Step(optimizer_).status());
   }
   scaler_.Update();
-  optimizer_.zero_grad();
-  Status ema = ema_.Update(*model_);
+  ZeroGrads();
+  Status ema = device_ema ? ema_.UpdateOnDevice(*model_) : ema_.Update(*model_);
   StopPart(StepPart::kOptimizer);
   return ema;
+}
+
+// With graphs the gradients keep their tensors (zeroed in place: the graphs recorded their addresses);
+// without, they are released as PyTorch's zero_grad() does since 2.0.
+void TrainStep::ZeroGrads() {
+  if (graphs_ == nullptr) {
+    optimizer_.zero_grad();
+    return;
+  }
+  grads_.clear();
+  for (auto& group : optimizer_.param_groups()) {
+    for (auto& p : group.params()) {
+      if (p.grad().defined()) grads_.push_back(p.grad());
+    }
+  }
+  if (!grads_.empty()) at::_foreach_zero_(grads_);
+}
+
+void TrainStep::UseCudaGraphs(const at::Device& device, GraphedStep::Notify notify) {
+  graphs_ = std::make_unique<GraphedStep>(
+      optimizer_, ema_, device,
+      [this](const at::Tensor& images, const at::Tensor& targets) {
+        return RunForwardBackward(images, at::Tensor(), 0, targets);
+      },
+      [this](const std::vector<at::Tensor>& group_lrs) { return RunOptimizerStep(&group_lrs, /*device_ema=*/true); },
+      std::move(notify));
 }
 
 void TrainStep::StartPart() {

@@ -4,6 +4,7 @@
 // grads, EMA update).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "trainer/engine/ema.h"
 #include "trainer/engine/fused_step.h"
 #include "trainer/engine/grad_scaler.h"
+#include "trainer/engine/graphed_step.h"
 #include "trainer/engine/step_profile.h"
 #include "trainer/loss/loss.h"
 #include "trainer/model/detection_model.h"
@@ -54,7 +56,15 @@ class TrainStep {
   Status OptimizerStep();
 
   // Times the step's parts into `profile` (null: off, the default; the training loop never sets it).
+  // A profiled step runs eagerly (a graph has no parts to time).
   void set_profile(StepProfile* profile) { profile_ = profile; }
+
+  // Captures and replays the step as CUDA graphs from here on (graphed_step.h); `notify` receives its
+  // one-time messages. Needs the fused optimizer step and one process (CudaGraphsBlocker).
+  void UseCudaGraphs(const at::Device& device, GraphedStep::Notify notify);
+  // Per batch: false runs it eagerly (warm-up, whose momentum changes every step).
+  void set_graphs_allowed(bool allowed) { graphs_allowed_ = allowed; }
+  const GraphedStep* graphs() const { return graphs_.get(); }
 
  private:
   DetectionModel& model_;
@@ -70,7 +80,17 @@ class TrainStep {
   int world_size_;
   std::vector<at::Tensor> grads_;  // ClipGradNorm's list, reused
   StepProfile* profile_ = nullptr;
+  std::unique_ptr<GraphedStep> graphs_;
+  bool graphs_allowed_ = true;
 
+  bool Graphed() const { return graphs_ != nullptr && graphs_allowed_ && profile_ == nullptr; }
+  // The step's two halves, run eagerly or recorded by a graph. `targets` (B, M, 5) padded, or undefined:
+  // the loss builds them from `labels`. `group_lrs` null: the optimizer's own lr; `device_ema`: the
+  // EMA's on-device update (a captured step).
+  Result<at::Tensor> RunForwardBackward(const at::Tensor& images, const at::Tensor& labels, int64_t max_boxes,
+                                        const at::Tensor& targets);
+  Status RunOptimizerStep(const std::vector<at::Tensor>* group_lrs, bool device_ema);
+  void ZeroGrads();
   void StartPart();
   void StopPart(StepPart part);
 };

@@ -62,6 +62,20 @@ Status BuildStep(TrainingStack* s, const TrainOptions& o, int64_t nc, const Stac
   return Status::OK();
 }
 
+Status EnableCudaGraphs(TrainingStack* s, const TrainOptions& o, bool distributed, const GraphedStep::Notify& say) {
+  YC_ASSIGN_OR_RETURN(const CudaGraphsMode mode, ParseCudaGraphsMode(o.cuda_graphs));
+  if (mode == CudaGraphsMode::kOff) return Status::OK();
+  const std::string blocker = CudaGraphsBlocker(s->target.device, s->fused != nullptr, distributed, o.multi_scale);
+  if (!blocker.empty()) {
+    if (mode == CudaGraphsMode::kOn) return Status::InvalidArgument("--cuda-graphs on: " + blocker);
+    if (s->target.device.is_cuda() && say) say("cuda graphs: off (" + blocker + ")");
+    return Status::OK();
+  }
+  s->step->UseCudaGraphs(s->target.device, say);
+  if (say) say("cuda graphs: the train step is captured per batch shape and box-count bucket after warm-up, then replayed");
+  return Status::OK();
+}
+
 std::string DescribeOptimizer(const TrainingStack& s) {
   const ParamGroups g = SplitParameters(*s.model);
   return std::string("optimizer: ") + OptimizerName(s.spec.kind) + "(lr=" + Fmt("%g", s.spec.lr) +

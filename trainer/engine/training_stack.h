@@ -79,6 +79,11 @@ Status BuildStep(TrainingStack* stack, const TrainOptions& options, int64_t nc, 
                  const StepSync& sync = {});
 
 // "optimizer: SGD(lr=0.01, momentum=0.9) with parameter groups ..." as Ultralytics logs it.
+// --cuda-graphs on the built step (graphed_step.h): off, on where nothing blocks it (`say` gets the
+// reason where something does, on CUDA), or an InvalidArgument for "on" when something does.
+Status EnableCudaGraphs(TrainingStack* stack, const TrainOptions& options, bool distributed,
+                        const GraphedStep::Notify& say);
+
 std::string DescribeOptimizer(const TrainingStack& stack);
 
 }  // namespace yc::trainer

@@ -2,17 +2,9 @@
 
 #include <c10/core/GradMode.h>
 
-#include "trainer/model/box_ops.h"
+#include "trainer/loss/pair_metrics.h"
 
 namespace yc::trainer {
-
-at::Tensor SelectCandidatesInGts(const at::Tensor& anc_points, const at::Tensor& gt_bboxes, double eps) {
-  auto lt = gt_bboxes.narrow(-1, 0, 2).unsqueeze(2);  // (B, M, 1, 2)
-  auto rb = gt_bboxes.narrow(-1, 2, 2).unsqueeze(2);
-  auto xy = anc_points.view({1, 1, -1, 2});           // (1, 1, A, 2)
-  auto deltas = at::cat({xy - lt, rb - xy}, -1);      // (B, M, A, 4)
-  return std::get<0>(deltas.min(-1)).gt(eps);
-}
 
 Assignment TaskAlignedAssigner::operator()(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes,
                                            const at::Tensor& anc_points, const at::Tensor& gt_labels,
@@ -33,16 +25,14 @@ Assignment TaskAlignedAssigner::operator()(const at::Tensor& pd_scores, const at
   auto labels = gt_labels.to(at::kLong).squeeze(-1).clamp(0, nc - 1);  // (B, M); pads are class 0, masked below
   auto valid_gt = mask_gt.to(at::kBool);                                // (B, M, 1)
 
-  // get_pos_mask
-  auto mask_in_gts = SelectCandidatesInGts(anc_points, gt_bboxes, options_.eps);  // (B, M, A) bool
-  auto mask_pair = mask_in_gts.logical_and(valid_gt);                             // (B, M, A)
-  // Score of each box's own class at every anchor.
+  // get_pos_mask and get_box_metrics, fused on CUDA (pair_metrics.h): the score of each box's own class at
+  // every anchor, then the in-box mask, CIoU and alignment of every (box, anchor) pair.
   auto bbox_scores = pd_scores.transpose(1, 2).gather(1, labels.unsqueeze(-1).expand({bs, nmax, na}));
-  auto ciou = BboxIoU(gt_bboxes.unsqueeze(2), pd_bboxes.unsqueeze(1), IoUKind::kCIoU).clamp_min(0);
-  auto zero = at::zeros({}, fopt);
-  auto overlaps = at::where(mask_pair, ciou.to(fopt.dtype()), zero);      // (B, M, A)
-  bbox_scores = at::where(mask_pair, bbox_scores, zero);
-  auto align_metric = bbox_scores.pow(options_.alpha) * overlaps.pow(options_.beta);
+  PairMetrics pairs = ComputePairMetrics(gt_bboxes, pd_bboxes, anc_points, valid_gt, bbox_scores,
+                                         options_.alpha, options_.beta, options_.eps);
+  const at::Tensor& mask_pair = pairs.mask;        // (B, M, A)
+  const at::Tensor& overlaps = pairs.overlaps;     // (B, M, A)
+  at::Tensor align_metric = pairs.align_metric;    // (B, M, A)
 
   // select_topk_candidates: top-k anchors per box; pad rows point all k picks at anchor 0, whose count
   // then exceeds 1 and is dropped.

@@ -46,7 +46,4 @@ class TaskAlignedAssigner {
   AssignerOptions options_;
 };
 
-// (B, M, A) mask of anchor centres strictly inside each box (min distance to an edge > eps).
-at::Tensor SelectCandidatesInGts(const at::Tensor& anc_points, const at::Tensor& gt_bboxes, double eps = 1e-9);
-
 }  // namespace yc::trainer
