@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "trainer/loss/box_buckets.h"
 #include "trainer/runtime/autocast.h"
 #include "trainer/model/box_ops.h"
 #include "trainer/model/sync_batch_norm.h"
@@ -110,7 +111,9 @@ Result<LossOutput> DetectionLoss::operator()(const std::vector<at::Tensor>& feat
   const double img_h = static_cast<double>(f0.size(2)) * strides_.front();
   const double img_w = static_cast<double>(f0.size(3)) * strides_.front();
   auto table = labels.defined() ? labels.to(f0.device()) : at::zeros({0, 6}, f0.options().dtype(at::kFloat));
-  return Compute(feats, PreprocessTargets(table, f0.size(0), max_boxes, img_h, img_w));
+  // Padded to its box-count bucket (box_buckets.h; the loss is the same): the assigner's fused pair
+  // metrics are compiled per shape (pair_metrics.h), and a handful of widths keeps those compiles few.
+  return Compute(feats, PreprocessTargets(table, f0.size(0), BoxCountBucket(max_boxes), img_h, img_w));
 }
 
 Result<LossOutput> DetectionLoss::FromTargets(const std::vector<at::Tensor>& feats, const at::Tensor& targets) const {
