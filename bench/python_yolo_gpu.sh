@@ -30,9 +30,8 @@ PYTHONPATH="$build/python" python3 "$repo/bench/python_yolo_gpu.py" train yoloca
 fi
 if [[ " $runs " == *" ultralytics "* ]]; then
 echo "== Ultralytics YOLO"
-# synth's data.yaml says `path: .`, which Ultralytics resolves against the working directory.
-(cd "$work/synth" && PYTHONPATH="$ultra" python3 "$repo/bench/python_yolo_gpu.py" train ultralytics --data "$data" \
-    --epochs "$epochs" --project "$work/runs" --name ultralytics 2>&1 | tail -3)
+PYTHONPATH="$ultra" python3 "$repo/bench/python_yolo_gpu.py" train ultralytics --data "$data" --epochs "$epochs" \
+    --project "$work/runs" --name ultralytics 2>&1 | tail -3
 fi
 for r in cli py ultralytics; do [ -f "$work/runs/$r/results.csv" ] || exit 0; done
 python3 "$repo/bench/python_yolo_gpu.py" summary "$work/runs/cli" "$work/runs/py" "$work/runs/ultralytics" --images 5120

@@ -241,8 +241,11 @@ Status WriteSynthDataset(const fs::path& out, const SynthOptions& o, SynthReport
                                    (kind == "label-orphan" ? "labels/train/" + stem + ".txt" : "images/train/" + stem + ".jpg"));
   }
   std::ostringstream yaml;
+  // No `path:`: Ultralytics and yolocache then both take the YAML's folder as the root, from any working
+  // directory (Ultralytics resolves a relative `path: .` against the working directory).
   yaml << "# Synthetic YOLO dataset written by `yolocache synth` (seed " << o.seed << ").\n"
-       << "path: .\ntrain: images/train\nval: images/val\nnc: " << o.classes << "\nnames:\n";
+       << "# The splits are relative to this file's folder (no `path:` key).\n"
+       << "train: images/train\nval: images/val\nnc: " << o.classes << "\nnames:\n";
   for (int c = 0; c < o.classes; ++c) yaml << "  " << c << ": " << all_names[c] << "\n";
   report.yaml = out / "data.yaml";
   return WriteText(report.yaml, yaml.str());

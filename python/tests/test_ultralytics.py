@@ -26,9 +26,8 @@ def ultralytics(tmp_path_factory):
 def test_trainer_trains_one_epoch_through_our_loader(ultralytics, dataset, tmp_path):
     import yolocache.ultralytics as yu
 
-    # Ultralytics resolves a relative `path:` against the working directory: give it the absolute one.
-    data = tmp_path / "data.yaml"
-    data.write_text(dataset.read_text().replace("path: .", f"path: {dataset.parent}"))
+    # synth's YAML has no `path:`, so Ultralytics takes its folder as the root from any working directory.
+    data = dataset
     seen = {"train": 0, "shapes": set()}
 
     def count(trainer):
