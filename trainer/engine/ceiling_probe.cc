@@ -10,6 +10,7 @@
 #include "loader/loader.h"
 #include "trainer/engine/training_stack.h"
 #include "trainer/runtime/device_feed.h"
+#include "trainer/runtime/exception_text.h"
 
 namespace yc::trainer {
 
@@ -101,7 +102,7 @@ Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& o, in
     }
     return result;
   } catch (const std::exception& e) {
-    return Status::IOError(std::string("synthetic-input probe failed: ") + e.what());
+    return ExceptionStatus(e, "synthetic-input probe failed");
   }
 }
 

@@ -9,6 +9,7 @@
 #include "trainer/config/args_yaml.h"
 #include "trainer/engine/train_run.h"
 #include "trainer/eval/val_plots.h"
+#include "trainer/runtime/exception_text.h"
 
 namespace yc::trainer {
 
@@ -141,7 +142,7 @@ Status TrainRun::SaveRankWeights() {
   try {
     torch::save(params, path.string());
   } catch (const std::exception& e) {
-    return Status::IOError(Status::At(path.string(), e.what()));
+    return ExceptionStatus(e, path.string());
   }
   return Status::OK();
 }
@@ -168,7 +169,7 @@ Result<TrainSummary> Train(const TrainOptions& options, const TrainHooks& hooks)
     TrainRun run(options, hooks);
     return run.Execute();
   } catch (const std::exception& e) {
-    return Status::IOError(std::string("training failed: ") + e.what());
+    return ExceptionStatus(e, "training failed");
   }
 }
 

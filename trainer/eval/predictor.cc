@@ -29,6 +29,7 @@
 #include "trainer/io/pretrained.h"
 #include "trainer/model/augmented_inference.h"
 #include "trainer/plots/image_file.h"
+#include "trainer/runtime/exception_text.h"
 
 namespace yc::trainer {
 
@@ -91,7 +92,7 @@ Result<std::unique_ptr<Predictor>> Predictor::Load(const fs::path& checkpoint, c
         loaded.model->to(at::kHalf);
       }
     } catch (const std::exception& e) {
-      return Status::IOError(Status::At(checkpoint.string(), std::string("cannot convert the model to fp16: ") + e.what()));
+      return Status::IOError(Status::At(checkpoint.string(), std::string("cannot convert the model to fp16: ") + ExceptionLine(e)));
     }
   }
   std::unique_ptr<Predictor> p(new Predictor());
@@ -154,7 +155,7 @@ Result<std::vector<Detection>> Predictor::Predict(const cv::Mat& rgb, const Laye
       out.push_back(det);
     }
   } catch (const std::exception& e) {
-    return Status::IOError(std::string("predict: inference failed: ") + e.what());
+    return Status::IOError(std::string("predict: inference failed: ") + ExceptionLine(e));
   }
   return out;
 }

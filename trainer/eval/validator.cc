@@ -25,6 +25,7 @@
 #include "trainer/plots/image_file.h"
 #include "trainer/runtime/autocast.h"
 #include "trainer/runtime/device_feed.h"
+#include "trainer/runtime/exception_text.h"
 
 namespace yc::trainer {
 
@@ -228,7 +229,7 @@ Result<ValResult> Validator::RunForward(const std::function<DetectOutput(const a
       if (progress) progress(done, total);
     }
   } catch (const std::exception& e) {
-    return Status::IOError(std::string("validation failed: ") + e.what());
+    return Status::IOError(std::string("validation failed: ") + ExceptionLine(e));
   }
   result.metrics = metrics.Compute();
   result.confusion = confusion.counts();
@@ -272,7 +273,7 @@ Status ModelToHalf(const std::string& weights, InferenceModel* loaded, TorchScri
       loaded->model->to(at::kHalf);
     }
   } catch (const std::exception& e) {
-    return Status::IOError(Status::At(weights, std::string("cannot convert the model to fp16: ") + e.what()));
+    return Status::IOError(Status::At(weights, std::string("cannot convert the model to fp16: ") + ExceptionLine(e)));
   }
   return Status::OK();
 }

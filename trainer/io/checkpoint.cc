@@ -27,6 +27,7 @@
 #include "trainer/io/torch_save_writer.h"
 #include "trainer/io/ultralytics_checkpoint_writer.h"
 #include "trainer/io/ultralytics_module_writer.h"
+#include "trainer/runtime/exception_text.h"
 
 namespace yc::trainer {
 
@@ -408,7 +409,7 @@ Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const Check
     p.SetItems();  // the checkpoint dict
     w.EndSharing();  // the snapshot keeps host copies only, no live or temporary tensors
   } catch (const std::exception& e) {
-    return Status::IOError(std::string("cannot snapshot checkpoint: ") + e.what());
+    return Status::IOError(std::string("cannot snapshot checkpoint: ") + ExceptionLine(e));
   }
   return snap;
 }

@@ -19,6 +19,7 @@
 #include "trainer/io/optimizer_state.h"
 #include "trainer/io/torch_archive.h"
 #include "trainer/io/ultralytics_checkpoint.h"
+#include "trainer/runtime/exception_text.h"
 
 namespace yc::trainer {
 
@@ -455,7 +456,7 @@ Status CheckpointReader::LoadModule(const std::string& wanted, torch::nn::Module
       dst.copy_(it->second);
     }
   } catch (const std::exception& e) {
-    return Status::Corruption(Status::At(path_.string(), "loading '" + section + "': " + e.what()));
+    return Status::Corruption(Status::At(path_.string(), "loading '" + section + "': " + ExceptionLine(e)));
   }
   return Status::OK();
 }
@@ -466,7 +467,7 @@ Status CheckpointReader::LoadOptimizer(torch::optim::Optimizer& optimizer) const
     Status st = RestoreOptimizer(*impl_->optimizer, optimizer);
     if (!st.ok()) return Status::Corruption(Status::At(path_.string(), "optimizer state does not fit: " + st.message()));
   } catch (const std::exception& e) {
-    return Status::Corruption(Status::At(path_.string(), std::string("optimizer state does not fit: ") + e.what()));
+    return Status::Corruption(Status::At(path_.string(), std::string("optimizer state does not fit: ") + ExceptionLine(e)));
   }
   return Status::OK();
 }
@@ -492,7 +493,7 @@ Status CheckpointReader::LoadGrads(torch::nn::Module& module) const {
       return Status::Corruption(Status::At(path_.string(), "gradients saved for parameters the model does not have"));
     }
   } catch (const std::exception& e) {
-    return Status::Corruption(Status::At(path_.string(), std::string("loading gradients: ") + e.what()));
+    return Status::Corruption(Status::At(path_.string(), std::string("loading gradients: ") + ExceptionLine(e)));
   }
   return Status::OK();
 }
@@ -516,7 +517,7 @@ Result<DetectionModel> CheckpointReader::BuildInferenceModel(const at::Device& d
     for (auto& p : model->parameters(true)) p.set_requires_grad(false);
     return model;
   } catch (const std::exception& e) {
-    return Status::Corruption(Status::At(path_.string(), std::string("building the model: ") + e.what()));
+    return Status::Corruption(Status::At(path_.string(), std::string("building the model: ") + ExceptionLine(e)));
   }
 }
 

@@ -1,4 +1,5 @@
 #include "trainer/io/torch_save_writer.h"
+#include "trainer/runtime/exception_text.h"
 
 #include <caffe2/serialize/inline_container.h>
 #include <c10/util/Exception.h>
@@ -120,7 +121,7 @@ Result<std::string> TorchSaveWriter::Finish() {
     for (const auto& [key, t] : storages_) zip.writeRecord("data/" + key, t.data_ptr(), t.nbytes());
     zip.writeEndOfFile();
   } catch (const std::exception& e) {
-    return Status::IOError(std::string("cannot write the torch.save archive: ") + e.what());
+    return Status::IOError(std::string("cannot write the torch.save archive: ") + ExceptionLine(e));
   }
   storages_.clear();
   return out;

@@ -1,4 +1,5 @@
 #include "trainer/runtime/background_writer.h"
+#include "trainer/runtime/exception_text.h"
 
 #include <exception>
 #include <string>
@@ -45,7 +46,7 @@ void BackgroundWriter::Loop() {
     try {
       st = job();
     } catch (const std::exception& e) {
-      st = Status::IOError(std::string("background write failed: ") + e.what());
+      st = Status::IOError(std::string("background write failed: ") + ExceptionLine(e));
     }
     lock.lock();
     running_ = false;

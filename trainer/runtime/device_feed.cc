@@ -1,4 +1,5 @@
 #include "trainer/runtime/device_feed.h"
+#include "trainer/runtime/exception_text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -314,7 +315,7 @@ Status DeviceFeed::Stage(std::shared_ptr<Batch> batch) {
     out.host = std::move(batch);
     impl_->ready.push_back(std::move(out));
   } catch (const std::exception& e) {
-    return Status::IOError(std::string("device feed: copying a batch to ") + impl_->device.str() + " failed: " + e.what());
+    return Status::IOError(std::string("device feed: copying a batch to ") + impl_->device.str() + " failed: " + ExceptionLine(e));
   }
   return Status::OK();
 }
@@ -338,7 +339,7 @@ Result<DeviceBatch> DeviceFeed::Take() {
       impl_->Retire();
       return std::move(p.out);
     } catch (const std::exception& e) {
-      return Status::IOError(std::string("device feed: preparing a batch on ") + impl_->device.str() + " failed: " + e.what());
+      return Status::IOError(std::string("device feed: preparing a batch on ") + impl_->device.str() + " failed: " + ExceptionLine(e));
     }
   }
 #endif
