@@ -1,7 +1,9 @@
 // `yolocache bench CACHE`: loader throughput on a built cache (img/s, per thread, per-stage times, a
 // checksum over every produced batch for determinism checks); `--compare` also runs, in the same
 // process on the same records, the naive loader — decode the source JPEG every time + canvas mosaic —
-// and prints the speed ratio; `--scaling 1,16` compares thread counts side by side in rounds.
+// and prints the speed ratio; `--scaling 1,16` compares thread counts side by side in rounds. A cache
+// in object storage (s3://, http(s)://) is benched from its local copy, fetched first or reused as
+// `yolocache-train train --data URL` does (tools/common/data_arg.h, docs/REMOTE.md).
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -12,6 +14,7 @@
 #include <tbb/info.h>
 
 #include "libcache/cache.h"
+#include "libcache/remote/object_location.h"
 #include "libcache/source/decode.h"
 #include "loader/base/core_clock.h"
 #include "loader/base/simd.h"
@@ -22,6 +25,7 @@
 #include "loader/option_table.h"
 #include "tools/common/cli_validators.h"
 #include "tools/common/command.h"
+#include "tools/common/data_arg.h"
 #include "tools/common/loader_flags.h"
 #include "tools/yolocache/cli_util.h"
 #include "tools/yolocache/order_stats_report.h"
@@ -31,6 +35,7 @@ namespace {
 
 struct BenchArgs {
   std::string cache, mode = "train", split, layout = "nchw", record_check = "first";
+  std::string cache_dir;  // --cache-dir: where the local copy of a cache given as a URL goes
   int batch = 64, imgsz = 0, threads = 0, batches = 50, warmup = -1, profile_samples = 32, prefetch = 4;
   std::vector<int> scaling;  // thread counts measured side by side, in rounds
   int rounds = 5;
@@ -298,7 +303,13 @@ void PrintText(const BenchArgs& a, const LoaderOptions& o, const std::string& sp
   if (!a.no_checksum) std::printf("checksum %s\n", ChecksumHex(c.checksum).c_str());
 }
 
-int RunBench(const BenchArgs& a) {
+int RunBench(BenchArgs a) {
+  if (IsObjectUrl(a.cache)) {  // its local copy: fetched, or reused when the store's manifest is unchanged
+    DataArgs data;
+    data.program = "yolocache";
+    data.cache_dir = a.cache_dir;
+    if (int rc = PrepareDataArg("bench", data, &a.cache, a.imgsz, a.json ? std::cerr : std::cout); rc >= 0) return rc;
+  }
   OpenOptions open;  // --record-check: what training does (first), or hashing on every read / never
   open.verify_checksums = a.record_check == "every";
   open.verify_first_read = a.record_check == "first";
@@ -331,7 +342,13 @@ int RunBench(const BenchArgs& a) {
 Registration reg("bench", "Measure loader throughput on a cache (img/s, per thread, per stage); --compare against a naive loader",
                  [](CLI::App& app) -> Action {
                    auto a = std::make_shared<BenchArgs>();
-                   app.add_option("cache", a->cache, "Cache directory")->required();
+                   app.add_option("cache", a->cache,
+                                  "Cache directory, or a cache in object storage (s3://bucket/prefix, https://...: "
+                                  "fetched into --cache-dir first, reused while unchanged there; docs/REMOTE.md)")
+                       ->required();
+                   app.add_option("--cache-dir", a->cache_dir,
+                                  "Where the local copy of a cache given as a URL goes (default: $YOLOCACHE_CACHE_DIR, "
+                                  "else $XDG_CACHE_HOME/yolocache, else ~/.cache/yolocache)");
                    AddLoaderFlag(app, "mode", &a->mode);
                    app.add_option("--split", a->split, "Split (default: train for train mode, val for val mode)");
                    app.add_option("--batch", a->batch, "Batch size")->capture_default_str()->check(AtLeast(1));

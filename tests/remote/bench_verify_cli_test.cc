@@ -1,0 +1,131 @@
+// `yolocache bench URL` and `yolocache verify URL` end to end against the test S3 server, with the keys
+// and endpoint from the AWS environment variables, as a user runs them: bench measures the same batches
+// as on the local cache, verify checks every object afresh and names a damaged one.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "libcache/build/pull_cache.h"
+#include "libcache/cache.h"
+#include "libcache/format/manifest.h"
+#include "libcache/remote/object_location.h"
+#include "libcache/remote/object_store.h"
+#include "tests/remote/swift_server.h"
+#include "tests/test_support.h"
+
+namespace yc {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CliRun;
+using testing::SwiftServer;
+using testing::TempDir;
+
+std::string Bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+class RemoteCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!SwiftServer::Get().available()) GTEST_SKIP() << SwiftServer::Get().why();
+    setenv("AWS_ACCESS_KEY_ID", "test:tester", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "testing", 1);
+    setenv("AWS_ENDPOINT_URL", SwiftServer::Get().url().c_str(), 1);
+    unsetenv("AWS_PROFILE");
+    ASSERT_EQ(testing::Yolocache(tmp_, {"synth", (tmp_ / "set").string(), "--train", "16", "--val", "4"}).exit_code, 0);
+    ASSERT_EQ(testing::Yolocache(tmp_, {"build", (tmp_ / "set/data.yaml").string(), "--imgsz", "64", "--out",
+                                        (tmp_ / "cache").string()}).exit_code, 0);
+    url_ = "s3://yc-bv-" + std::to_string(getpid()) + "/synth/64";
+    CliRun push = testing::Yolocache(tmp_, {"push", (tmp_ / "cache").string(), url_, "--create-bucket"});
+    ASSERT_EQ(push.exit_code, 0) << push.err;
+    store_ = std::move(*ObjectStore::Open(*ParseObjectLocation(url_), SwiftServer::Get().Aws()));
+    Result<Manifest> m = ReadManifest(tmp_ / "cache");
+    ASSERT_TRUE(m.ok());
+    shard_ = m->splits[0].shards[0].file;
+  }
+  CliRun Run(std::vector<std::string> args) {
+    args.push_back("--cache-dir");
+    args.push_back((tmp_ / "root").string());
+    return testing::Yolocache(tmp_, args);
+  }
+  fs::path LocalCopy() const { return PulledCachePath(tmp_ / "root", store_->location()); }
+
+  TempDir tmp_;
+  std::string url_, shard_;
+  std::unique_ptr<ObjectStore> store_;
+};
+
+std::string BenchChecksum(const CliRun& run) {
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  if (run.exit_code != 0) return "";
+  return nlohmann::json::parse(run.out)["checksum"].get<std::string>();
+}
+
+TEST_F(RemoteCliTest, BenchOnAUrlMeasuresTheSameBatchesAsOnTheLocalCache) {
+  const std::vector<std::string> flags = {"--batch", "4", "--batches", "2", "--threads", "2", "--profile-samples", "0",
+                                          "--json"};
+  std::vector<std::string> local = {"bench", (tmp_ / "cache").string()};
+  local.insert(local.end(), flags.begin(), flags.end());
+  std::vector<std::string> remote = {"bench", url_};
+  remote.insert(remote.end(), flags.begin(), flags.end());
+  const std::string expected = BenchChecksum(Run(local));
+  CliRun first = Run(remote);
+  EXPECT_EQ(BenchChecksum(first), expected);
+  EXPECT_NE(first.err.find("data: fetched " + url_), std::string::npos) << first.err;  // stderr: stdout is JSON
+  CliRun again = Run(remote);
+  EXPECT_EQ(BenchChecksum(again), expected);
+  EXPECT_NE(again.err.find("data: reusing"), std::string::npos) << again.err;
+
+  CliRun missing = Run({"bench", "s3://yc-bv-" + std::to_string(getpid()) + "/none"});
+  EXPECT_EQ(missing.exit_code, 3) << missing.err;
+  EXPECT_NE(missing.err.find("/none/manifest.json"), std::string::npos) << missing.err;
+  EXPECT_EQ(Run({"bench", "s3://Bad_Bucket/x"}).exit_code, 2);
+}
+
+TEST_F(RemoteCliTest, VerifyOnAUrlChecksEveryObjectAfreshAndNamesADamagedOne) {
+  CliRun clean = Run({"verify", url_});
+  ASSERT_EQ(clean.exit_code, 0) << clean.out << clean.err;
+  EXPECT_NE(clean.out.find("cache: " + url_ + ":"), std::string::npos) << clean.out;
+  EXPECT_NE(clean.out.find("OK: 0 problems"), std::string::npos) << clean.out;
+  CliRun json = Run({"verify", url_, "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out)["cache"], url_);
+  // The checked copy is the one training reuses.
+  ASSERT_TRUE(Cache::Open(LocalCopy()).ok());
+  EXPECT_EQ(Bytes(LocalCopy() / shard_), Bytes(tmp_ / "cache" / shard_));
+
+  // One flipped bit in the store, the manifest unchanged: the local copy would be reused by training, so
+  // verify fetches every object again; the damaged copy never replaces the good one.
+  std::string bytes = Bytes(tmp_ / "cache" / shard_);
+  bytes[bytes.size() / 2] ^= 0x40;
+  std::ofstream(tmp_ / "damaged", std::ios::binary) << bytes;
+  ASSERT_TRUE(store_->Upload(shard_, tmp_ / "damaged").ok());
+  CliRun damaged = Run({"verify", url_});
+  EXPECT_EQ(damaged.exit_code, 1) << damaged.out << damaged.err;
+  EXPECT_NE(damaged.out.find("error " + url_ + "/" + shard_), std::string::npos) << damaged.out;
+  EXPECT_NE(damaged.out.find("FAILED"), std::string::npos) << damaged.out;
+  EXPECT_EQ(Bytes(LocalCopy() / shard_), Bytes(tmp_ / "cache" / shard_));
+  for (const auto& e : fs::directory_iterator(tmp_ / "root" / "remote")) {
+    EXPECT_EQ(e.path(), LocalCopy()) << "left behind: " << e.path();
+  }
+
+  // A truncated object: the ranged GETs come back short, naming it (exit 3: what came over is not the object).
+  std::ofstream(tmp_ / "short", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  ASSERT_TRUE(store_->Upload(shard_, tmp_ / "short").ok());
+  CliRun truncated = Run({"verify", url_});
+  EXPECT_EQ(truncated.exit_code, 3) << truncated.out << truncated.err;
+  EXPECT_NE(truncated.err.find(url_ + "/" + shard_), std::string::npos) << truncated.err;
+
+  CliRun missing = Run({"verify", "s3://yc-bv-" + std::to_string(getpid()) + "/none"});
+  EXPECT_EQ(missing.exit_code, 3) << missing.err;
+  EXPECT_NE(missing.err.find("/none/manifest.json"), std::string::npos) << missing.err;
+}
+
+}  // namespace
+}  // namespace yc
