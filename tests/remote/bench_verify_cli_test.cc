@@ -86,6 +86,19 @@ TEST_F(RemoteCliTest, BenchOnAUrlMeasuresTheSameBatchesAsOnTheLocalCache) {
   EXPECT_EQ(missing.exit_code, 3) << missing.err;
   EXPECT_NE(missing.err.find("/none/manifest.json"), std::string::npos) << missing.err;
   EXPECT_EQ(Run({"bench", "s3://Bad_Bucket/x"}).exit_code, 2);
+
+  // An altered object: a first fetch into another cache folder fails its checksum naming the object, and
+  // bench measures nothing (exit 1); nothing of it is left there.
+  std::string bytes = Bytes(tmp_ / "cache" / shard_);
+  bytes[bytes.size() / 3] ^= 0x01;
+  std::ofstream(tmp_ / "altered", std::ios::binary) << bytes;
+  ASSERT_TRUE(store_->Upload(shard_, tmp_ / "altered").ok());
+  CliRun altered = testing::Yolocache(tmp_, {"bench", url_, "--cache-dir", (tmp_ / "other").string()});
+  EXPECT_EQ(altered.exit_code, 1) << altered.out << altered.err;
+  EXPECT_NE(altered.err.find(shard_), std::string::npos) << altered.err;
+  EXPECT_NE(altered.err.find("checksum"), std::string::npos) << altered.err;
+  EXPECT_EQ(altered.out.find("img/s"), std::string::npos) << altered.out;
+  for (const auto& e : fs::directory_iterator(tmp_ / "other" / "remote")) ADD_FAILURE() << "left behind: " << e.path();
 }
 
 TEST_F(RemoteCliTest, VerifyOnAUrlChecksEveryObjectAfreshAndNamesADamagedOne) {
