@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "libcache/build/pull_cache.h"
+#include "libcache/build/stream_cache.h"
 #include "libcache/cache.h"
 #include "libcache/remote/object_store.h"
 #include "libcache/remote/push.h"
@@ -165,6 +166,13 @@ TEST_F(RemoteFaultsTest, ACacheLargerThanTheCacheDiskIsRefusedBeforeTheFirstByte
     EXPECT_NE(run.err.find("no room for " + url_), std::string::npos) << command << ": " << run.err;
   }
   ExpectOnly(tmp_ / "disk" / "remote", "");
+
+  // Streamed: a budget larger than the disk's free space is refused before any shard byte.
+  testing::CliRun stream = testing::Yolocache(tmp_, {"bench", url_, "--order", "windowed", "--window", "1",
+                                                     "--cache-budget", "0.002", "--cache-dir", (tmp_ / "disk").string()});
+  EXPECT_EQ(stream.exit_code, 3) << stream.out << stream.err;
+  EXPECT_NE(stream.err.find("--cache-budget is 2.0 MiB but only 1.0 MiB are free"), std::string::npos) << stream.err;
+  EXPECT_FALSE(fs::exists(StreamedCachePath(tmp_ / "disk", store_->location())));
 }
 
 // The disk fills up while the cache is fetched (another writer takes the space after the check): the
