@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "libcache/base/file_read.h"
+#include "libcache/base/write_at.h"
 #include "libcache/build/atomic_dir.h"
 #include "libcache/cache.h"
 #include "libcache/format/manifest.h"
@@ -94,21 +95,12 @@ class Fetcher {
       buffer.resize(k.length);
       const ManifestFile& f = files_[k.file];
       Status st = store_.Read(f.name, k.offset, k.length, buffer.data());
-      if (st.ok()) st = WriteAll(fds_.at(k.file), buffer.data(), k.length, k.offset, dir_ / f.name);
+      if (st.ok()) st = WriteAllAt(fds_.at(k.file), buffer.data(), k.length, k.offset, (dir_ / f.name).string());
       if (!st.ok()) return Fail(st);
       std::lock_guard<std::mutex> lock(mu_);
       done_ += k.length;
       if (o_.progress) o_.progress(done_, total_);
     }
-  }
-  static Status WriteAll(int fd, const uint8_t* p, uint64_t n, uint64_t offset, const fs::path& path) {
-    while (n > 0) {
-      const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(offset));
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return Status::IOError(Status::At(path.string(), std::string("write failed: ") + std::strerror(errno)));
-      p += w, n -= static_cast<uint64_t>(w), offset += static_cast<uint64_t>(w);
-    }
-    return Status::OK();
   }
   bool Failed() {
     std::lock_guard<std::mutex> lock(mu_);

@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "libcache/base/write_at.h"
 #include "libcache/build/atomic_dir.h"
 #include "libcache/build/pull_cache.h"
 #include "libcache/cache.h"
@@ -28,16 +29,6 @@ std::string Mib(uint64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
   return text;
-}
-
-Status WriteAt(int fd, const uint8_t* p, uint64_t n, uint64_t offset, const fs::path& path) {
-  while (n > 0) {
-    const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(offset));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return Status::IOError(Status::At(path.string(), std::string("write failed: ") + std::strerror(errno)));
-    p += w, n -= static_cast<uint64_t>(w), offset += static_cast<uint64_t>(w);
-  }
-  return Status::OK();
 }
 
 Status WriteFile(const fs::path& path, const std::string& bytes) {
@@ -297,7 +288,7 @@ Status StreamCache::Download(const std::vector<BlockRef>& missing) {
         buffer.resize(q.length);
         st = store_.Read(s.name, q.offset, q.length, buffer.data());
       }
-      if (st.ok()) st = WriteAt(s.fd, buffer.data(), q.length, q.offset, dir_ / s.name);
+      if (st.ok()) st = WriteAllAt(s.fd, buffer.data(), q.length, q.offset, (dir_ / s.name).string());
       std::lock_guard<std::mutex> lock(mu_);
       if (st.ok()) {
         for (size_t b = q.first; b < q.first + q.count; ++b) {

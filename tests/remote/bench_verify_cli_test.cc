@@ -1,11 +1,6 @@
 // `yolocache bench URL` and `yolocache verify URL` end to end against the test S3 server, with the keys
 // and endpoint from the AWS environment variables, as a user runs them: bench measures the same batches
 // as on the local cache, verify checks every object afresh and names a damaged one.
-#include <unistd.h>
-
-#include <cstdlib>
-#include <fstream>
-
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -14,7 +9,7 @@
 #include "libcache/format/manifest.h"
 #include "libcache/remote/object_location.h"
 #include "libcache/remote/object_store.h"
-#include "tests/remote/swift_server.h"
+#include "tests/remote/store_fixture.h"
 #include "tests/test_support.h"
 
 namespace yc {
@@ -22,29 +17,17 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::CliRun;
-using testing::SwiftServer;
-using testing::TempDir;
 
-std::string Bytes(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-class RemoteCliTest : public ::testing::Test {
+class RemoteCliTest : public testing::RemoteStoreTest {
  protected:
   void SetUp() override {
-    if (!SwiftServer::Get().available()) GTEST_SKIP() << SwiftServer::Get().why();
-    setenv("AWS_ACCESS_KEY_ID", "test:tester", 1);
-    setenv("AWS_SECRET_ACCESS_KEY", "testing", 1);
-    setenv("AWS_ENDPOINT_URL", SwiftServer::Get().url().c_str(), 1);
-    unsetenv("AWS_PROFILE");
+    RemoteStoreTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_EQ(testing::Yolocache(tmp_, {"synth", (tmp_ / "set").string(), "--train", "16", "--val", "4"}).exit_code, 0);
     ASSERT_EQ(testing::Yolocache(tmp_, {"build", (tmp_ / "set/data.yaml").string(), "--imgsz", "64", "--out",
                                         (tmp_ / "cache").string()}).exit_code, 0);
-    url_ = "s3://yc-bv-" + std::to_string(getpid()) + "/synth/64";
-    CliRun push = testing::Yolocache(tmp_, {"push", (tmp_ / "cache").string(), url_, "--create-bucket"});
+    CliRun push = testing::Yolocache(tmp_, {"push", (tmp_ / "cache").string(), url_});
     ASSERT_EQ(push.exit_code, 0) << push.err;
-    store_ = std::move(*ObjectStore::Open(*ParseObjectLocation(url_), SwiftServer::Get().Aws()));
     Result<Manifest> m = ReadManifest(tmp_ / "cache");
     ASSERT_TRUE(m.ok());
     shard_ = m->splits[0].shards[0].file;
@@ -56,9 +39,7 @@ class RemoteCliTest : public ::testing::Test {
   }
   fs::path LocalCopy() const { return PulledCachePath(tmp_ / "root", store_->location()); }
 
-  TempDir tmp_;
-  std::string url_, shard_;
-  std::unique_ptr<ObjectStore> store_;
+  std::string shard_;
 };
 
 std::string BenchChecksum(const CliRun& run) {
@@ -82,16 +63,16 @@ TEST_F(RemoteCliTest, BenchOnAUrlMeasuresTheSameBatchesAsOnTheLocalCache) {
   EXPECT_EQ(BenchChecksum(again), expected);
   EXPECT_NE(again.err.find("data: reusing"), std::string::npos) << again.err;
 
-  CliRun missing = Run({"bench", "s3://yc-bv-" + std::to_string(getpid()) + "/none"});
+  CliRun missing = Run({"bench", url_.substr(0, url_.find('/', 5)) + "/none"});
   EXPECT_EQ(missing.exit_code, 3) << missing.err;
   EXPECT_NE(missing.err.find("/none/manifest.json"), std::string::npos) << missing.err;
   EXPECT_EQ(Run({"bench", "s3://Bad_Bucket/x"}).exit_code, 2);
 
   // An altered object: a first fetch into another cache folder fails its checksum naming the object, and
   // bench measures nothing (exit 1); nothing of it is left there.
-  std::string bytes = Bytes(tmp_ / "cache" / shard_);
+  std::string bytes = testing::ReadFile(tmp_ / "cache" / shard_);
   bytes[bytes.size() / 3] ^= 0x01;
-  std::ofstream(tmp_ / "altered", std::ios::binary) << bytes;
+  testing::WriteFile(tmp_ / "altered", bytes);
   ASSERT_TRUE(store_->Upload(shard_, tmp_ / "altered").ok());
   CliRun altered = testing::Yolocache(tmp_, {"bench", url_, "--cache-dir", (tmp_ / "other").string()});
   EXPECT_EQ(altered.exit_code, 1) << altered.out << altered.err;
@@ -111,31 +92,31 @@ TEST_F(RemoteCliTest, VerifyOnAUrlChecksEveryObjectAfreshAndNamesADamagedOne) {
   EXPECT_EQ(nlohmann::json::parse(json.out)["cache"], url_);
   // The checked copy is the one training reuses.
   ASSERT_TRUE(Cache::Open(LocalCopy()).ok());
-  EXPECT_EQ(Bytes(LocalCopy() / shard_), Bytes(tmp_ / "cache" / shard_));
+  EXPECT_EQ(testing::ReadFile(LocalCopy() / shard_), testing::ReadFile(tmp_ / "cache" / shard_));
 
   // One flipped bit in the store, the manifest unchanged: the local copy would be reused by training, so
   // verify fetches every object again; the damaged copy never replaces the good one.
-  std::string bytes = Bytes(tmp_ / "cache" / shard_);
+  std::string bytes = testing::ReadFile(tmp_ / "cache" / shard_);
   bytes[bytes.size() / 2] ^= 0x40;
-  std::ofstream(tmp_ / "damaged", std::ios::binary) << bytes;
+  testing::WriteFile(tmp_ / "damaged", bytes);
   ASSERT_TRUE(store_->Upload(shard_, tmp_ / "damaged").ok());
   CliRun damaged = Run({"verify", url_});
   EXPECT_EQ(damaged.exit_code, 1) << damaged.out << damaged.err;
   EXPECT_NE(damaged.out.find("error " + url_ + "/" + shard_), std::string::npos) << damaged.out;
   EXPECT_NE(damaged.out.find("FAILED"), std::string::npos) << damaged.out;
-  EXPECT_EQ(Bytes(LocalCopy() / shard_), Bytes(tmp_ / "cache" / shard_));
+  EXPECT_EQ(testing::ReadFile(LocalCopy() / shard_), testing::ReadFile(tmp_ / "cache" / shard_));
   for (const auto& e : fs::directory_iterator(tmp_ / "root" / "remote")) {
     EXPECT_EQ(e.path(), LocalCopy()) << "left behind: " << e.path();
   }
 
   // A truncated object: the ranged GETs come back short, naming it (exit 3: what came over is not the object).
-  std::ofstream(tmp_ / "short", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  testing::WriteFile(tmp_ / "short", bytes.substr(0, bytes.size() / 2));
   ASSERT_TRUE(store_->Upload(shard_, tmp_ / "short").ok());
   CliRun truncated = Run({"verify", url_});
   EXPECT_EQ(truncated.exit_code, 3) << truncated.out << truncated.err;
   EXPECT_NE(truncated.err.find(url_ + "/" + shard_), std::string::npos) << truncated.err;
 
-  CliRun missing = Run({"verify", "s3://yc-bv-" + std::to_string(getpid()) + "/none"});
+  CliRun missing = Run({"verify", url_.substr(0, url_.find('/', 5)) + "/none"});
   EXPECT_EQ(missing.exit_code, 3) << missing.err;
   EXPECT_NE(missing.err.find("/none/manifest.json"), std::string::npos) << missing.err;
 }

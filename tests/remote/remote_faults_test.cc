@@ -14,8 +14,8 @@
 #include "libcache/build/stream_cache.h"
 #include "libcache/cache.h"
 #include "libcache/remote/object_store.h"
-#include "libcache/remote/push.h"
 #include "tests/libcache/cache_test_util.h"
+#include "tests/remote/store_fixture.h"
 #include "tests/remote/swift_server.h"
 #include "tests/test_support.h"
 
@@ -24,12 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::SwiftServer;
-using testing::TempDir;
-
-std::string Bytes(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
 
 uint64_t FolderBytes(const fs::path& dir) {
   uint64_t n = 0;
@@ -60,25 +54,7 @@ class SmallDisk {
   bool mounted_ = false;
 };
 
-class RemoteFaultsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!SwiftServer::Get().available()) GTEST_SKIP() << SwiftServer::Get().why();
-    url_ = "s3://yc-fault-" + std::to_string(getpid()) + "-" +
-           std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
-           std::to_string(counter_++) + "/caches/synth";
-    store_ = std::move(*ObjectStore::Open(*ParseObjectLocation(url_), SwiftServer::Get().Aws()));
-    ASSERT_TRUE(store_->CreateBucket().ok());
-  }
-  void Push(const fs::path& cache) {
-    Result<PushReport> r = PushCache(cache, *store_, {});
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-  }
-  static inline int counter_ = 0;
-  std::string url_;
-  std::unique_ptr<ObjectStore> store_;
-  TempDir tmp_;
-};
+class RemoteFaultsTest : public testing::RemoteStoreTest {};
 
 // swift-proxy killed (SIGKILL) after the first ranged GET of an update: the fetch retries, fails naming
 // the object, and the earlier local copy is still the one used; with the proxy back on its port, the same
@@ -96,15 +72,9 @@ TEST_F(RemoteFaultsTest, TheServerKilledMidFetchFailsNamingTheObjectAndKeepsTheL
   Push(tmp_ / "b");
 
   const std::string name = "kill" + std::to_string(getpid());
-  const std::string proxy = SwiftServer::Get().StartProxy(name);
-  ASSERT_FALSE(proxy.empty()) << "the extra proxy did not start: see its log under " << YOLOCACHE_SWIFT_DIR << "/run";
-  AwsConfig aws = SwiftServer::Get().Aws();
-  aws.endpoint = proxy;
-  auto via_proxy = std::move(*ObjectStore::Open(store_->location(), aws));
-  RetryPolicy fast;
-  fast.attempts = 3;
-  fast.first_delay_s = 0.01;
-  via_proxy->set_retry(fast);
+  std::string proxy;
+  std::unique_ptr<ObjectStore> via_proxy = ViaOwnProxy(name, &proxy);
+  ASSERT_NE(via_proxy, nullptr);
   o.threads = 1;
   o.chunk_bytes = 4000;
   int chunks_after_kill = 0;
@@ -121,7 +91,7 @@ TEST_F(RemoteFaultsTest, TheServerKilledMidFetchFailsNamingTheObjectAndKeepsTheL
   EXPECT_NE(r.status().message().find("no answer after 3 attempts"), std::string::npos) << r.status().ToString();
   EXPECT_NE(r.status().message().find(url_ + "/train-"), std::string::npos) << r.status().ToString();
   // Nothing of the failed fetch is used: the local copy is still cache a, whole.
-  EXPECT_EQ(Bytes(local / "manifest.json"), Bytes(tmp_ / "a" / "manifest.json"));
+  EXPECT_EQ(testing::ReadFile(local / "manifest.json"), testing::ReadFile(tmp_ / "a" / "manifest.json"));
   OpenOptions check;
   check.verify_files = true;
   EXPECT_TRUE(Cache::Open(local, check).ok());
@@ -133,7 +103,7 @@ TEST_F(RemoteFaultsTest, TheServerKilledMidFetchFailsNamingTheObjectAndKeepsTheL
   Result<PullReport> again = PullCache(*via_proxy, o);
   SwiftServer::Get().KillProxy(name);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
-  EXPECT_EQ(Bytes(local / "manifest.json"), Bytes(tmp_ / "b" / "manifest.json"));
+  EXPECT_EQ(testing::ReadFile(local / "manifest.json"), testing::ReadFile(tmp_ / "b" / "manifest.json"));
   EXPECT_TRUE(Cache::Open(local, check).ok());
 }
 
@@ -157,9 +127,6 @@ TEST_F(RemoteFaultsTest, ACacheLargerThanTheCacheDiskIsRefusedBeforeTheFirstByte
   EXPECT_NE(r.status().message().find("MiB are free"), std::string::npos) << r.status().ToString();
   ExpectOnly(tmp_ / "disk" / "remote", "");
 
-  setenv("AWS_ACCESS_KEY_ID", "test:tester", 1);
-  setenv("AWS_SECRET_ACCESS_KEY", "testing", 1);
-  setenv("AWS_ENDPOINT_URL", SwiftServer::Get().url().c_str(), 1);
   for (const std::string command : {"verify", "bench"}) {
     testing::CliRun run = testing::Yolocache(tmp_, {command, url_, "--cache-dir", (tmp_ / "disk").string()});
     EXPECT_EQ(run.exit_code, 3) << command << ": " << run.out << run.err;

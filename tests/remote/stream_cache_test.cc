@@ -6,18 +6,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
-#include <fstream>
-
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "libcache/build/stream_cache.h"
 #include "libcache/cache.h"
 #include "libcache/remote/object_store.h"
-#include "libcache/remote/push.h"
 #include "loader/loader.h"
 #include "tests/libcache/cache_test_util.h"
+#include "tests/remote/store_fixture.h"
 #include "tests/remote/swift_server.h"
 #include "tests/test_support.h"
 
@@ -27,12 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 using testing::CliRun;
 using testing::SwiftServer;
-using testing::TempDir;
-
-std::string Bytes(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
 
 // Bytes the folder's files take on disk (sparse files: only what was written and not punched out).
 uint64_t AllocatedBytes(const fs::path& dir) {
@@ -44,25 +35,14 @@ uint64_t AllocatedBytes(const fs::path& dir) {
   return n;
 }
 
-class StreamTest : public ::testing::Test {
+class StreamTest : public testing::RemoteStoreTest {
  protected:
-  void SetUp() override {
-    if (!SwiftServer::Get().available()) GTEST_SKIP() << SwiftServer::Get().why();
-    url_ = "s3://yc-stream-" + std::to_string(getpid()) + "-" + std::to_string(counter_++) + "/caches/synth";
-    store_ = std::move(*ObjectStore::Open(*ParseObjectLocation(url_), SwiftServer::Get().Aws()));
-    ASSERT_TRUE(store_->CreateBucket().ok());
-    setenv("AWS_ACCESS_KEY_ID", "test:tester", 1);
-    setenv("AWS_SECRET_ACCESS_KEY", "testing", 1);
-    setenv("AWS_ENDPOINT_URL", SwiftServer::Get().url().c_str(), 1);
-    unsetenv("AWS_PROFILE");
-  }
   // A cache of `records` synthetic records of up to max_side² pixels in shards of about shard_kib, pushed.
   void BuildAndPush(const fs::path& dir, size_t records = 96, int max_side = 96, uint64_t shard_kib = 128) {
     WriterOptions w;
     w.shard_size = shard_kib << 10;
     built_ = testing::BuildTestCache(dir, w, {{"train", records}}, max_side);
-    Result<PushReport> r = PushCache(dir, *store_, {});
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    Push(dir);
     cache_bytes_ = 0;
     for (const ShardEntry& e : built_.manifest.splits[0].shards) cache_bytes_ += e.bytes;
   }
@@ -74,11 +54,7 @@ class StreamTest : public ::testing::Test {
     return o;
   }
   uint64_t cache_bytes_ = 0;
-  static inline int counter_ = 0;
-  std::string url_;
-  std::unique_ptr<ObjectStore> store_;
   testing::TestCache built_;
-  TempDir tmp_;
 };
 
 TEST_F(StreamTest, FetchesRangesWithinTheBudgetAndNeverEvictsAPinnedOne) {
@@ -101,17 +77,17 @@ TEST_F(StreamTest, FetchesRangesWithinTheBudgetAndNeverEvictsAPinnedOne) {
 
   uint64_t first = 0;
   ASSERT_TRUE(s.Fetch({{(dir / s0).string(), 0, f0}}, &first).ok());
-  EXPECT_EQ(Bytes(dir / s0), Bytes(tmp_ / "a" / s0));
+  EXPECT_EQ(testing::ReadFile(dir / s0), testing::ReadFile(tmp_ / "a" / s0));
   // Shard 0 pinned, shard 1 does not fit beside it: refused, and the pinned one is still whole.
   uint64_t second = 0;
   Status over = s.Fetch({{(dir / s1).string(), 0, f1}}, &second);
   EXPECT_EQ(over.code(), Status::Code::kResourceExhausted) << over.ToString();
   EXPECT_NE(over.message().find("more than --cache-budget"), std::string::npos) << over.ToString();
-  EXPECT_EQ(Bytes(dir / s0), Bytes(tmp_ / "a" / s0));
+  EXPECT_EQ(testing::ReadFile(dir / s0), testing::ReadFile(tmp_ / "a" / s0));
   // Unpinned, it is evicted for the next range: the disk never holds more than the budget.
   s.Unpin(first);
   ASSERT_TRUE(s.Fetch({{(dir / s1).string(), 0, f1}}, &second).ok());
-  EXPECT_EQ(Bytes(dir / s1), Bytes(tmp_ / "a" / s1));
+  EXPECT_EQ(testing::ReadFile(dir / s1), testing::ReadFile(tmp_ / "a" / s1));
   const StreamCounters c = s.counters();
   EXPECT_GT(c.bytes_evicted, 0u);
   EXPECT_LE(c.peak_bytes_on_disk, budget);
@@ -183,15 +159,9 @@ TEST_F(StreamTest, TheLoaderStreamsTheSameBatchesAsFromTheLocalCache) {
 TEST_F(StreamTest, TheServerKilledMidEpochFailsTheEpochNamingTheObject) {
   BuildAndPush(tmp_ / "a");
   const std::string name = "stream" + std::to_string(getpid());
-  const std::string proxy = SwiftServer::Get().StartProxy(name);
-  ASSERT_FALSE(proxy.empty());
-  AwsConfig aws = SwiftServer::Get().Aws();
-  aws.endpoint = proxy;
-  auto store = std::move(*ObjectStore::Open(store_->location(), aws));
-  RetryPolicy fast;
-  fast.attempts = 3;
-  fast.first_delay_s = 0.01;
-  store->set_retry(fast);
+  std::string proxy;
+  std::unique_ptr<ObjectStore> store = ViaOwnProxy(name, &proxy);
+  ASSERT_NE(store, nullptr);
   StreamOptions so = Options(160 << 10);
   so.window_bytes = 32 << 10;
   Result<std::unique_ptr<StreamCache>> opened = StreamCache::Open(*store, so);
@@ -268,9 +238,9 @@ TEST_F(StreamTest, BenchStreamsAUrlWithinItsBudgetAndRefusesBadBudgets) {
 TEST_F(StreamTest, AnAlteredOrTruncatedObjectFailsNamingIt) {
   BuildAndPush(tmp_ / "a", 96, 192, 2048);
   const std::string shard = built_.manifest.splits[0].shards[0].file;
-  std::string bytes = Bytes(tmp_ / "a" / shard);
+  std::string bytes = testing::ReadFile(tmp_ / "a" / shard);
   bytes[4096] ^= 0x10;  // inside the first records' pixels
-  std::ofstream(tmp_ / "altered", std::ios::binary) << bytes;
+  testing::WriteFile(tmp_ / "altered", bytes);
   ASSERT_TRUE(store_->Upload(shard, tmp_ / "altered").ok());
   const std::vector<std::string> run = {"bench", url_, "--order", "windowed", "--window", "1", "--batch", "4",
                                         "--batches", "12", "--threads", "2", "--cache-budget", "0.002",
@@ -282,7 +252,7 @@ TEST_F(StreamTest, AnAlteredOrTruncatedObjectFailsNamingIt) {
   EXPECT_NE(altered.err.find("checksum"), std::string::npos) << altered.err;
   std::cerr << "altered object: " << altered.err;  // the message, for the record
 
-  std::ofstream(tmp_ / "short", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  testing::WriteFile(tmp_ / "short", bytes.substr(0, bytes.size() / 2));
   ASSERT_TRUE(store_->Upload(shard, tmp_ / "short").ok());
   CliRun truncated = testing::Yolocache(tmp_, run);
   EXPECT_EQ(truncated.exit_code, 3) << truncated.out << truncated.err;
