@@ -98,6 +98,28 @@ TEST_F(StreamTest, FetchesRangesWithinTheBudgetAndNeverEvictsAPinnedOne) {
   EXPECT_FALSE(fs::exists(dir));  // the stream's own files, gone with it
 }
 
+// The stream's folder left by a killed run (cache files only) is replaced; a folder of that name holding
+// anything else is refused and left as it is: the stream deletes only files of its own.
+TEST_F(StreamTest, ReplacesTheFolderOfAKilledRunButNeverSomeoneElses) {
+  BuildAndPush(tmp_ / "a");
+  const fs::path dir = StreamedCachePath(tmp_ / "root", store_->location());
+  fs::create_directories(dir);
+  fs::copy_file(tmp_ / "a" / "manifest.json", dir / "manifest.json");
+  testing::WriteFile(dir / built_.manifest.splits[0].shards[0].file, "half a shard");
+  Result<std::unique_ptr<StreamCache>> s = StreamCache::Open(*store_, Options(uint64_t{1} << 20));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_TRUE(Cache::Open(dir).ok());
+  s->reset();
+  EXPECT_FALSE(fs::exists(dir));
+
+  fs::create_directories(dir);
+  testing::WriteFile(dir / "notes.txt", "mine");
+  Result<std::unique_ptr<StreamCache>> refused = StreamCache::Open(*store_, Options(uint64_t{1} << 20));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("notes.txt"), std::string::npos) << refused.status().ToString();
+  EXPECT_EQ(testing::ReadFile(dir / "notes.txt"), "mine");
+}
+
 // The loader's windowed order over the stream gives the batches it gives over the local cache, with
 // the disk bounded by a budget of a few windows.
 TEST_F(StreamTest, TheLoaderStreamsTheSameBatchesAsFromTheLocalCache) {
