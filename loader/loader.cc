@@ -176,15 +176,17 @@ struct Loader::Impl {
         if (options.probe_core_clock) clock = SampleCoreClock(1024);
         worker_stats->BeginSample(options.probe_core_clock ? &clock : nullptr);
         // The stage's wait for the sample's window counts as the sample's time, like a page fault.
-        staged = stage ? stage->Acquire(job->epoch, slot.samples[i]) : nullptr;
+        staged = stage ? stage->Acquire(job->epoch, slot.samples[i], &st) : nullptr;
         SampleContext staged_context;
         if (staged != nullptr) {
           staged_context = job->context;
           staged_context.source = staged;
         }
-        // ProcessSample turns exceptions into a Status, so EndSample always follows.
-        st = ProcessSample(staged != nullptr ? staged_context : job->context, slot.samples[i], i, job->shape,
-                           b.images + b.image_bytes() * i, &local, &labels, &b.samples[i]);
+        // ProcessSample turns exceptions into a Status, so EndSample always follows. A window that
+        // could not be fetched (a streamed cache) fails its samples with the reason.
+        if (st.ok())
+          st = ProcessSample(staged != nullptr ? staged_context : job->context, slot.samples[i], i, job->shape,
+                             b.images + b.image_bytes() * i, &local, &labels, &b.samples[i]);
         worker_stats->EndSample(local.render_seconds, local.finish_seconds);
       } catch (const std::exception& e) {
         st = Status::IOError("loader: batch " + std::to_string(job->index) + ", sample " + std::to_string(i) + ": " +
@@ -343,6 +345,8 @@ Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const RecordSourc
     else
       impl->read_ahead = std::make_unique<ReadAhead>(source.get(), &impl->options, *impl->sampler);
   }
+  if (options.fetcher != nullptr && impl->stage == nullptr)  // its files hold only what the stage fetched
+    return Status::InvalidArgument("loader: a streamed cache needs a source whose records have extents in data files");
   impl->pool = std::make_shared<BatchPool>(
       options.allocator, ImageBytes(max_shape.height, max_shape.width) * static_cast<size_t>(options.batch));
   return std::unique_ptr<Loader>(new Loader(std::move(impl)));

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "base/status.h"
+#include "libcache/base/range_fetcher.h"
 
 namespace yc {
 
@@ -116,6 +117,12 @@ struct LoaderOptions {
   enum class Path { kFast, kReference } path = Path::kFast;
 
   std::shared_ptr<BufferAllocator> allocator;  // null = AlignedAllocator
+
+  // A cache streamed from object storage (libcache/build/stream_cache.h): its data files hold only what
+  // was fetched, so every record must come through the window stage, which has each window's byte
+  // ranges fetched (pinned) before it reads them. Needs the windowed order with window_io kDirect and
+  // read_ahead_bytes > 0, one rank (the loader refuses anything else).
+  std::shared_ptr<RangeFetcher> fetcher;
 };
 
 // Checks ranges and combinations; the message names the offending option.

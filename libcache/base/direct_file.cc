@@ -9,9 +9,10 @@
 
 namespace yc {
 
-Result<std::unique_ptr<DirectFile>> DirectFile::Open(const std::string& path) {
+Result<std::unique_ptr<DirectFile>> DirectFile::Open(const std::string& path, bool direct) {
   uint64_t size = 0;
   YC_ASSIGN_OR_RETURN(ScopedFd plain, OpenRegularFile(path, &size));  // refuses FIFOs and devices first
+  if (!direct) return std::unique_ptr<DirectFile>(new DirectFile(path, std::move(plain), size, false));
   // Reopen the file we checked (through /proc/self/fd, so a rename in between cannot swap it).
   const std::string self = "/proc/self/fd/" + std::to_string(plain.get());
   const int fd = ::open(self.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);

@@ -27,7 +27,9 @@ class DirectFile {
   // size O_DIRECT asks for on Linux (512 on most disks, 4096 on 4Kn ones).
   static constexpr uint64_t kAlignment = 4096;
 
-  static Result<std::unique_ptr<DirectFile>> Open(const std::string& path);
+  // `direct` false: through the page cache from the start (a file whose bytes were just written, which
+  // O_DIRECT would first wait to see written back).
+  static Result<std::unique_ptr<DirectFile>> Open(const std::string& path, bool direct = true);
 
   // Reads [offset, offset + length) into `dst` (length bytes of room). Where the range passes the end
   // of the file, the bytes after it are unspecified (O_DIRECT fills the last block with zeros). IOError

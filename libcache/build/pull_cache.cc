@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "libcache/base/file_read.h"
+#include "libcache/base/write_at.h"
 #include "libcache/build/atomic_dir.h"
 #include "libcache/cache.h"
 #include "libcache/format/manifest.h"
@@ -94,21 +95,12 @@ class Fetcher {
       buffer.resize(k.length);
       const ManifestFile& f = files_[k.file];
       Status st = store_.Read(f.name, k.offset, k.length, buffer.data());
-      if (st.ok()) st = WriteAll(fds_.at(k.file), buffer.data(), k.length, k.offset, dir_ / f.name);
+      if (st.ok()) st = WriteAllAt(fds_.at(k.file), buffer.data(), k.length, k.offset, (dir_ / f.name).string());
       if (!st.ok()) return Fail(st);
       std::lock_guard<std::mutex> lock(mu_);
       done_ += k.length;
       if (o_.progress) o_.progress(done_, total_);
     }
-  }
-  static Status WriteAll(int fd, const uint8_t* p, uint64_t n, uint64_t offset, const fs::path& path) {
-    while (n > 0) {
-      const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(offset));
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return Status::IOError(Status::At(path.string(), std::string("write failed: ") + std::strerror(errno)));
-      p += w, n -= static_cast<uint64_t>(w), offset += static_cast<uint64_t>(w);
-    }
-    return Status::OK();
   }
   bool Failed() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -149,6 +141,14 @@ Status CheckFreeSpace(const fs::path& root, uint64_t needed, const std::string& 
                                                                  std::to_string(free_bytes >> 20) + " MiB are free"));
 }
 
+// The default check of a fetched copy: it opens, and every byte matches the manifest's checksums.
+Status CheckFetchedCopy(const fs::path& staged) {
+  OpenOptions check;
+  check.verify_files = true;
+  Result<std::unique_ptr<Cache>> opened = Cache::Open(staged, check);
+  return opened.ok() ? Status::OK() : opened.status();
+}
+
 }  // namespace
 
 fs::path PulledCachePath(const fs::path& root, const ObjectLocation& at) {
@@ -178,7 +178,7 @@ Result<PullReport> PullCache(const ObjectStore& store, const PullOptions& o) {
     if (!PlainName(f.name)) return Status::Corruption(Status::At(where, "names a file outside the cache: " + f.name));
   }
   std::error_code ec;
-  if (fs::exists(report.dir / kManifestFileName, ec) && ReadWhole(report.dir / kManifestFileName) == manifest_text &&
+  if (!o.refetch && fs::exists(report.dir / kManifestFileName, ec) && ReadWhole(report.dir / kManifestFileName) == manifest_text &&
       Cache::Open(report.dir).ok()) {
     report.reused = true;
     return report;
@@ -189,7 +189,8 @@ Result<PullReport> PullCache(const ObjectStore& store, const PullOptions& o) {
   }
 
   // What the local copy already holds, and what has to come over.
-  const std::map<std::string, ManifestFile> keepable = KeepableFiles(report.dir);
+  const std::map<std::string, ManifestFile> keepable =
+      o.refetch ? std::map<std::string, ManifestFile>{} : KeepableFiles(report.dir);
   std::vector<size_t> fetch;
   uint64_t total = 0;
   for (size_t i = 0; i < files.size(); ++i) {
@@ -220,13 +221,8 @@ Result<PullReport> PullCache(const ObjectStore& store, const PullOptions& o) {
     m << manifest_text;
     if (!m.flush()) return Status::IOError(Status::At((staging.path() / kManifestFileName).string(), "write failed"));
   }
-  OpenOptions check;
-  check.verify_files = true;  // every fetched byte against the manifest's checksums
-  Result<std::unique_ptr<Cache>> opened = Cache::Open(staging.path(), check);
-  if (!opened.ok()) {
-    return Status(opened.status()).WithContext("fetched from " + store.location().Display() + ", the copy does not check out");
-  }
-  opened->reset();
+  YC_RETURN_IF_ERROR((o.check ? o.check(staging.path()) : CheckFetchedCopy(staging.path()))
+                         .WithContext("fetched from " + store.location().Display() + ", the copy does not check out"));
   YC_RETURN_IF_ERROR(staging.Commit());
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;

@@ -7,7 +7,8 @@
 // or truncated object fails naming it and a half-fetched copy never appears; a disk without room for
 // the cache is refused before the first byte. The local copy is reused when the remote manifest.json
 // is byte-identical to it, and when the remote cache was updated only its changed files are fetched
-// (a file with the same name, size and checksum is kept from the local copy).
+// (a file with the same name, size and checksum is kept from the local copy). `refetch` fetches every
+// file regardless, and `check` replaces the default check of the staged copy (both: `verify URL`).
 //
 //   PullOptions o;  o.cache_root = DefaultCacheRoot();
 //   Result<PullReport> r = PullCache(**ObjectStore::Open(location), o);   // r->dir: a local cache
@@ -30,6 +31,13 @@ struct PullOptions {
   std::function<void(uint64_t done, uint64_t total)> progress;  // bytes, from the fetching threads (serialised)
   const std::atomic<bool>* cancel = nullptr;                   // set: stop, Cancelled, nothing left behind
   bool reuse_only = false;  // stop before fetching (ready = false) when the local copy is not up to date
+  // Fetch every file again, keeping nothing of the local copy: `verify URL` checks what the store holds
+  // now, not what was fetched earlier under the same manifest.
+  bool refetch = false;
+  // How the fetched copy (the staging folder) is checked before it is swapped in; an error keeps it out.
+  // Unset: Cache::Open with every file against the manifest's checksums. `verify URL` runs its full
+  // check here, so it reports every problem, as on a local cache, and a damaged copy is never used.
+  std::function<Status(const std::filesystem::path& staged)> check;
 };
 
 struct PullReport {

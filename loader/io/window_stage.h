@@ -19,7 +19,9 @@
 // kernel has them). A window is a run of samples of one (epoch, window, pass over the split: rank
 // padding wraps into window 0 again); it is freed when its last sample is released. Where O_DIRECT is
 // refused the same reads go through the page cache; where a read fails the window's records are read
-// from the source's own mapping (which reports the damage).
+// from the source's own mapping (which reports the damage). A streamed cache (options.fetcher) has
+// each window's byte ranges fetched before they are read, from the stage thread, so the windows after
+// the one in use are fetched while it is consumed; a fetch that fails fails the window's samples.
 #pragma once
 
 #include <atomic>
@@ -58,8 +60,10 @@ class WindowStage {
 
   // Worker: the records of sample `s` of `epoch`, served from its staged window (blocks until the
   // window is read); nullptr after Cancel, or for a sample the walk never reaches (then read it from
-  // the source). Every non-null result is Released once.
-  const RecordSource* Acquire(int epoch, const SampleSlot& s);
+  // the source). Every non-null result is Released once. With options.fetcher (a streamed cache), a
+  // window whose ranges could not be fetched gives nullptr and the reason in *error: its samples must
+  // fail, since the source's files do not hold those records.
+  const RecordSource* Acquire(int epoch, const SampleSlot& s, Status* error = nullptr);
   void Release(const RecordSource* records);
 
   // For tests and bench: bytes read into the stage; windows read; whether every file took O_DIRECT.
@@ -80,7 +84,8 @@ class WindowStage {
   void Run();
   // Takes the walk's next window: its key, its samples and its records. False when the walk is over.
   bool PlanWindow(Window* w);
-  // Reads w's records into its buffer; false (w falls back to the source) when a file cannot be read.
+  // Reads w's records into its buffer; false (w falls back to the source) when a file cannot be read,
+  // or (w->error set) when options.fetcher could not fetch w's ranges.
   bool Load(Window* w);
   Window* FindReady(const Key& key);
 

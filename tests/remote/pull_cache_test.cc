@@ -1,51 +1,21 @@
 // A cache pushed to the test S3 server, fetched back as a local cache (libcache/build/pull_cache.h),
 // also the way `--data s3://...` reaches it (PrepareCache).
-#include <unistd.h>
-
-#include <cstdlib>
-#include <fstream>
-
 #include <gtest/gtest.h>
 
 #include "libcache/build/prepare_cache.h"
 #include "libcache/build/pull_cache.h"
 #include "libcache/cache.h"
 #include "libcache/remote/object_store.h"
-#include "libcache/remote/push.h"
 #include "tests/libcache/cache_test_util.h"
-#include "tests/remote/swift_server.h"
+#include "tests/remote/store_fixture.h"
 #include "tests/test_support.h"
 
 namespace yc {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::SwiftServer;
-using testing::TempDir;
 
-std::string Bytes(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-class PullCacheTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!SwiftServer::Get().available()) GTEST_SKIP() << SwiftServer::Get().why();
-    url_ = "s3://yc-pull-" + std::to_string(getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::transform(url_.begin(), url_.end(), url_.begin(), [](unsigned char c) { return std::tolower(c); });
-    url_ = url_.substr(0, std::min<size_t>(url_.size(), 5 + 63)) + "/caches/synth";
-    store_ = std::move(*ObjectStore::Open(*ParseObjectLocation(url_), SwiftServer::Get().Aws()));
-    ASSERT_TRUE(store_->CreateBucket().ok());
-  }
-  void Push(const fs::path& cache) {
-    Result<PushReport> r = PushCache(cache, *store_, {});
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-  }
-  std::string url_;
-  std::unique_ptr<ObjectStore> store_;
-  TempDir tmp_;
-};
+class PullCacheTest : public testing::RemoteStoreTest {};
 
 TEST_F(PullCacheTest, FetchesAVerifiedCopyReusesItAndFetchesOnlyWhatChanged) {
   WriterOptions w;
@@ -65,7 +35,7 @@ TEST_F(PullCacheTest, FetchesAVerifiedCopyReusesItAndFetchesOnlyWhatChanged) {
   EXPECT_EQ(last_done, last_total);
   for (const auto& split : built.manifest.splits) {
     for (const auto& shard : split.shards) {
-      EXPECT_EQ(Bytes(first->dir / shard.file), Bytes(tmp_ / "a" / shard.file)) << shard.file;
+      EXPECT_EQ(testing::ReadFile(first->dir / shard.file), testing::ReadFile(tmp_ / "a" / shard.file)) << shard.file;
     }
   }
   Result<std::unique_ptr<Cache>> opened = Cache::Open(first->dir);
@@ -93,9 +63,9 @@ TEST_F(PullCacheTest, ADamagedObjectFailsNamingItAndLeavesNoCopy) {
   Result<Manifest> m = ReadManifest(tmp_ / "a");
   ASSERT_TRUE(m.ok());
   const ShardEntry& shard = m->splits[0].shards[0];
-  std::string bytes = Bytes(tmp_ / "a" / shard.file);
+  std::string bytes = testing::ReadFile(tmp_ / "a" / shard.file);
   bytes[bytes.size() / 2] ^= 0x40;  // one flipped bit, same size
-  std::ofstream(tmp_ / "damaged", std::ios::binary) << bytes;
+  testing::WriteFile(tmp_ / "damaged", bytes);
   ASSERT_TRUE(store_->Upload(shard.file, tmp_ / "damaged").ok());
   PullOptions o;
   o.cache_root = tmp_ / "root";
@@ -107,7 +77,7 @@ TEST_F(PullCacheTest, ADamagedObjectFailsNamingItAndLeavesNoCopy) {
   for (const auto& e : fs::directory_iterator(tmp_ / "root" / "remote")) ADD_FAILURE() << "left behind: " << e.path();
 
   // A truncated object: the ranged read comes back short, naming the object.
-  std::ofstream(tmp_ / "short", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  testing::WriteFile(tmp_ / "short", bytes.substr(0, bytes.size() / 2));
   ASSERT_TRUE(store_->Upload(shard.file, tmp_ / "short").ok());
   Result<PullReport> truncated = PullCache(*store_, o);
   ASSERT_FALSE(truncated.ok());
@@ -117,10 +87,7 @@ TEST_F(PullCacheTest, ADamagedObjectFailsNamingItAndLeavesNoCopy) {
 TEST_F(PullCacheTest, DataGivenAsAnS3UrlIsPreparedFromTheStore) {
   testing::BuildTestCache(tmp_ / "a", WriterOptions{}, {{"train", 6}, {"val", 2}});
   Push(tmp_ / "a");
-  setenv("AWS_ACCESS_KEY_ID", "test:tester", 1);
-  setenv("AWS_SECRET_ACCESS_KEY", "testing", 1);
-  setenv("AWS_ENDPOINT_URL", SwiftServer::Get().url().c_str(), 1);
-  PrepareOptions o;
+  PrepareOptions o;  // the store's keys and endpoint from the environment (RemoteStoreTest)
   o.data = url_;
   o.cache_root = tmp_ / "root";
   o.reuse_only = true;  // a rank of a data-parallel run: no fetch of its own

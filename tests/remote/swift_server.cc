@@ -57,4 +57,18 @@ AwsConfig SwiftServer::Aws() const {
   return c;
 }
 
+std::string SwiftServer::StartProxy(const std::string& name, const std::string& port) const {
+  FILE* p = popen(("bash " + kScript + " proxy " + kDir + " " + name + " " + port).c_str(), "r");
+  if (p == nullptr) return "";
+  char line[256] = {0};
+  std::string url = std::fgets(line, sizeof line, p) != nullptr ? line : "";
+  const int rc = pclose(p);
+  while (!url.empty() && (url.back() == '\n' || url.back() == '\r')) url.pop_back();
+  return rc == 0 && url.rfind("http", 0) == 0 ? url : "";
+}
+
+void SwiftServer::KillProxy(const std::string& name) const {
+  std::system(("bash " + kScript + " kill-proxy " + kDir + " " + name).c_str());
+}
+
 }  // namespace yc::testing

@@ -24,6 +24,12 @@ class SwiftServer {
   // tempauth's user test:tester, as S3 keys, with the server as the endpoint.
   AwsConfig Aws() const;
 
+  // One more proxy of this server (tests/servers/swift_s3.sh proxy): same back-ends, its own port (or
+  // `port`), for a fault test that kills it without taking the server from the tests running beside it.
+  // Its URL; empty when it did not start.
+  std::string StartProxy(const std::string& name, const std::string& port = "") const;
+  void KillProxy(const std::string& name) const;  // SIGKILL, as a crash
+
  private:
   std::string url_, why_;
   bool started_here_ = false;

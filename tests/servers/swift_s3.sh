@@ -5,6 +5,12 @@
 #   tests/servers/swift_s3.sh start DIR   -> once the proxy answers, prints its URL "http://127.0.0.1:PORT"
 #                                            and writes it to DIR/url
 #   tests/servers/swift_s3.sh stop DIR    -> stops every process started for DIR (safe to repeat)
+#   tests/servers/swift_s3.sh proxy DIR NAME [PORT]
+#                                         -> one more swift-proxy for the server running in DIR (same rings,
+#                                            same back-ends), its files DIR/proxy-NAME.conf and run/proxy-NAME.*;
+#                                            prints its URL once it answers. A fault test kills it (kill-proxy)
+#                                            without taking the server from the other tests running beside it.
+#   tests/servers/swift_s3.sh kill-proxy DIR NAME -> SIGKILL to that proxy, as a crash (safe to repeat)
 # S3 credentials: access key "test:tester", secret "testing" (tempauth's user_test_tester), region
 # us-east-1. Where the Swift packages are not installed, DIR/url says "unavailable: ..." (the tests
 # skip, saying why) and start exits 0; a server that does not come up is exit 1.
@@ -25,6 +31,39 @@ stop() {
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 if [ "$cmd" = stop ]; then stop; exit 0; fi
+
+# Waits up to 120 s for the proxy at $1 to answer /healthcheck, then prints $1; fails at once, with its
+# log, when a process of the pid files $2... exits.
+wait_for_proxy() {
+  local url=$1
+  shift
+  for _ in $(seq 1 1200); do
+    if /usr/bin/python3 -c "import urllib.request,sys; urllib.request.urlopen(sys.argv[1] + '/healthcheck', timeout=1)" "$url" 2>/dev/null; then
+      echo "$url"
+      return 0
+    fi
+    for f in "$@"; do
+      kill -0 "$(cat "$f")" 2>/dev/null || { echo "swift_s3.sh: $(basename "$f" .pid) exited:" >&2; tail -n 20 "${f%.pid}.log" >&2; return 1; }
+    done
+    sleep 0.1
+  done
+  echo "swift_s3.sh: the proxy did not answer on $url within 120 s" >&2
+  return 1
+}
+
+if [ "$cmd" = proxy ] || [ "$cmd" = kill-proxy ]; then
+  name=${3:?NAME}
+  pidfile="$dir/run/proxy-$name.pid"
+  if [ -f "$pidfile" ]; then kill -9 "$(cat "$pidfile")" 2>/dev/null || true; rm -f "$pidfile"; fi
+  [ "$cmd" = kill-proxy ] && exit 0
+  [ -f "$dir/proxy-server.conf" ] || { echo "swift_s3.sh: no server in $dir (start it first)" >&2; exit 1; }
+  port=${4:-$(free_port)}
+  sed "s/^bind_port = .*/bind_port = $port/" "$dir/proxy-server.conf" >"$dir/proxy-$name.conf"
+  swift-proxy-server "$dir/proxy-$name.conf" >"$dir/run/proxy-$name.log" 2>&1 &
+  echo $! >"$pidfile"
+  wait_for_proxy "http://127.0.0.1:$port" "$pidfile" || { kill -9 "$(cat "$pidfile")" 2>/dev/null; rm -f "$pidfile"; exit 1; }
+  exit 0
+fi
 mkdir -p "$dir"/srv/d1 "$dir"/run
 rm -f "$dir/url"
 for b in swift-proxy-server swift-object-server swift-container-server swift-account-server swift-ring-builder memcached; do
@@ -110,16 +149,10 @@ for kind in object container account proxy; do
   echo $! >"$dir/run/$kind.pid"
 done
 url="http://127.0.0.1:$proxy_port"
-for _ in $(seq 1 1200); do  # up to 120 s: Swift's Python start-up is slow on a loaded 2-core machine
-  if /usr/bin/python3 -c "import urllib.request,sys; urllib.request.urlopen(sys.argv[1] + '/healthcheck', timeout=1)" "$url" 2>/dev/null; then
-    echo "$url" | tee "$dir/url"
-    exit 0
-  fi
-  for f in "$dir"/run/*.pid; do
-    kill -0 "$(cat "$f")" 2>/dev/null || { echo "swift_s3.sh: $(basename "$f" .pid) exited:" >&2; tail -n 20 "${f%.pid}.log" >&2; stop; exit 1; }
-  done
-  sleep 0.1
-done
-echo "swift_s3.sh: the proxy did not answer on $url within 120 s" >&2
+# Up to 120 s: Swift's Python start-up is slow on a loaded 2-core machine.
+if wait_for_proxy "$url" "$dir"/run/*.pid >/dev/null; then
+  echo "$url" | tee "$dir/url"
+  exit 0
+fi
 stop
 exit 1

@@ -20,8 +20,8 @@ std::string Ms(double seconds) {
   return buf;
 }
 
-int Refuse(const std::string& command, const Status& st) {
-  std::cerr << "yolocache-train " << command << ": " << st.ToString() << "\n";
+int Refuse(const DataArgs& args, const std::string& command, const Status& st) {
+  std::cerr << args.program << " " << command << ": " << st.ToString() << "\n";
   return ExitCodeFor(st);
 }
 
@@ -31,9 +31,9 @@ int CheckGivenCache(const std::string& command, const DataArgs& args, const std:
   if (!m.ok()) return -1;  // opening the cache reports it, with its own exit code
   InterruptPolling polling;  // hashing a big source takes a while
   Result<SourceCheck> check = CheckCacheSource(*m, polling.flag());
-  if (polling.interrupted()) return Refuse(command, Status::Cancelled("interrupted"));
+  if (polling.interrupted()) return Refuse(args, command, Status::Cancelled("interrupted"));
   if (!check.ok()) {
-    std::cerr << "yolocache-train " << command << ": note: the source of " << PrintableText(data)
+    std::cerr << args.program << " " << command << ": note: the source of " << PrintableText(data)
               << " was not checked: " << check.status().ToString() << "\n";
     return args.strict_source ? kExitProblems : -1;
   }
@@ -43,7 +43,7 @@ int CheckGivenCache(const std::string& command, const DataArgs& args, const std:
     return -1;
   }
   const SourceChange& first = check->changes.front();
-  std::cerr << "yolocache-train " << command << ": " << (args.strict_source ? "error" : "warning")
+  std::cerr << args.program << " " << command << ": " << (args.strict_source ? "error" : "warning")
             << ": the source changed since " << PrintableText(data) << " was built: " << DescribeChanges(check->changes)
             << " (first: " << SourceChangeKindName(first.kind) << " [" << first.split << "] " << PrintableText(first.path)
             << "); update it with `yolocache build " << PrintableText(m->dataset_yaml) << " -o " << PrintableText(data)
@@ -71,16 +71,16 @@ int PrepareDataArg(const std::string& command, const DataArgs& args, std::string
   o.cancel = polling.flag();
   Result<PreparedCache> prepared = PrepareCache(o);
   bar.Finish();
-  if (!prepared.ok()) return Refuse(command, prepared.status());
+  if (!prepared.ok()) return Refuse(args, command, prepared.status());
   if (!prepared->ready) {
-    return Refuse(command, Status::InvalidArgument(
+    return Refuse(args, command, Status::InvalidArgument(
                                PrintableText(*data) + ": its cache " + PrintableText(prepared->dir.string()) +
                                " is not up to date (it would be " + PrepareActionName(prepared->action) +
                                "), and several ranks must not build it at once: run `yolocache build " +
                                PrintableText(*data) + " -o CACHE` first, or start the ranks with device=0,1, "
                                "which caches the data before"));
   }
-  if (polling.interrupted()) return Refuse(command, Status::Cancelled("interrupted"));  // after the build's last check
+  if (polling.interrupted()) return Refuse(args, command, Status::Cancelled("interrupted"));  // after the build's last check
   const PreparedCache& p = *prepared;
   const std::string dir = PrintableText(p.dir.string());
   switch (p.action) {

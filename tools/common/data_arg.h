@@ -1,4 +1,4 @@
-// `--data` of `yolocache-train train|val|ceiling`: a built cache, or a data YAML / dataset folder that
+// `--data` of `yolocache-train train|val|ceiling` (and the URL of `yolocache bench`): a built cache, or a data YAML / dataset folder that
 // is built into one (libcache/build/prepare_cache.h), with what was done said on stdout:
 //
 //   DataArgs d;  // --cache-dir, --strict-source, bound by the command
@@ -16,6 +16,7 @@
 namespace yc::cli {
 
 struct DataArgs {
+  std::string program = "yolocache-train";  // names the program in messages (`yolocache bench` too)
   std::string cache_dir;       // --cache-dir: where caches built from a YAML/folder go
   bool strict_source = false;  // --strict-source: a source changed since the build refuses to run
 };

@@ -1,7 +1,9 @@
 // `yolocache bench CACHE`: loader throughput on a built cache (img/s, per thread, per-stage times, a
 // checksum over every produced batch for determinism checks); `--compare` also runs, in the same
 // process on the same records, the naive loader — decode the source JPEG every time + canvas mosaic —
-// and prints the speed ratio; `--scaling 1,16` compares thread counts side by side in rounds.
+// and prints the speed ratio; `--scaling 1,16` compares thread counts side by side in rounds. A cache
+// in object storage (s3://, http(s)://) is benched from its local copy, fetched first or reused as
+// `yolocache-train train --data URL` does (tools/common/data_arg.h, docs/REMOTE.md).
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -11,7 +13,10 @@
 #include <nlohmann/json.hpp>
 #include <tbb/info.h>
 
+#include "libcache/build/prepare_cache.h"
+#include "libcache/build/stream_cache.h"
 #include "libcache/cache.h"
+#include "libcache/remote/object_location.h"
 #include "libcache/source/decode.h"
 #include "loader/base/core_clock.h"
 #include "loader/base/simd.h"
@@ -22,6 +27,7 @@
 #include "loader/option_table.h"
 #include "tools/common/cli_validators.h"
 #include "tools/common/command.h"
+#include "tools/common/data_arg.h"
 #include "tools/common/loader_flags.h"
 #include "tools/yolocache/cli_util.h"
 #include "tools/yolocache/order_stats_report.h"
@@ -31,6 +37,8 @@ namespace {
 
 struct BenchArgs {
   std::string cache, mode = "train", split, layout = "nchw", record_check = "first";
+  std::string cache_dir;  // --cache-dir: where the local copy of a cache given as a URL goes
+  double cache_budget_gib = 0;  // --cache-budget: stream the URL window by window within this much disk
   int batch = 64, imgsz = 0, threads = 0, batches = 50, warmup = -1, profile_samples = 32, prefetch = 4;
   std::vector<int> scaling;  // thread counts measured side by side, in rounds
   int rounds = 5;
@@ -196,10 +204,14 @@ struct BenchFigures {
   Throughput cached, naive;
   StageProfile profile;
   std::string codec;  // the cache's --compress (the record-read stage depends on it)
+  // A streamed cache: what the warm-up and timed run fetched, and for how many samples.
+  const StreamCache* stream = nullptr;
+  StreamCounters fetched;
+  uint64_t fetched_samples = 0;
 };
 
 Result<BenchFigures> Measure(const BenchArgs& a, const Cache& cache, const std::shared_ptr<const RecordSource>& source,
-                             const LoaderOptions& o) {
+                             const LoaderOptions& o, const StreamCache* stream) {
   BenchFigures f;
   f.codec = CodecSpec(cache.manifest().codec);
   ThroughputRun run;
@@ -207,7 +219,17 @@ Result<BenchFigures> Measure(const BenchArgs& a, const Cache& cache, const std::
   run.batches = a.batches;
   run.cancel = InstallInterruptFlag();  // every timed loop below polls it (exit 130)
   run.cold = a.cold;
+  const StreamCounters before = stream != nullptr ? stream->counters() : StreamCounters{};
   YC_ASSIGN_OR_RETURN(f.cached, MeasureThroughput(source, o, run));
+  if (stream != nullptr) {
+    f.stream = stream;
+    f.fetched = stream->counters();
+    f.fetched.bytes_fetched -= before.bytes_fetched;
+    f.fetched.bytes_evicted -= before.bytes_evicted;
+    f.fetched.requests -= before.requests;
+    const int warmup = a.warmup >= 0 ? a.warmup : DefaultWarmup(o.prefetch);
+    f.fetched_samples = f.cached.images + static_cast<uint64_t>(warmup) * static_cast<uint64_t>(o.batch);
+  }
   run.cold = false;  // only the timed run starts cold
   if (!a.no_checksum) {
     ThroughputRun hashed_run = run;
@@ -257,6 +279,16 @@ void PrintJson(const BenchArgs& a, const LoaderOptions& o, const std::string& sp
     j["disk_mb_per_second"] = c.seconds > 0 ? static_cast<double>(c.disk_bytes) / c.seconds / 1e6 : 0;
   }
   if (!a.no_checksum) j["checksum"] = ChecksumHex(c.checksum);
+  if (f.stream != nullptr)
+    j["stream"] = {{"budget_bytes", static_cast<uint64_t>(a.cache_budget_gib * (1ull << 30))},
+                   {"fetched_bytes", f.fetched.bytes_fetched},
+                   {"fetched_bytes_per_sample", f.fetched_samples > 0 ? static_cast<double>(f.fetched.bytes_fetched) /
+                                                                            static_cast<double>(f.fetched_samples)
+                                                                      : 0.0},
+                   {"samples", f.fetched_samples},
+                   {"requests", f.fetched.requests},
+                   {"evicted_bytes", f.fetched.bytes_evicted},
+                   {"peak_disk_bytes", f.fetched.peak_bytes_on_disk}};
   if (f.profile.samples > 0)
     j["stages_ms_per_sample"] = {{"geometry_warp", f.profile.geometry_warp_ms},
                                  {"hsv_layout", f.profile.hsv_layout_ms},
@@ -286,6 +318,13 @@ void PrintText(const BenchArgs& a, const LoaderOptions& o, const std::string& sp
     std::printf("disk: %.2f MB read per sample, %.0f MB/s in the timed run (%s)\n",
                 c.images > 0 ? static_cast<double>(c.disk_bytes) / c.images / 1e6 : 0,
                 c.seconds > 0 ? static_cast<double>(c.disk_bytes) / c.seconds / 1e6 : 0, ReadAheadLabel(o).c_str());
+  if (f.stream != nullptr)
+    std::printf("network: %.3f MB fetched per sample (%llu samples of the warm-up and timed run, windows read ahead "
+                "included): %.1f MB in %llu GETs, %.1f MB evicted, at most %.1f MB on disk (--cache-budget %.1f MB)\n",
+                f.fetched_samples > 0 ? static_cast<double>(f.fetched.bytes_fetched) / f.fetched_samples / 1e6 : 0,
+                static_cast<unsigned long long>(f.fetched_samples), f.fetched.bytes_fetched / 1e6,
+                static_cast<unsigned long long>(f.fetched.requests), f.fetched.bytes_evicted / 1e6,
+                f.fetched.peak_bytes_on_disk / 1e6, a.cache_budget_gib * (1ull << 30) / 1e6);
   if (f.profile.samples > 0)
     std::printf("per sample, one thread: geometry+warp %.2f ms, HSV+layout %.2f ms (layout alone %.2f ms); "
                 "reading one record %.2f ms (cache codec %s, part of geometry+warp)\n",
@@ -298,15 +337,51 @@ void PrintText(const BenchArgs& a, const LoaderOptions& o, const std::string& sp
   if (!a.no_checksum) std::printf("checksum %s\n", ChecksumHex(c.checksum).c_str());
 }
 
-int RunBench(const BenchArgs& a) {
+// --cache-budget: the URL streamed window by window (libcache/build/stream_cache.h) into a disk cache of
+// at most the budget, every record checked against its checksum as it is read.
+Result<StreamedCache> OpenStream(BenchArgs* a) {
+  if (!IsObjectUrl(a->cache))
+    return Status::InvalidArgument("--cache-budget streams a cache from object storage: give an s3:// or https:// URL, "
+                                   "not " + a->cache);
+  if (a->mode != "train" || a->order != "windowed")
+    return Status::InvalidArgument("--cache-budget reads the cache window by window: it needs --mode train --order windowed");
+  if (a->compare) return Status::InvalidArgument("--compare decodes the source dataset, which a streamed cache does not have");
+  if (a->order_stats > 0)
+    return Status::InvalidArgument("--order-stats also walks the shuffle order, which a streamed cache cannot serve");
+  StreamOptions o;
+  o.cache_root = a->cache_dir.empty() ? DefaultCacheRoot() : std::filesystem::path(a->cache_dir);
+  o.budget_bytes = static_cast<uint64_t>(a->cache_budget_gib * (1ull << 30));
+  o.window_bytes = static_cast<uint64_t>(a->window_mb * (1 << 20));
+  o.cancel = InstallInterruptFlag();
+  // The stage profile reads records through the cache's own mapping, which holds only fetched windows.
+  a->profile_samples = 0;
+  return OpenStreamedCache(a->cache, o);
+}
+
+int RunBench(BenchArgs a) {
+  StreamedCache streamed;
+  if (a.cache_budget_gib > 0) {
+    Result<StreamedCache> s = OpenStream(&a);
+    if (!s.ok()) return Fail("bench", s.status());
+    streamed = std::move(s.value());
+  } else if (IsObjectUrl(a.cache)) {  // its local copy: fetched, or reused when the store's manifest is unchanged
+    DataArgs data;
+    data.program = "yolocache";
+    data.cache_dir = a.cache_dir;
+    if (int rc = PrepareDataArg("bench", data, &a.cache, a.imgsz, a.json ? std::cerr : std::cout); rc >= 0) return rc;
+  }
   OpenOptions open;  // --record-check: what training does (first), or hashing on every read / never
   open.verify_checksums = a.record_check == "every";
   open.verify_first_read = a.record_check == "first";
-  Result<std::unique_ptr<Cache>> opened = Cache::Open(a.cache, open);
-  if (!opened.ok()) return Fail("bench", opened.status());
-  std::shared_ptr<Cache> cache(std::move(opened.value()));
+  std::shared_ptr<Cache> cache = streamed.cache;
+  if (cache == nullptr) {
+    Result<std::unique_ptr<Cache>> opened = Cache::Open(a.cache, open);
+    if (!opened.ok()) return Fail("bench", opened.status());
+    cache = std::move(opened.value());
+  }
   Result<LoaderOptions> options = BenchLoaderOptions(a, *cache);
   if (!options.ok()) return Fail("bench", options.status());
+  options->fetcher = streamed.stream;
   const LoaderOptions& o = *options;
   const std::string split = !a.split.empty() ? a.split : a.mode;
   const RecordSource* src = cache->split(split);
@@ -318,7 +393,9 @@ int RunBench(const BenchArgs& a) {
     if (o.mode != LoaderMode::kTrain) return Fail("bench", Status::InvalidArgument("--order-stats needs --mode train"));
     return PrintOrderComparison(a, source, o, split, static_cast<int>(std::max<size_t>(1, cache->manifest().names.size())));
   }
-  Result<BenchFigures> figures = Measure(a, *cache, source, o);
+  Result<BenchFigures> figures = Measure(a, *cache, source, o, streamed.stream.get());
+  if (!figures.ok() && streamed.stream != nullptr)  // its shards' local paths are the stream's
+    return Fail("bench", figures.status().WithContext("streaming " + a.cache));
   if (!figures.ok()) return Fail("bench", figures.status());
   if (a.json) {
     PrintJson(a, o, split, *figures);
@@ -331,7 +408,18 @@ int RunBench(const BenchArgs& a) {
 Registration reg("bench", "Measure loader throughput on a cache (img/s, per thread, per stage); --compare against a naive loader",
                  [](CLI::App& app) -> Action {
                    auto a = std::make_shared<BenchArgs>();
-                   app.add_option("cache", a->cache, "Cache directory")->required();
+                   app.add_option("cache", a->cache,
+                                  "Cache directory, or a cache in object storage (s3://bucket/prefix, https://...: "
+                                  "fetched into --cache-dir first, reused while unchanged there; docs/REMOTE.md)")
+                       ->required();
+                   app.add_option("--cache-dir", a->cache_dir,
+                                  "Where the local copy of a cache given as a URL goes (default: $YOLOCACHE_CACHE_DIR, "
+                                  "else $XDG_CACHE_HOME/yolocache, else ~/.cache/yolocache)");
+                   app.add_option("--cache-budget", a->cache_budget_gib,
+                                  "GiB: stream a cache given as a URL window by window (--order windowed) into at most "
+                                  "this much of --cache-dir instead of fetching it whole; prints the bytes fetched "
+                                  "per sample (docs/REMOTE.md, \"Streaming\")")
+                       ->check(CLI::PositiveNumber);
                    AddLoaderFlag(app, "mode", &a->mode);
                    app.add_option("--split", a->split, "Split (default: train for train mode, val for val mode)");
                    app.add_option("--batch", a->batch, "Batch size")->capture_default_str()->check(AtLeast(1));

@@ -1,5 +1,6 @@
 // `yolocache verify PATH`: on a source dataset (YAML or directory) the data audit; on a built cache
-// every checksum and the manifest, and with --source the source files changed since the build.
+// every checksum and the manifest, and with --source the source files changed since the build; on a
+// cache in object storage (s3://, http(s)://) the same check of every object, fetched afresh.
 // Exit: 0 clean, 1 problems found (errors; warnings too with --strict), 2 usage, 3 I/O or fatal.
 #include <cstdio>
 #include <functional>
@@ -7,8 +8,12 @@
 #include <map>
 
 #include "libcache/base/path_text.h"
+#include "libcache/build/prepare_cache.h"
+#include "libcache/build/pull_cache.h"
 #include "libcache/build/source_diff.h"
 #include "libcache/format/manifest.h"
+#include "libcache/remote/object_location.h"
+#include "libcache/remote/object_store.h"
 #include "libcache/report_json.h"
 #include "libcache/source/audit.h"
 #include "libcache/source/dataset_spec.h"
@@ -22,6 +27,7 @@ namespace {
 
 struct VerifyArgs {
   std::string path, source;
+  std::string cache_dir;  // --cache-dir: where the checked copy of a cache given as a URL goes
   bool json = false, strict = false, quiet = false;
   int max_problems = 50;
 };
@@ -87,28 +93,39 @@ int VerifySource(const VerifyArgs& a) {
   return failed ? kExitProblems : kExitOk;
 }
 
-int VerifyCacheDir(const VerifyArgs& a) {
+// What verify finds in a cache folder: every problem (cache_verify.h) and, with --source, the source
+// files changed since the build. A non-OK status: interrupted, or the source could not be compared.
+struct CacheFindings {
+  VerifyReport report;
+  std::vector<SourceChange> changes;
+};
+
+Status CheckCacheFolder(const VerifyArgs& a, const std::filesystem::path& dir, CacheFindings* out) {
   VerifyOptions options;
   options.cancel = InstallInterruptFlag();
-  VerifyReport report = VerifyCache(a.path, options);
-  if (report.cancelled) return Fail("verify", Status::Cancelled("interrupted"));
-  std::vector<SourceChange> changes;
-  if (!a.source.empty()) {
-    Result<Manifest> manifest = ReadManifest(a.path);
-    if (manifest.ok()) {  // otherwise the report already says why the manifest cannot be used
-      DiffOptions diff_options;  // full: every file of equal size is hashed
-      diff_options.cancel = options.cancel;
-      Result<std::vector<SourceChange>> diff = DiffSources(*manifest, a.source, diff_options);
-      if (!diff.ok()) return Fail("verify", diff.status());
-      changes = std::move(diff.value());
-    }
-  }
+  out->report = VerifyCache(dir, options);
+  if (out->report.cancelled) return Status::Cancelled("interrupted");
+  if (a.source.empty()) return Status::OK();
+  Result<Manifest> manifest = ReadManifest(dir);
+  if (!manifest.ok()) return Status::OK();  // the report already says why the manifest cannot be used
+  DiffOptions diff_options;  // full: every file of equal size is hashed
+  diff_options.cancel = options.cancel;
+  Result<std::vector<SourceChange>> diff = DiffSources(*manifest, a.source, diff_options);
+  if (!diff.ok()) return diff.status();
+  out->changes = std::move(diff.value());
+  return Status::OK();
+}
+
+// The findings on stdout as text or JSON; `shown_as` names the cache (its folder, or its URL).
+int PrintCacheFindings(const VerifyArgs& a, const std::string& shown_as, const CacheFindings& f) {
+  const VerifyReport& report = f.report;
+  const std::vector<SourceChange>& changes = f.changes;
   const bool failed = !report.ok() || (a.strict && !changes.empty());
   if (a.json) {
-    std::cout << JsonText(CacheVerifyJson(a.path, report, a.source.empty() ? nullptr : &changes, a.strict)) << "\n";
+    std::cout << JsonText(CacheVerifyJson(shown_as, report, a.source.empty() ? nullptr : &changes, a.strict)) << "\n";
     return failed ? kExitProblems : kExitOk;
   }
-  std::cout << "cache: " << PrintableText(a.path) << ": " << report.files_checked << " files, " << report.records_checked
+  std::cout << "cache: " << PrintableText(shown_as) << ": " << report.files_checked << " files, " << report.records_checked
             << " records, " << HumanBytes(static_cast<double>(report.bytes_checked)) << " checked\n";
   int shown = 0;
   for (const VerifyProblem& p : report.problems) {
@@ -134,12 +151,64 @@ int VerifyCacheDir(const VerifyArgs& a) {
   return failed ? kExitProblems : kExitOk;
 }
 
+int VerifyCacheDir(const VerifyArgs& a) {
+  CacheFindings findings;
+  Status st = CheckCacheFolder(a, a.path, &findings);
+  if (!st.ok()) return Fail("verify", st);
+  return PrintCacheFindings(a, a.path, findings);
+}
+
+// A cache in object storage: every object fetched again (not the local copy of an earlier fetch) into a
+// staging folder and checked there as a local cache is; only a copy without problems then replaces the
+// local copy (pull_cache.h), so `verify URL` before training also fetches what training will reuse.
+int VerifyCacheUrl(const VerifyArgs& a) {
+  Result<ObjectLocation> at = ParseObjectLocation(a.path);
+  if (!at.ok()) return Fail("verify", at.status());
+  Result<std::unique_ptr<ObjectStore>> store = ObjectStore::Open(*at);
+  if (!store.ok()) return Fail("verify", store.status());
+  PullOptions pull;
+  pull.cache_root = a.cache_dir.empty() ? DefaultCacheRoot() : std::filesystem::path(a.cache_dir);
+  pull.refetch = true;
+  pull.cancel = InstallInterruptFlag();
+  ProgressBar bar("fetch", 0, "MiB");
+  pull.progress = [&bar](uint64_t done, uint64_t total) {  // serialised by PullCache
+    bar.SetTotal(total >> 20);
+    bar.Update(done >> 20);
+  };
+  CacheFindings findings;
+  bool checked = false;
+  pull.check = [&](const std::filesystem::path& staged) -> Status {
+    bar.Finish();
+    YC_RETURN_IF_ERROR(CheckCacheFolder(a, staged, &findings));
+    checked = true;
+    // Problems name the objects, not the staging folder that is removed after.
+    for (VerifyProblem& p : findings.report.problems) {
+      p.file = (*store)->location().Display(std::filesystem::path(p.file).filename().string());
+    }
+    if (findings.report.ok()) return Status::OK();
+    return Status::Corruption(findings.report.problems.front().ToString());
+  };
+  Result<PullReport> pulled = PullCache(**store, pull);
+  bar.Finish();
+  // Fetching failed (the store said no, stopped answering, an object came back short), or the check was
+  // interrupted: one line naming the object and the reason.
+  if (!checked) return Fail("verify", pulled.status());
+  if (!pulled.ok() && findings.report.ok()) return Fail("verify", pulled.status());  // swapping the copy in
+  return PrintCacheFindings(a, at->Display(), findings);
+}
+
 Registration reg("verify",
                  "Audit a source dataset (YAML/dir), or check a built cache's checksums and manifest. "
                  "Exit 0 clean, 1 problems, 2 usage, 3 I/O",
                  [](CLI::App& app) -> Action {
                    auto a = std::make_shared<VerifyArgs>();
-                   app.add_option("path", a->path, "Data YAML, dataset directory, or cache directory")->required();
+                   app.add_option("path", a->path,
+                                  "Data YAML, dataset directory, cache directory, or a cache in object storage "
+                                  "(s3://bucket/prefix, https://...: every object fetched and checked; docs/REMOTE.md)")
+                       ->required();
+                   app.add_option("--cache-dir", a->cache_dir,
+                                  "With a URL: where the checked copy goes, for training to reuse (default: "
+                                  "$YOLOCACHE_CACHE_DIR, else $XDG_CACHE_HOME/yolocache, else ~/.cache/yolocache)");
                    app.add_option("--source", a->source,
                                   "With a cache: list source images and label files added, removed or changed since the build");
                    app.add_flag("--strict", a->strict, "Warnings (and source changes) also fail (exit 1)");
@@ -148,7 +217,10 @@ Registration reg("verify",
                    app.add_option("--max-problems", a->max_problems, "Problems listed in the text output")
                        ->capture_default_str();
                    // A folder with cache files but no valid manifest is a broken cache, not a dataset.
-                   return [a] { return LooksLikeCacheDir(a->path) ? VerifyCacheDir(*a) : VerifySource(*a); };
+                   return [a] {
+                     if (IsObjectUrl(a->path)) return VerifyCacheUrl(*a);
+                     return LooksLikeCacheDir(a->path) ? VerifyCacheDir(*a) : VerifySource(*a);
+                   };
                  });
 
 }  // namespace
