@@ -1,5 +1,8 @@
 #include "trainer/engine/fused_step.h"
 
+#include <memory>
+#include <string>
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -46,16 +49,27 @@ void ExpectSameParameters(torch::nn::Module& a, torch::nn::Module& b, double tol
   }
 }
 
+// Two identical TinyNets on `device`, each with the optimizer `name` builds for it.
+struct TwinNets {
+  torch::nn::Sequential a = TinyNet(), b = TinyNet();
+  std::unique_ptr<torch::optim::Optimizer> a_opt, b_opt;
+  TwinNets(const std::string& name, const at::Device& device) {
+    a->to(device);
+    b->to(device);
+    OptimizerSpec spec = ResolveOptimizer(name, 0.01, 0.9, 0.1, 80, 0).value();
+    a_opt = BuildOptimizer(*a, spec, 5e-2);
+    b_opt = BuildOptimizer(*b, spec, 5e-2);
+  }
+};
+
 // Runs `steps` steps with lr/momentum changed each step (as warmup does) on the reference optimizer and on
 // FusedStep over an identical copy; the parameters must agree.
 void CompareWithReference(const std::string& name, const at::Device& device) {
-  auto ref_net = TinyNet();
-  auto fused_net = TinyNet();
-  ref_net->to(device);
-  fused_net->to(device);
-  OptimizerSpec spec = ResolveOptimizer(name, 0.01, 0.9, 0.1, 80, 0).value();
-  auto ref = BuildOptimizer(*ref_net, spec, 5e-2);
-  auto opt = BuildOptimizer(*fused_net, spec, 5e-2);
+  TwinNets twins(name, device);
+  auto& ref_net = twins.a;
+  auto& fused_net = twins.b;
+  auto& ref = twins.a_opt;
+  auto& opt = twins.b_opt;
   ASSERT_TRUE(FusedStep::Supported(*opt));
   FusedStep fused(*opt);
   for (int k = 0; k < 5; ++k) {
@@ -120,13 +134,11 @@ TEST(FusedStep, DeviceLearningRatesStepAsTheOptionDoes) {
   for (const auto& device : Devices()) {
     for (const char* name : {"SGD", "AdamW"}) {
       SCOPED_TRACE(std::string(name) + " on " + device.str());
-      auto a_net = TinyNet();
-      auto b_net = TinyNet();
-      a_net->to(device);
-      b_net->to(device);
-      OptimizerSpec spec = ResolveOptimizer(name, 0.01, 0.9, 0.1, 80, 0).value();
-      auto a_opt = BuildOptimizer(*a_net, spec, 5e-2);
-      auto b_opt = BuildOptimizer(*b_net, spec, 5e-2);
+      TwinNets twins(name, device);
+      auto& a_net = twins.a;
+      auto& b_net = twins.b;
+      auto& a_opt = twins.a_opt;
+      auto& b_opt = twins.b_opt;
       FusedStep a(*a_opt);
       FusedStep b(*b_opt);
       std::vector<at::Tensor> lrs;
