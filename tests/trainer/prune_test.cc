@@ -168,6 +168,16 @@ TEST(Prune, SplitOutputsKeepEqualHalves) {
   EXPECT_EQ(std::count_if(kept.begin(), kept.end(), [](int64_t k) { return k < 32; }), 12);
 }
 
+// The GFLOPs `prune` prints follow Ultralytics' convention: its BatchNorm-fused summaries report 8.7 for
+// yolov8n and 6.5 for yolo11n (80 classes, 640 x 640); the attention matmuls we leave out are small.
+TEST(Prune, GflopsMatchUltralyticsFusedSummaries) {
+  DetectionModel v8(ModelOptions(ModelFamily::kV8, ModelScale::kN, 80));
+  DetectionModel y11(ModelOptions(ModelFamily::k11, ModelScale::kN, 80));
+  EXPECT_NEAR(MeasureModel(*v8).gflops, 8.7, 0.1);
+  EXPECT_NEAR(MeasureModel(*y11).gflops, 6.5, 0.15);
+  EXPECT_EQ(MeasureModel(*v8).parameters, 3157200);
+}
+
 TEST(Prune, RefusesBadCriteriaAndCutsThatEmptyALayer) {
   DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 5));
   const ChannelGraph g = GraphOf(*model);
