@@ -68,7 +68,10 @@ Status TrainRun::ReadWeightsAndModelName() {
     if (o_.model.empty()) o_.model = file_model;
     // A pruned file (yolocache-train prune) fine-tunes in its own architecture; another --model is built at
     // its scale's widths and takes what matches, as with any other file.
-    if (!pretrained_->channels.empty() && o_.model == file_model) o_.channels = pretrained_->channels;
+    Result<ModelName> given = ParseModelName(o_.model);
+    if (!pretrained_->channels.empty() && given.ok() && ModelNameString(*given) == file_model) {
+      o_.channels = pretrained_->channels;
+    }
   }
   Result<ModelName> model_name = ParseModelName(o_.model);
   if (!model_name.ok()) return Status::InvalidArgument("--model: " + model_name.status().message());
