@@ -1,10 +1,11 @@
 // `yolocache-train prune` as a user runs it: a checkpoint in, a smaller one out (the input untouched), the
 // before/after report, exit codes for bad criteria (2), bad files (3); then the pruned file through every
-// command: val, predict, export (TorchScript, and ONNX where the build has libonnx), a one-epoch CPU
-// fine-tune with train --weights, and --resume of that fine-tune's checkpoint.
+// command: val, predict, export (TorchScript, whose forward equals the pruned model's, and ONNX where the
+// build has libonnx), a two-epoch CPU fine-tune with train --weights, and --resume of its epoch1.pt.
 #include <cstdio>
 #include <filesystem>
 
+#include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,8 @@
 #include "tests/trainer/cache_checkpoint.h"
 #include "tests/trainer/train_test_util.h"
 #include "trainer/io/onnx/onnx_export.h"
+#include "trainer/io/pretrained.h"
+#include "trainer/io/torchscript_model.h"
 
 namespace yc::trainer {
 namespace {
@@ -124,6 +127,19 @@ TEST(PruneCli, PrunedCheckpointRunsThroughValPredictExportTrainAndResume) {
   r = YolocacheTrain(tmp, {"export", "--weights", pruned.string(), "--format", "torchscript"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_TRUE(fs::exists(tmp / "pruned.torchscript"));
+  {  // the export computes the pruned model's forward (fp16 weights in both, fp32 math)
+    Result<InferenceModel> model = LoadInferenceModel(pruned, at::Device(at::kCPU));
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    Result<TorchScriptModel> exported = LoadTorchScriptModel(tmp / "pruned.torchscript", at::Device(at::kCPU));
+    ASSERT_TRUE(exported.ok()) << exported.status().ToString();
+    at::manual_seed(6);
+    const at::Tensor x = at::rand({1, 3, 64, 64});
+    c10::NoGradGuard no_grad;
+    const at::Tensor expected = model->model->forward(x).pred;
+    const at::Tensor got = exported->Forward(x);
+    ASSERT_EQ(got.sizes(), expected.sizes());
+    EXPECT_TRUE(at::allclose(got, expected, 1e-4, 1e-4)) << (got - expected).abs().max().item<double>();
+  }
   r = YolocacheTrain(tmp, {"predict", "--weights", (tmp / "pruned.torchscript").string(), images.string(), "--out",
                            (tmp / "pred_ts").string(), "--device", "cpu"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
