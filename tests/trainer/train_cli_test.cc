@@ -12,12 +12,11 @@
 #include <sstream>
 #include <thread>
 
-#include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "libcache/cache.h"
 #include "tests/test_support.h"
+#include "tests/trainer/cache_checkpoint.h"
 #include "tests/trainer/train_test_util.h"
 #include "trainer/io/checkpoint.h"
 
@@ -33,24 +32,10 @@ using testing::YolocacheTrain;
 // An untrained yolov8n checkpoint for the cache's classes (inference at imgsz 64); `poison`: one weight
 // NaN, as a diverged run would have left it.
 fs::path WriteUntrainedCheckpoint(const fs::path& cache, const fs::path& path, bool poison) {
-  Result<std::unique_ptr<Cache>> opened = Cache::Open(cache);
-  EXPECT_TRUE(opened.ok()) << opened.status().ToString();
-  CheckpointMeta meta;
-  meta.model_scale = "n";
-  meta.names = (*opened)->manifest().names;
-  meta.nc = static_cast<int64_t>(meta.names.size());
-  meta.options.imgsz = 64;
-  meta.options.data = cache.string();
-  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, meta.nc));
-  if (poison) {
-    c10::NoGradGuard no_grad;
-    model->parameters()[5].view({-1})[0] = std::nan("");
-  }
-  CheckpointContents c;
-  c.meta = meta;
-  c.model = model.get();
-  EXPECT_TRUE(WriteCheckpoint(path, c).ok());
-  return path;
+  if (!poison) return testutil::WriteCacheCheckpoint(cache, path);
+  return testutil::WriteCacheCheckpoint(cache, path, [](DetectionModelImpl& model) {
+    model.parameters()[5].view({-1})[0] = std::nan("");
+  });
 }
 
 // Whether `file` has any content yet, polled up to `limit`.

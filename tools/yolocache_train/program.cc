@@ -5,6 +5,7 @@
 // Runs go to --project/--name (runs/detect/train, val, predict; train2, train3 ... as Ultralytics), or --out.
 //   yolocache-train ceiling --model yolov8n --batch 64 --imgsz 640 --amp [--data CACHE | --nc 80] [--json]
 //   yolocache-train export  --weights best.pt --format onnx|torchscript [--imgsz 640] [--dynamic] [--json]
+//   yolocache-train prune   --weights best.pt --ratio 0.3 | --threshold 0.01 [--out best-pruned.pt] [--json]
 // Distributed training: `train device=0,1` starts one rank per device itself (train_ranks.h), or start one
 // `train` per rank with RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT set (torchrun --no-python does
 // it; docs/DISTRIBUTED.md); --batch is the global batch.
@@ -27,7 +28,7 @@ Program TrainProgram() {
   p.description = "yolocache-train: train, validate and run YOLOv8 / YOLO11 on a yolocache cache (LibTorch)";
   p.version = "yolocache-train 0.1.0";
   CommandLine& line = p.line;
-  line.order = {"train", "ceiling", "val", "predict", "export"};
+  line.order = {"train", "ceiling", "val", "predict", "export", "prune"};
   // Ultralytics' line (`yolo detect train data=... model=yolo11n.yaml epochs=3`, cfg=, every
   // default.yaml key) read as ours (ultralytics_line.h); then key=value as --key value and "did you
   // mean" on a typo.

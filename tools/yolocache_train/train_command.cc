@@ -91,6 +91,12 @@ void AddRunOptions(CLI::App& app, TrainArgs& a) {
       ->capture_default_str();
   app.add_flag("--multi-scale", o.multi_scale,
                "Each train batch resized to a random multiple of 32 in [0.5, 1.5] x imgsz, as Ultralytics' multi_scale");
+  // --sr and sr= are the YOLOv5 pruning forks' name (key=value maps to --sr: not a default.yaml key).
+  app.add_option("--sparsity,--sr", o.sparsity,
+                 "Network slimming: S * sign(gamma) added to the prunable BatchNorm weights' gradients before each "
+                 "optimizer step (e.g. 1e-3; then `prune`); --sr / sr= as the YOLOv5 pruning forks; 0: off")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   AddDataSelectionOptions(app, o);
 }
 
@@ -99,7 +105,7 @@ void AddRunOptions(CLI::App& app, TrainArgs& a) {
 // may change.
 Result<TrainOptions> ResumedOptions(const CLI::App& app, const TrainOptions& given, const std::string& resume) {
   YC_ASSIGN_OR_RETURN(TrainOptions r, ResumeOptions(resume));
-  for (const char* fixed : {"--model", "--weights", "--freeze", "--epochs", "--time", "--multi-scale", "--batch",
+  for (const char* fixed : {"--model", "--weights", "--freeze", "--sparsity", "--epochs", "--time", "--multi-scale", "--batch",
                             "--imgsz", "--optimizer", "--lr0", "--seed", "--order", "--window", "--project", "--name",
                             "--fraction", "--single-cls", "--classes"}) {
     if (app.count(fixed) > 0) {

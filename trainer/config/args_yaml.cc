@@ -182,6 +182,9 @@ nlohmann::ordered_json UltralyticsArgs(const TrainOptions& o) {
   a["cfg"] = null;
   a["tracker"] = "botsort.yaml";
   a["save_dir"] = o.out;
+  // Not a default.yaml key: written only for a sparsity run (Ultralytics' cfg check refuses unknown keys),
+  // under the YOLOv5 pruning forks' name, which `cfg=args.yaml` reads back as --sr.
+  if (o.sparsity > 0) a["sr"] = o.sparsity;
   return a;
 }
 

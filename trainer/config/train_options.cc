@@ -168,6 +168,18 @@ std::vector<Field> MakeFields() {
       Num("cls", &TrainOptions::cls),
       Num("dfl", &TrainOptions::dfl),
       Num("clip_grad", &TrainOptions::clip_grad),
+      Num("sparsity", &TrainOptions::sparsity),
+      {"channels", [](const TrainOptions& o) { return Json(o.channels); },
+       [](const Json& j, TrainOptions* o) {
+         if (!j.is_object()) return false;
+         std::map<std::string, int64_t> channels;
+         for (const auto& [path, width] : j.items()) {
+           if (!width.is_number_integer() || width.get<int64_t>() < 1) return false;
+           channels[path] = width.get<int64_t>();
+         }
+         o->channels = std::move(channels);
+         return true;
+       }},
   };
   for (const OptionSpec& spec : LoaderOptionTable())
     if (spec.hyp) fields.push_back(Hyp(spec));
@@ -323,6 +335,7 @@ Status ValidateTrainOptions(const TrainOptions& o) {
     return bad("loss gains --box/--cls/--dfl must be >= 0");
   }
   if (!(o.clip_grad > 0) || !finite(o.clip_grad)) return bad("--clip-grad must be > 0");
+  if (!(o.sparsity >= 0) || !finite(o.sparsity)) return bad("--sparsity must be >= 0 (0: off)");
   if (o.val_every < 0) return bad("--val-every must be >= 0");
   if (!(o.val_conf >= 0 && o.val_conf < 1)) return bad("--conf must be in [0, 1)");
   if (!(o.val_iou > 0 && o.val_iou <= 1)) return bad("--iou must be in (0, 1]");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,14 @@ struct TrainOptions {
   int nbs = 64;                  // nominal batch size (gradient accumulation target)
   double box = 7.5, cls = 0.5, dfl = 1.5;  // loss gains
   double clip_grad = 10.0;       // max total gradient norm
+  // Network slimming (--sparsity, the YOLOv5 pruning forks' `sr`): S * sign(gamma) is added to the gradient
+  // of every prunable BatchNorm weight after backward, before the optimizer step (trainer/model/prune/
+  // sparsity.h; which BatchNorms are exempt: trainer/model/prune/channel_graph.h). 0 = off.
+  double sparsity = 0;
+  // The pruned architecture the run trains (ModelOptions::channels): taken from --weights when that file
+  // is pruned (yolocache-train prune) and --model is its architecture; kept in the checkpoints, so
+  // --resume, val, predict and export rebuild it. Empty: the scale's own widths.
+  std::map<std::string, int64_t> channels;
 
   // Augmentation (loader/options.h AugmentHyp, including close_mosaic).
   AugmentHyp hyp;

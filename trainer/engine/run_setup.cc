@@ -1,6 +1,7 @@
 // TrainRun::Setup: everything a run needs before its first batch, one step per concern, in the order the
 // run's log tells them (trainer/engine/train_run.h).
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <thread>
 
@@ -19,6 +20,7 @@
 #include "trainer/engine/autobatch.h"
 #include "trainer/engine/run_identity.h"
 #include "trainer/engine/train_run.h"
+#include "trainer/model/prune/sparsity.h"
 #include "trainer/model/sync_batch_norm.h"
 #include "trainer/plots/charts.h"
 #include "trainer/runtime/device_list.h"
@@ -62,7 +64,14 @@ Status TrainRun::ReadWeightsAndModelName() {
   if (!o_.weights.empty() && hooks_.resume.empty()) {
     YC_ASSIGN_OR_RETURN(ModelWeights weights, ReadModelWeights(o_.weights));
     pretrained_ = std::make_unique<ModelWeights>(std::move(weights));
-    if (o_.model.empty()) o_.model = ModelNameString(pretrained_->name);
+    const std::string file_model = ModelNameString(pretrained_->name);
+    if (o_.model.empty()) o_.model = file_model;
+    // A pruned file (yolocache-train prune) fine-tunes in its own architecture; another --model is built at
+    // its scale's widths and takes what matches, as with any other file.
+    Result<ModelName> given = ParseModelName(o_.model);
+    if (!pretrained_->channels.empty() && given.ok() && ModelNameString(*given) == file_model) {
+      o_.channels = pretrained_->channels;
+    }
   }
   Result<ModelName> model_name = ParseModelName(o_.model);
   if (!model_name.ok()) return Status::InvalidArgument("--model: " + model_name.status().message());
@@ -263,7 +272,7 @@ Status TrainRun::WriteArgs() {
 // or pretrained weights, frozen layers and (DDP) the same start on every rank.
 Status TrainRun::BuildModel() {
   torch::manual_seed(o_.seed);
-  stack_.model = NewModel(model_name_, nc_, stack_.target);
+  stack_.model = NewModel(model_name_, nc_, stack_.target, o_.channels);
   DetectionModel& model = stack_.model;
   if (resume_) YC_RETURN_IF_ERROR(resume_->LoadModule("model", *model));
   if (pretrained_) TransferPretrained();
@@ -283,7 +292,8 @@ Status TrainRun::BuildModel() {
   }
   model->train();
   Say("model: " + ModelNameString(model_name_) + ", " + std::to_string(nc_) + " classes, " +
-      std::to_string(CountParameters(*model)) + " parameters");
+      std::to_string(CountParameters(*model)) + " parameters" +
+      (o_.channels.empty() ? std::string() : " (pruned: " + std::to_string(o_.channels.size()) + " convolutions cut)"));
   return Status::OK();
 }
 
@@ -369,6 +379,14 @@ Status TrainRun::BuildTraining() {
   Say(DescribeOptimizer(stack_));
   YC_RETURN_IF_ERROR(BuildStep(&stack_, o_, nc_, StackRestore{resume_.get(), &state_},
                                StepSync{reducer_.get(), dist_->world_size()}));
+  if (o_.sparsity > 0) {
+    std::vector<at::Tensor> gammas = SparsityTargets(*stack_.model);
+    char s[32];
+    std::snprintf(s, sizeof s, "%g", o_.sparsity);
+    Say("sparsity: " + std::string(s) + " * sign(gamma) added to the gradients of " +
+        std::to_string(gammas.size()) + " prunable BatchNorm weights before each optimizer step (network slimming)");
+    stack_.step->set_sparsity(o_.sparsity, std::move(gammas));
+  }
   LrScheduleOptions lso;
   lso.epochs = o_.epochs;
   lso.lrf = o_.lrf;

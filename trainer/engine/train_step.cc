@@ -2,6 +2,7 @@
 
 #include <torch/version.h>
 
+#include "trainer/model/prune/sparsity.h"
 #include "trainer/runtime/autocast.h"
 
 // _foreach_mul_ with a tensor scale (one launch for all gradients) exists from PyTorch 2.1.
@@ -111,6 +112,8 @@ Status TrainStep::RunOptimizerStep(const std::vector<at::Tensor>* group_lrs, boo
   if (reducer_ != nullptr) YC_RETURN_IF_ERROR(reducer_->Finish());
   YC_RETURN_IF_ERROR(scaler_.Unscale(optimizer_));
   ClipGradNorm(optimizer_, clip_, &grads_);
+  // After clipping: the L1 term is a regulariser of its own, not part of the loss gradient's norm.
+  AddSparsityGradient(sparsity_gammas_, sparsity_);
   if (fused_ != nullptr) {
     // Skips an overflowed step on the device: no host read of found_inf, no pipeline drain.
     fused_->Step(scaler_.found_inf(), group_lrs);

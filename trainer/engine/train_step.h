@@ -55,6 +55,14 @@ class TrainStep {
   // Ultralytics optimizer_step: unscale, clip, step (skipped on inf/nan), update scale, zero, EMA.
   Status OptimizerStep();
 
+  // Network slimming (--sparsity): from now on every optimizer step adds s * sign(gamma) to the gradients of
+  // `gammas` (the prunable BatchNorm weights, SparsityTargets) after unscaling and clipping, before the
+  // step. s 0 or no tensors: off.
+  void set_sparsity(double s, std::vector<at::Tensor> gammas) {
+    sparsity_ = s;
+    sparsity_gammas_ = std::move(gammas);
+  }
+
   // Times the step's parts into `profile` (null: off, the default; the training loop never sets it).
   // A profiled step runs eagerly (a graph has no parts to time).
   void set_profile(StepProfile* profile) { profile_ = profile; }
@@ -80,6 +88,8 @@ class TrainStep {
   int world_size_;
   std::vector<at::Tensor> grads_;  // ClipGradNorm's list, reused
   StepProfile* profile_ = nullptr;
+  double sparsity_ = 0;
+  std::vector<at::Tensor> sparsity_gammas_;
   std::unique_ptr<GraphedStep> graphs_;
   bool graphs_allowed_ = true;
 

@@ -25,8 +25,11 @@ Result<TrainDevice> PrepareDevice(const TrainOptions& o, const at::Device& devic
   return d;
 }
 
-DetectionModel NewModel(const ModelName& name, int64_t nc, const TrainDevice& target) {
-  DetectionModel model(ModelOptions(name, nc));
+DetectionModel NewModel(const ModelName& name, int64_t nc, const TrainDevice& target,
+                        const std::map<std::string, int64_t>& channels) {
+  ModelOptions options(name, nc);
+  options.channels = channels;
+  DetectionModel model(options);
   model->to(target.device);
   if (target.channels_last) ToChannelsLast(*model);
   return model;

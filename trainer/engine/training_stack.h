@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -41,7 +42,9 @@ Result<TrainDevice> PrepareDevice(const TrainOptions& options, const at::Device&
 
 // A freshly initialised model (from the default generator: seed it first) on `target`'s device and
 // memory format.
-DetectionModel NewModel(const ModelName& name, int64_t nc, const TrainDevice& target);
+// `channels`: a pruned architecture (ModelOptions::channels; empty: the scale's widths).
+DetectionModel NewModel(const ModelName& name, int64_t nc, const TrainDevice& target,
+                        const std::map<std::string, int64_t>& channels = {});
 
 // A resumed run's saved optimizer, gradients, EMA and scaler state (reader null: a fresh start).
 struct StackRestore {

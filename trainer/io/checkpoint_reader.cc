@@ -504,7 +504,9 @@ Result<DetectionModel> CheckpointReader::BuildInferenceModel(const at::Device& d
   Result<ModelFamily> family = ParseModelFamily(meta_.model_family);
   if (!family.ok()) return Status::Corruption(Status::At(path_.string(), family.status().message()));
   try {
-    DetectionModel model(ModelOptions(*family, *scale, meta_.nc));
+    ModelOptions options(*family, *scale, meta_.nc);
+    options.channels = meta_.options.channels;  // a pruned architecture (yolocache-train prune)
+    DetectionModel model(options);
     model->to(device);
     const char* section = has_ema() ? "ema" : "model";
     YC_RETURN_IF_ERROR(LoadModule(section, *model));

@@ -53,6 +53,7 @@ Result<ModelWeights> ReadYolocache(const fs::path& path) {
   w.imgsz = meta.options.imgsz;
   w.single_cls = meta.options.single_cls;
   w.loss_gains = {meta.options.box, meta.options.cls, meta.options.dfl};
+  w.channels = meta.options.channels;
   w.description = "yolocache checkpoint " + ModelNameString(w.name) + " (" + ((*r)->is_release() ? "release, fp16 EMA" : (*r)->has_ema() ? "ema" : "model") + ", " +
                   std::to_string(meta.nc) + " classes)";
   for (const auto& p : (*model)->named_parameters(true)) w.tensors.emplace_back(p.key(), p.value().detach());
@@ -170,7 +171,14 @@ int64_t FreezeLayers(torch::nn::Module& model, const std::vector<int>& layers) {
 
 Result<InferenceModel> LoadInferenceModel(const fs::path& path, const at::Device& device) {
   YC_ASSIGN_OR_RETURN(ModelWeights w, ReadModelWeights(path));
-  DetectionModel model(ModelOptions(w.name, w.nc));
+  ModelOptions options(w.name, w.nc);
+  options.channels = w.channels;
+  DetectionModel model{nullptr};
+  try {
+    model = DetectionModel(options);
+  } catch (const std::exception& e) {  // a recorded pruned architecture that does not fit the model
+    return Status::IOError(Status::At(path.string(), e.what()));
+  }
   TransferReport r = TransferWeights(w, *model);
   if (r.transferred != r.total) {
     return Status::IOError(path.string() + ": " + std::to_string(r.total - r.transferred) + " of the " +

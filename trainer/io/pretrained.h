@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +35,7 @@ struct ModelWeights {
   bool single_cls = false;          // trained with single_cls (`val` then validates with it by default)
   std::array<double, 3> loss_gains{7.5, 0.5, 1.5};  // box, cls, dfl (a yolocache run's; else Ultralytics' defaults)
   std::string description;          // "Ultralytics 8.3.166 yolov8n (ema, 80 classes)"
+  std::map<std::string, int64_t> channels;  // a pruned architecture (ModelOptions::channels); empty: unpruned
   std::vector<std::pair<std::string, at::Tensor>> tensors;  // state_dict names; CPU float32 / int64
 };
 

@@ -5,6 +5,7 @@
 #include <c10/core/GradMode.h>
 
 #include "trainer/model/layer_graphs.h"
+#include "trainer/model/prune/channel_widths.h"
 
 namespace yc::trainer {
 
@@ -102,6 +103,9 @@ void DetectionModelImpl::reset() {
     model_graph::BuildYOLOv8(*model, options_, strides_);
   }
   detect().BiasInit();
+  // A pruned architecture: built at the scale's widths, then cut (clone() for the EMA lands here too, and
+  // then copies the source's cut tensors over).
+  if (!options_.channels.empty()) CutToWidths(*this, options_.channels);
 }
 
 DetectImpl& DetectionModelImpl::detect() { return *model->ptr(model->size() - 1)->as<DetectImpl>(); }

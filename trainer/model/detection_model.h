@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,10 @@ struct ModelOptions {
   int64_t nc;
   int64_t in_channels = 3;
   int64_t reg_max = 16;
+  // A pruned architecture (yolocache-train prune, trainer/model/prune/): the output width of each
+  // convolution that lost channels, by path ("model.2.m.0.cv1" -> 9); the model is built at the scale's
+  // widths, then cut to these (the kept channels' weights come from the checkpoint). Empty: unpruned.
+  std::map<std::string, int64_t> channels;
 
   ModelName name() const { return {family, scale}; }
 };

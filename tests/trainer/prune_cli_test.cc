@@ -1,0 +1,171 @@
+// `yolocache-train prune` as a user runs it: a checkpoint in, a smaller one out (the input untouched), the
+// before/after report, exit codes for bad criteria (2), bad files (3); then the pruned file through every
+// command: val, predict, export (TorchScript, whose forward equals the pruned model's, and ONNX where the
+// build has libonnx), a two-epoch CPU fine-tune with train --weights, and --resume of its epoch1.pt.
+#include <cstdio>
+#include <filesystem>
+
+#include <c10/core/GradMode.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/test_support.h"
+#include "tests/trainer/cache_checkpoint.h"
+#include "tests/trainer/train_test_util.h"
+#include "trainer/io/onnx/onnx_export.h"
+#include "trainer/io/pretrained.h"
+#include "trainer/io/torchscript_model.h"
+
+namespace yc::trainer {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CliRun;
+using testing::TempDir;
+using testing::YolocacheTrain;
+
+bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A yolov8n checkpoint for the cache's classes whose BatchNorm scales look sparsity-trained (spread over
+// [0.01, 1]), so a ratio has channels to choose.
+fs::path WriteSpreadCheckpoint(const fs::path& cache, const fs::path& path) {
+  at::manual_seed(5);
+  return testutil::WriteCacheCheckpoint(cache, path, [](DetectionModelImpl& model) {
+    for (auto& p : model.named_parameters()) {
+      if (p.key().find(".bn.weight") != std::string::npos) p.value().uniform_(0.01, 1.0);
+    }
+  });
+}
+
+// "Transferred K/N items": K == N.
+bool TransferredAll(const std::string& out) {
+  const size_t at = out.find("Transferred ");
+  if (at == std::string::npos) return false;
+  long long k = -1, n = -2;
+  return std::sscanf(out.c_str() + at, "Transferred %lld/%lld", &k, &n) == 2 && k == n && k > 0;
+}
+
+std::vector<std::string> Cpu(std::vector<std::string> args) {
+  for (const char* a : {"--device", "cpu", "--threads", "1"}) args.push_back(a);
+  return args;
+}
+
+TEST(PruneCli, PrunesWithoutTouchingTheInputAndRefusesBadArguments) {
+  TempDir tmp;
+  const fs::path cache = testutil::MakeSynthCache(tmp.path(), testutil::Images(2, 1));
+  const fs::path weights = WriteSpreadCheckpoint(cache, tmp / "w.pt");
+  const std::string original = testing::ReadFile(weights);
+
+  CliRun r = YolocacheTrain(tmp, {"prune", "--help"});
+  ASSERT_EQ(r.exit_code, 0);
+  for (const char* f : {"--weights", "--ratio", "--threshold", "--out", "--json"}) EXPECT_TRUE(Has(r.out, f)) << f;
+
+  r = YolocacheTrain(tmp, {"prune", "--weights", weights.string(), "--ratio", "0.3", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["file"], (tmp / "w-pruned.pt").string());
+  EXPECT_GT(j["removed_channels"].get<int64_t>(), 0);
+  EXPECT_LT(j["after"]["parameters"].get<int64_t>(), j["before"]["parameters"].get<int64_t>());
+  EXPECT_LT(j["after"]["gflops"].get<double>(), j["before"]["gflops"].get<double>());
+  EXPECT_EQ(j["before"]["layers"].size(), 23u);
+  EXPECT_FALSE(j["channels"].empty());
+  EXPECT_TRUE(fs::exists(tmp / "w-pruned.pt"));
+  EXPECT_EQ(testing::ReadFile(weights), original);  // the input is never written
+
+  r = YolocacheTrain(tmp, {"prune", "--weights", weights.string(), "--threshold", "0.2", "--out", (tmp / "t.pt").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Has(r.out, "parameters: ")) << r.out;
+  EXPECT_TRUE(Has(r.out, "GFLOPs at 640: ")) << r.out;
+  EXPECT_TRUE(Has(r.out, "C2f")) << r.out;
+
+  const std::vector<std::pair<std::vector<std::string>, std::string>> usage = {
+      {{"--ratio", "0"}, "give one of --ratio R and --threshold T"},
+      {{"--ratio", "1"}, "--ratio 1: must be in (0, 1)"},
+      {{"--ratio", "1.5"}, "--ratio 1.5: must be in (0, 1)"},
+      {{"--threshold", "-0.1"}, "--threshold -0.1: must be in (0, 1)"},
+      {{"--ratio", "0.999"}, "would remove every channel of model."},
+      {{}, "give one of --ratio R and --threshold T"},
+      {{"--ratio", "0.2", "--threshold", "0.1"}, "excludes"},
+      {{"--ratio", "0.2", "--out", weights.string()}, "prune never overwrites them"},
+  };
+  for (const auto& [extra, message] : usage) {
+    std::vector<std::string> args = {"prune", "--weights", weights.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    r = YolocacheTrain(tmp, args);
+    EXPECT_EQ(r.exit_code, 2) << message << "\n" << r.err;
+    EXPECT_TRUE(Has(r.err, message)) << message << "\n" << r.err;
+  }
+  EXPECT_EQ(testing::ReadFile(weights), original);
+
+  r = YolocacheTrain(tmp, {"prune", "--weights", (tmp / "missing.pt").string(), "--ratio", "0.3"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_TRUE(Has(r.err, "missing.pt")) << r.err;
+  testing::WriteFile(tmp / "junk.pt", "not a checkpoint");
+  r = YolocacheTrain(tmp, {"prune", "--weights", (tmp / "junk.pt").string(), "--ratio", "0.3"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_TRUE(Has(r.err, "junk.pt")) << r.err;
+}
+
+TEST(PruneCli, PrunedCheckpointRunsThroughValPredictExportTrainAndResume) {
+  TempDir tmp;
+  const fs::path cache = testutil::MakeSynthCache(tmp.path(), testutil::Images(16, 8));
+  const fs::path weights = WriteSpreadCheckpoint(cache, tmp / "w.pt");
+  const fs::path pruned = tmp / "pruned.pt";
+  CliRun r = YolocacheTrain(tmp, {"prune", "--weights", weights.string(), "--ratio", "0.4", "--out", pruned.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  r = YolocacheTrain(tmp, Cpu({"val", "--weights", pruned.string(), "--data", cache.string(), "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out, nullptr, false)["images"], 8) << r.out;
+
+  const fs::path images = tmp / "data" / "images" / "val";
+  r = YolocacheTrain(tmp, {"predict", "--weights", pruned.string(), images.string(), "--out", (tmp / "pred").string(),
+                           "--device", "cpu", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  r = YolocacheTrain(tmp, {"export", "--weights", pruned.string(), "--format", "torchscript"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(fs::exists(tmp / "pruned.torchscript"));
+  {  // the export computes the pruned model's forward (fp16 weights in both, fp32 math)
+    Result<InferenceModel> model = LoadInferenceModel(pruned, at::Device(at::kCPU));
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    Result<TorchScriptModel> exported = LoadTorchScriptModel(tmp / "pruned.torchscript", at::Device(at::kCPU));
+    ASSERT_TRUE(exported.ok()) << exported.status().ToString();
+    at::manual_seed(6);
+    const at::Tensor x = at::rand({1, 3, 64, 64});
+    c10::NoGradGuard no_grad;
+    const at::Tensor expected = model->model->forward(x).pred;
+    const at::Tensor got = exported->Forward(x);
+    ASSERT_EQ(got.sizes(), expected.sizes());
+    EXPECT_TRUE(at::allclose(got, expected, 1e-4, 1e-4)) << (got - expected).abs().max().item<double>();
+  }
+  r = YolocacheTrain(tmp, {"predict", "--weights", (tmp / "pruned.torchscript").string(), images.string(), "--out",
+                           (tmp / "pred_ts").string(), "--device", "cpu"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (OnnxExportAvailable()) {
+    r = YolocacheTrain(tmp, {"export", "--weights", pruned.string(), "--format", "onnx"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(fs::exists(tmp / "pruned.onnx"));
+  }
+
+  // Fine-tune: the pruned architecture trains (2 epochs, epoch1.pt kept to resume from), its checkpoints
+  // keep it (val of the fine-tuned best.pt), and --resume rebuilds it.
+  const fs::path run = tmp / "run";
+  r = YolocacheTrain(tmp, Cpu({"train", "--weights", pruned.string(), "--data", cache.string(), "--imgsz", "64",
+                               "--epochs", "2", "--batch", "4", "--torch-threads", "1", "--save-every", "1",
+                               "--no-plots", "--out", run.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Has(r.out, "convolutions cut)")) << r.out;
+  EXPECT_TRUE(TransferredAll(r.out)) << r.out;  // every tensor fits the pruned architecture
+  r = YolocacheTrain(tmp, Cpu({"val", "--weights", (run / "weights" / "best.pt").string(), "--data", cache.string()}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = YolocacheTrain(tmp, Cpu({"train", "--resume", (run / "weights" / "epoch1.pt").string(), "--out",
+                               (tmp / "resumed").string(), "--torch-threads", "1"}));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Has(r.out, "convolutions cut)")) << r.out;
+  EXPECT_TRUE(fs::exists(tmp / "resumed" / "weights" / "best.pt"));
+}
+
+}  // namespace
+}  // namespace yc::trainer

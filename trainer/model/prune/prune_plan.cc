@@ -1,0 +1,119 @@
+#include "trainer/model/prune/prune_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <tuple>
+
+namespace yc::trainer {
+
+namespace {
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+struct Channel {
+  float scale;  // |gamma|
+  size_t node;  // index into the prunable nodes
+  int64_t k;
+};
+
+// A halves node (C2f/C3k2 cv1) keeps as many channels in each half as the fuller half keeps by the cut,
+// the largest scales of each half: Ultralytics' C2f.forward chunks cv1's output equally.
+std::vector<int64_t> EqualHalves(const std::vector<int64_t>& kept, const std::vector<float>& scale, int64_t out) {
+  const int64_t c = out / 2;
+  int64_t first = 0;
+  for (int64_t k : kept) first += k < c ? 1 : 0;
+  const int64_t count = std::max<int64_t>(first, static_cast<int64_t>(kept.size()) - first);
+  std::vector<int64_t> result;
+  for (int64_t h = 0; h < 2; ++h) {
+    std::vector<int64_t> half;
+    for (int64_t k = h * c; k < (h + 1) * c; ++k) half.push_back(k);
+    std::stable_sort(half.begin(), half.end(), [&](int64_t a, int64_t b) { return scale[a] > scale[b]; });
+    result.insert(result.end(), half.begin(), half.begin() + count);
+  }
+  std::sort(result.begin(), result.end());
+  return result;
+}
+
+std::string CriterionText(const PruneCriterion& c) {
+  return c.ratio != 0 ? "--ratio " + Num(c.ratio) : "--threshold " + Num(c.threshold);
+}
+
+}  // namespace
+
+Status CheckPruneCriterion(const PruneCriterion& c) {
+  const bool by_ratio = c.ratio != 0, by_threshold = c.threshold != 0;
+  if (by_ratio == by_threshold) return Status::InvalidArgument("give one of --ratio R and --threshold T");
+  const double value = by_ratio ? c.ratio : c.threshold;
+  if (!(value > 0 && value < 1)) {
+    return Status::InvalidArgument(CriterionText(c) + ": must be in (0, 1) (" +
+                                   (by_ratio ? "the share of the prunable channels removed)"
+                                             : "the BatchNorm scale |gamma| below which channels are removed)"));
+  }
+  return Status::OK();
+}
+
+Result<PrunePlan> PlanPrune(const ChannelGraph& graph, const std::map<std::string, std::vector<float>>& gammas,
+                            const PruneCriterion& c) {
+  YC_RETURN_IF_ERROR(CheckPruneCriterion(c));
+  const bool by_ratio = c.ratio != 0;
+  const std::string option = CriterionText(c);
+  std::vector<const ConvNode*> nodes;
+  std::vector<std::vector<float>> scales;
+  std::vector<Channel> all;
+  for (const ConvNode& n : graph.convs) {
+    if (!n.prunable) continue;
+    auto it = gammas.find(n.path);
+    if (it == gammas.end() || static_cast<int64_t>(it->second.size()) != n.out) {
+      return Status::InvalidArgument("no BatchNorm scales for " + n.path);
+    }
+    std::vector<float> s;
+    for (float g : it->second) s.push_back(std::fabs(g));
+    for (int64_t k = 0; k < n.out; ++k) all.push_back({s[k], nodes.size(), k});
+    nodes.push_back(&n);
+    scales.push_back(std::move(s));
+  }
+  PrunePlan plan;
+  plan.prunable = static_cast<int64_t>(all.size());
+  // Removed channels: the smallest scales (ties in graph order, so a plan is reproducible), or those below T.
+  std::vector<std::vector<bool>> removed(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) removed[i].assign(nodes[i]->out, false);
+  if (by_ratio) {
+    std::stable_sort(all.begin(), all.end(), [](const Channel& a, const Channel& b) {
+      return std::tie(a.scale, a.node, a.k) < std::tie(b.scale, b.node, b.k);
+    });
+    const auto n = static_cast<size_t>(std::floor(c.ratio * static_cast<double>(all.size())));
+    for (size_t i = 0; i < n; ++i) removed[all[i].node][all[i].k] = true;
+    plan.cut = n > 0 ? all[n - 1].scale : 0;
+  } else {
+    for (const Channel& ch : all) removed[ch.node][ch.k] = ch.scale < c.threshold;
+    plan.cut = c.threshold;
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const ConvNode& n = *nodes[i];
+    std::vector<int64_t> kept;
+    for (int64_t k = 0; k < n.out; ++k) {
+      if (!removed[i][k]) kept.push_back(k);
+    }
+    if (kept.empty()) {
+      const float largest = *std::max_element(scales[i].begin(), scales[i].end());
+      return Status::InvalidArgument(option + " would remove every channel of " + n.path + " (its " +
+                                     std::to_string(n.out) + " BatchNorm scales are all " +
+                                     (by_ratio ? "<= " + Num(plan.cut) + ", the global cut" : "below it") +
+                                     "; the largest is " + Num(largest) + "): give a smaller " +
+                                     (by_ratio ? "ratio" : "threshold"));
+    }
+    if (n.halves) kept = EqualHalves(kept, scales[i], n.out);
+    if (static_cast<int64_t>(kept.size()) < n.out) {
+      plan.removed += n.out - static_cast<int64_t>(kept.size());
+      plan.keep[n.path] = std::move(kept);
+    }
+  }
+  return plan;
+}
+
+}  // namespace yc::trainer
