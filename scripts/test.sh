@@ -2,9 +2,9 @@
 # Sets up a fresh Debian 12 machine and runs every test suite:
 #   1. Release build (-Werror) + all GoogleTest suites (ctest), then the Python package's pytest suite (python/tests,
 #      against the module of that build, once),
-#   2. ASan+UBSan build of the data-side libraries, running the libcache and loader suites
+#   2. ASan+UBSan build of the data-side libraries (clang), running the libcache, loader and tools suites
 #      (every odd image, every corrupt cache byte, under the sanitizers),
-#   3. libFuzzer targets (label parser, EXIF, shard/manifest readers), a few seconds each.
+#   3. libFuzzer targets (label parser, EXIF, shard/manifest readers) from that same build, a few seconds each.
 # Usage: scripts/test.sh [--quick]   (--quick: step 1 only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,25 +26,25 @@ else
 fi
 if [ "${1:-}" = "--quick" ]; then echo "tests: $passed passed, 0 failed"; exit 0; fi
 
-echo "== [2/3] ASan+UBSan build + data-side tests"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DYOLOCACHE_SANITIZE=ON \
+# Steps 2 and 3 share one clang build: the fuzz configuration compiles everything with ASan + UBSan
+# (and libFuzzer's coverage hooks), so the data-side suites and the fuzzers come from one compile of
+# libcache, the loader and the tools instead of two.
+echo "== [2/3] ASan+UBSan build (clang, with the libFuzzer targets) + data-side tests"
+CC=clang CXX=clang++ cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DYOLOCACHE_FUZZ=ON \
       -DYOLOCACHE_WITH_TORCH=OFF >/dev/null
-cmake --build build-asan -j"$jobs" --target libcache_tests loader_tests tools_tests yolocache
+cmake --build build-san -j"$jobs" --target libcache_tests loader_tests tools_tests yolocache fuzzers
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 for suite in libcache_tests loader_tests tools_tests; do
   echo "-- $suite (ASan+UBSan)"
-  build-asan/tests/$suite --gtest_brief=1
+  build-san/tests/$suite --gtest_brief=1
 done
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
 echo "== [3/3] libFuzzer smoke runs"
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DYOLOCACHE_FUZZ=ON \
-      -DYOLOCACHE_WITH_TORCH=OFF -DYOLOCACHE_BUILD_TESTS=OFF >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzzers
-for f in build-fuzz/fuzz/*_fuzz; do
+for f in build-san/fuzz/*_fuzz; do
   echo "-- $(basename "$f")"
-  mkdir -p "build-fuzz/corpus/$(basename "$f")"
-  "$f" -max_total_time="${FUZZ_SECONDS:-10}" -rss_limit_mb=2048 "build-fuzz/corpus/$(basename "$f")" 2>&1 | tail -2
+  mkdir -p "build-san/corpus/$(basename "$f")"
+  "$f" -max_total_time="${FUZZ_SECONDS:-10}" -rss_limit_mb=2048 "build-san/corpus/$(basename "$f")" 2>&1 | tail -2
 done
 echo "scripts/test.sh: all steps passed (release suites, sanitizer suites, fuzzers)"
 echo "tests: $passed passed, 0 failed"
