@@ -1,5 +1,6 @@
 #include "trainer/loss/pair_metrics.h"
 
+#include <array>
 #include <cmath>
 #include <memory>
 
@@ -54,7 +55,7 @@ PairMetrics ComputePairMetrics(const at::Tensor& gt_bboxes, const at::Tensor& pd
                                double inside_eps) {
   c10::NoGradGuard no_grad;
   const int64_t bs = gt_bboxes.size(0), nmax = gt_bboxes.size(1), na = pd_bboxes.size(1);
-  const std::vector<int64_t> g{bs, nmax, 1}, p{bs, 1, na}, a{1, 1, na};
+  const std::array<int64_t, 3> g{bs, nmax, 1}, p{bs, 1, na}, a{1, 1, na};  // no heap work per step
   std::vector<c10::IValue> args{Side(gt_bboxes, 0, g), Side(gt_bboxes, 1, g), Side(gt_bboxes, 2, g),
                                 Side(gt_bboxes, 3, g), Side(pd_bboxes, 0, p), Side(pd_bboxes, 1, p),
                                 Side(pd_bboxes, 2, p), Side(pd_bboxes, 3, p), Side(anc_points, 0, a),
