@@ -106,7 +106,7 @@ void AddResourceOptions(CLI::App& app, TrainArgs& a) {
                         "Step with torch::optim's per-tensor loop instead of the fused multi-tensor kernels (LibTorch >= 2.4)");
   app.add_option("--cuda-graphs", o.cuda_graphs,
                  "CUDA: capture the train step as CUDA graphs and replay it: auto (where the run allows: the fused "
-                 "optimizer step, one process; after warm-up) | on (refuse a run that cannot) | off")
+                 "optimizer step, one process) | on (refuse a run that cannot) | off")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "on", "off"}));
   app.add_flag("--cudnn-benchmark", o.cudnn_benchmark,

@@ -10,7 +10,9 @@
 //   so backward accumulates into the addresses the graphs recorded.
 // - Learning rates: one device scalar per parameter group, written in place before each replay (the
 //   fused kernels' tensor-lr overloads); momentum, betas and weight decay are recorded values, so a
-//   change of any of them (warm-up) drops the step graph and the step runs eagerly until they settle.
+//   change of any of them (SGD's warm-up) drops the step graph and the step runs eagerly until they
+//   settle. The forward graphs serve warm-up too: its accumulation only decides which batches end in a
+//   step, and gradients accumulate in place either way.
 // - EMA decay: computed on the device from a device update count (ModelEMA::UpdateOnDevice).
 // - Lazily: a batch shape runs eagerly the first kEagerSightings times it is seen (cuBLAS/cuDNN set-up,
 //   optimizer state created, the fuser's profiling run and compile of the assigner's pair metrics:

@@ -80,7 +80,6 @@ Status TrainRun::TrainBatch(const DeviceBatch& db, EpochCursor* c) {
   if (o_.plots && IsMain() && db.host && IsPlottedBatch(ni)) PlotTrainBatch(*db.host, ni);
   const StepSettings s = schedule_->At(c->epoch, ni, static_cast<int64_t>(nb_), stack_.spec.lr);
   ApplyStepSettings(*stack_.optimizer, s);
-  stack_.step->set_graphs_allowed(!s.warmup);  // warm-up moves momentum and accumulation every step
   const bool step_now = ni - state_.last_opt_step >= s.accumulate;  // before backward: DDP sync or no_sync
   if (o_.synthetic_input && c->i - c->first < kProbeBatches) {
     if (c->i == c->first) probe_labels_.clear();

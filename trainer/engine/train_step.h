@@ -70,8 +70,6 @@ class TrainStep {
   // Captures and replays the step as CUDA graphs from here on (graphed_step.h); `notify` receives its
   // one-time messages. Needs the fused optimizer step and one process (CudaGraphsBlocker).
   void UseCudaGraphs(const at::Device& device, GraphedStep::Notify notify);
-  // Per batch: false runs it eagerly (warm-up, whose momentum changes every step).
-  void set_graphs_allowed(bool allowed) { graphs_allowed_ = allowed; }
   const GraphedStep* graphs() const { return graphs_.get(); }
 
  private:
@@ -91,9 +89,8 @@ class TrainStep {
   double sparsity_ = 0;
   std::vector<at::Tensor> sparsity_gammas_;
   std::unique_ptr<GraphedStep> graphs_;
-  bool graphs_allowed_ = true;
 
-  bool Graphed() const { return graphs_ != nullptr && graphs_allowed_ && profile_ == nullptr; }
+  bool Graphed() const { return graphs_ != nullptr && profile_ == nullptr; }
   // The step's two halves, run eagerly or recorded by a graph. `targets` (B, M, 5) padded, or undefined:
   // the loss builds them from `labels`. `group_lrs` null: the optimizer's own lr; `device_ema`: the
   // EMA's on-device update (a captured step).

@@ -75,7 +75,7 @@ Status EnableCudaGraphs(TrainingStack* s, const TrainOptions& o, bool distribute
     return Status::OK();
   }
   s->step->UseCudaGraphs(s->target.device, say);
-  if (say) say("cuda graphs: the train step is captured per batch shape and box-count bucket after warm-up, then replayed");
+  if (say) say("cuda graphs: the train step is captured per batch shape and box-count bucket, then replayed");
   return Status::OK();
 }
 

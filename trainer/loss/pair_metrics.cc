@@ -5,6 +5,7 @@
 #include <memory>
 
 #include <c10/core/GradMode.h>
+#include <torch/csrc/jit/api/module.h>
 #include <torch/jit.h>
 
 namespace yc::trainer {
@@ -38,8 +39,21 @@ def pair_metrics(gx1, gy1, gx2, gy2, px1, py1, px2, py2, ax, ay, valid, scores,
 
 constexpr double kIoUEps = 1e-7;  // BboxIoU's default, as Ultralytics' bbox_iou
 
+// The fuser's default strategy compiles a kernel for each new set of input shapes (two static ones, then up
+// to ten dynamic ones); every box bucket and the smaller last batch is a new shape, and each compile costs a
+// second or more of NVRTC at the start of a run. Dynamic fusion compiles one shape-generic kernel that serves
+// them all (the depth allows a few more for changes of rank or broadcast pattern). The strategy is read when
+// the function's executor is built, at its first call, so it is set before; it is process-wide.
+void UseShapeGenericFusion() {
+  torch::jit::FusionStrategy dynamic{{torch::jit::FusionBehavior::DYNAMIC, 4}};
+  torch::jit::setFusionStrategy(dynamic);
+}
+
 torch::jit::Function& PairMetricsFunction() {
-  static const std::shared_ptr<torch::jit::CompilationUnit> unit = torch::jit::compile(kSource);
+  static const std::shared_ptr<torch::jit::CompilationUnit> unit = [] {
+    UseShapeGenericFusion();
+    return torch::jit::compile(kSource);
+  }();
   return unit->get_function("pair_metrics");
 }
 

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Issue 31's acceptance runs on the GPU host (prints RESULT lines; each PART fits one device call):
+#   bench/prune_distill_gpu.sh BUILD_DIR WORKDIR PART...      (OUT: where the pruned best.pt files go)
+# Data: `yolocache synth` (8 classes, 3000 train / 300 val images, seed 7), cached at 320; batch 64, AMP, seed 0 (distill: 0, 1),
+# val every epoch. 320 rather than 640 keeps every run of a part inside one 10-minute device call.
+#   prune:MODEL   MODEL (yolov8s, yolo11s) trained EPOCHS (default 30) epochs plain, against EPOCHS/2 epochs with
+#                 --sparsity SR (default 5e-4), pruned by the smallest --ratio (0.30, 0.35, ...) that removes
+#                 >= 30% of the GFLOPs, then fine-tuned EPOCHS/2 epochs from the pruned checkpoint: the same
+#                 total epochs. Parameters, GFLOPs, mAP50-95 and train img/s of both.
+#   distill       yolov8n EPOCHS epochs alone against --teacher (prune:yolov8s's plain yolov8s), seeds 0 and 1.
+set -euo pipefail
+build=$(realpath "$1") work=$2
+shift 2
+repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$repo/bench/gpu_env.sh" "$repo"
+mkdir -p "$work"
+work=$(realpath "$work")
+out=${OUT:-$work/out}
+mkdir -p "$out"
+# EPOCHS, SR, and for a smoke test elsewhere DEVICE (cuda), IMGSZ (320), IMAGES (3000 train images).
+T=$build/tools/yolocache-train epochs=${EPOCHS:-30} sr=${SR:-5e-4} device=${DEVICE:-cuda} imgsz=${IMGSZ:-320}
+images=${IMAGES:-3000}
+half=$((epochs / 2))
+[ -f "$work/synth/data.yaml" ] || "$build/tools/yolocache" synth "$work/synth" --train "$images" --val $((images / 10)) --classes 8 --seed 7 >/dev/null
+[ -f "$work/cache/manifest.json" ] || "$build/tools/yolocache" build "$work/synth/data.yaml" -o "$work/cache" --imgsz "$imgsz" -j 16 >/dev/null
+train() {  # NAME EPOCHS [train options...]: the run's steady img/s and last mAP50-95
+  local name=$1 n=$2
+  shift 2
+  "$T" train --data "$work/cache" --epochs "$n" --batch 64 --imgsz "$imgsz" --device "$device" --amp --val-every 1 \
+      --out "$work/runs/$name" --exist-ok "$@" > "$work/$name.log" 2>&1 || { tail -5 "$work/$name.log"; return 1; }
+  python3 "$repo/bench/run_rates.py" "$work/$name.log" --label "$name" | sed -n 2p
+}
+for part in "$@"; do
+  case $part in
+    prune:*)
+      model=${part#prune:}
+      train "${model}_plain" "$epochs" --model "$model"
+      [ "$model" = yolov8s ] && cp "$work/runs/${model}_plain/weights/best.pt" "$work/teacher.pt"
+      train "${model}_sparse" "$half" --model "$model" --sparsity "$sr"
+      for ratio in 0.30 0.35 0.40 0.45 0.50 0.55 0.60 0.65 0.70; do
+        "$T" prune --weights "$work/runs/${model}_sparse/weights/last.pt" --ratio "$ratio" --imgsz "$imgsz" \
+            --out "$work/${model}_pruned.pt" --json > "$work/${model}_prune.json" 2> "$work/${model}_prune.err" ||
+            { tail -1 "$work/${model}_prune.err"; continue; }
+        cut=$(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(1 - j['after']['gflops'] / j['before']['gflops'])" "$work/${model}_prune.json")
+        python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.30 else 1)" "$cut" && break
+        rm -f "$work/${model}_pruned.pt"
+      done
+      [ -f "$work/${model}_pruned.pt" ] || { echo "RESULT $model: no ratio up to 0.70 prunes 30% of the GFLOPs"; continue; }
+      python3 - "$work/${model}_prune.json" "$model" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+b, a = j["before"], j["after"]
+print(f"RESULT {sys.argv[2]} prune --ratio {j['ratio']}: parameters {b['parameters'] / 1e6:.2f}M -> {a['parameters'] / 1e6:.2f}M "
+      f"({1 - a['parameters'] / b['parameters']:.1%} fewer), GFLOPs at {j['imgsz']} {b['gflops']:.2f} -> {a['gflops']:.2f} "
+      f"({1 - a['gflops'] / b['gflops']:.1%} fewer)")
+PY
+      train "${model}_pruned_ft" "$half" --weights "$work/${model}_pruned.pt"
+      cp "$work/runs/${model}_pruned_ft/weights/best.pt" "$out/${model}_pruned_best.pt"
+      ;;
+    distill)
+      teacher=$work/teacher.pt
+      for seed in 0 1; do
+        train "yolov8n_alone_s$seed" "$epochs" --model yolov8n --seed "$seed"
+        train "yolov8n_distilled_s$seed" "$epochs" --model yolov8n --seed "$seed" --teacher "$teacher"
+      done
+      ;;
+    *) echo "unknown part $part"; exit 2 ;;
+  esac
+done

@@ -1,0 +1,55 @@
+"""Issue 29's whole-run figures from one `yolocache-train train` log (what the trainer prints):
+
+  python3 bench/run_rates.py LOG [--label NAME] [--steady-from K]
+
+Per epoch the trainer prints `epoch N: ... | X img/s | ... (epoch S s of which ... val V s, save C s)`: X is
+the epoch's train rate, S its whole time (train, validation, checkpoints). At the end it prints
+`E epochs run (...) in W s wall`. Printed here, as RESULT lines:
+- the steady rate: the median train img/s of epochs K.. (default: the second half of the run);
+- the whole run: E x images per epoch / W (first epoch, every validation and checkpoint included) and its
+  ratio to the steady rate (issue 29's goal: >= 0.9, and >= 0.85 for the 3,000-image run);
+- the first epoch's time over the median steady epoch's time (goal: <= 1.3);
+- the last mAP50-95.
+"""
+import argparse
+import re
+import statistics
+import sys
+
+EPOCH = re.compile(r"^epoch (\d+): .*\| ([\d.]+) img/s \|.*mAP50-95 ([\d.]+) \| [\d.]+ s \(epoch ([\d.]+) s")
+WALL = re.compile(r"^(\d+) epochs run .* in ([\d.]+) s wall")
+IMAGES = re.compile(r"^data: .*: (\d+) train images")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("log")
+    p.add_argument("--label", default="")
+    p.add_argument("--steady-from", type=int, default=0)
+    a = p.parse_args()
+    epochs, wall, images = [], None, None
+    for line in open(a.log, errors="replace"):
+        line = line.strip()
+        if m := EPOCH.match(line):
+            epochs.append((int(m[1]), float(m[2]), float(m[3]), float(m[4])))
+        elif m := WALL.match(line):
+            wall = float(m[2])
+        elif m := IMAGES.match(line):
+            images = int(m[1])
+    if not epochs or wall is None or images is None:
+        sys.exit(f"{a.log}: no complete training log (epochs {len(epochs)}, wall {wall}, images {images})")
+    start = a.steady_from or len(epochs) // 2 + 1
+    steady = [e for e in epochs if e[0] >= start]
+    rate = statistics.median(e[1] for e in steady)
+    epoch_s = statistics.median(e[3] for e in steady)
+    whole = len(epochs) * images / wall
+    tag = f"{a.label}: " if a.label else ""
+    print(f"RESULT {tag}img/s per epoch " + " ".join(f"{e[1]:.0f}" for e in epochs))
+    print(f"RESULT {tag}steady {rate:.0f} img/s (median of epochs {start}-{epochs[-1][0]}); whole run {whole:.0f} img/s "
+          f"over {wall:.1f} s wall = {whole / rate:.3f} of steady")
+    print(f"RESULT {tag}first epoch {epochs[0][3]:.2f} s = {epochs[0][3] / epoch_s:.2f}x a steady epoch ({epoch_s:.2f} s); "
+          f"mAP50-95 {epochs[-1][2]:.4f}")
+
+
+if __name__ == "__main__":
+    main()
