@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include "trainer/engine/lr_schedule.h"
 #include "trainer/engine/training_stack.h"
 #include "trainer/runtime/device_feed.h"
 
@@ -90,9 +91,10 @@ double MaxParameterDifference(torch::nn::Module& a, torch::nn::Module& b) {
   return worst;
 }
 
-// 12 steps over three box-count buckets (3, 5 and 9 boxes: widths 4, 8, 16), each shape run eagerly once,
+// 15 steps over three box-count buckets (3, 5 and 9 boxes: widths 4, 8, 16), each shape run eagerly twice,
 // then captured and replayed; every step's losses and the final weights and EMA of the graphed run must
-// match the eager run's. cuDNN is made deterministic so that the two runs differ only by the graphs.
+// match the eager run's. The first 9 batches are a warm-up as LrSchedule makes one: learning rates rise
+// and SGD's momentum moves every step (the forward graphs replay through it; the step graph waits). cuDNN is made deterministic so that the two runs differ only by the graphs.
 // AdamW runs at a small lr: it moves a weight by ~lr wherever the gradient's sign wavers, whatever its size.
 void CompareGraphedWithEager(const std::string& optimizer, double lr0, int nbs) {
   at::globalContext().setDeterministicCuDNN(true);
@@ -114,10 +116,19 @@ void CompareGraphedWithEager(const std::string& optimizer, double lr0, int nbs) 
   auto images = at::rand({o.batch, 3, o.imgsz, o.imgsz}, at::TensorOptions().device(device));
   if (graphed.target.channels_last) images = images.contiguous(at::MemoryFormat::ChannelsLast);
   const int64_t per_image[] = {3, 5, 9};
-  for (int k = 0; k < 12; ++k) {
+  for (int k = 0; k < 15; ++k) {
     const int64_t boxes = per_image[k % 3];
     const at::Tensor labels = StepLabels(k, o.batch, boxes, nc, device);
     const bool step_now = (k + 1) % eager.accumulate == 0;
+    if (k < 9) {  // warm-up: batches 6-8 replay forward graphs while SGD's step still runs eagerly
+      StepSettings warm;
+      warm.lr = {lr0 * (9 - k) / 9.0, lr0 * (k + 1) / 9.0, lr0 * (k + 1) / 9.0};
+      warm.momentum = 0.8 + 0.015 * k;
+      warm.set_momentum = optimizer == "SGD";
+      warm.warmup = true;
+      ApplyStepSettings(*eager.optimizer, warm);
+      ApplyStepSettings(*graphed.optimizer, warm);
+    }
     Result<at::Tensor> a = eager.step->ForwardBackward(images, labels, boxes, step_now);
     Result<at::Tensor> b = graphed.step->ForwardBackward(images, labels, boxes, step_now);
     ASSERT_TRUE(a.ok() && b.ok());

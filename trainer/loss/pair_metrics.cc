@@ -2,7 +2,9 @@
 
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
+#include <string_view>
 
 #include <c10/core/GradMode.h>
 #include <torch/csrc/jit/api/module.h>
@@ -44,14 +46,17 @@ constexpr double kIoUEps = 1e-7;  // BboxIoU's default, as Ultralytics' bbox_iou
 // second or more of NVRTC at the start of a run. Dynamic fusion compiles one shape-generic kernel that serves
 // them all (the depth allows a few more for changes of rank or broadcast pattern). The strategy is read when
 // the function's executor is built, at its first call, so it is set before; it is process-wide.
-void UseShapeGenericFusion() {
+// YOLOCACHE_JIT_FUSION=static keeps PyTorch's default, should a LibTorch fuse dynamic shapes badly.
+void ChooseFusionStrategy() {
+  const char* choice = std::getenv("YOLOCACHE_JIT_FUSION");
+  if (choice != nullptr && std::string_view(choice) == "static") return;
   torch::jit::FusionStrategy dynamic{{torch::jit::FusionBehavior::DYNAMIC, 4}};
   torch::jit::setFusionStrategy(dynamic);
 }
 
 torch::jit::Function& PairMetricsFunction() {
   static const std::shared_ptr<torch::jit::CompilationUnit> unit = [] {
-    UseShapeGenericFusion();
+    ChooseFusionStrategy();
     return torch::jit::compile(kSource);
   }();
   return unit->get_function("pair_metrics");
