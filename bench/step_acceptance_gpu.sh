@@ -24,7 +24,7 @@ train() {  # NAME DATA MODEL EPOCHS [train options...]
   shift 4
   "$T" train --data "$data" --model "$model" --epochs "$epochs" --batch 64 --imgsz 640 --device cuda --amp --seed 0 \
       --val-every 1 --out "$work/runs/$name" --exist-ok "$@" > "$work/$name.log" 2>&1 || { tail -5 "$work/$name.log"; return 1; }
-  grep -E "^cuda graphs" "$work/$name.log" | head -2 || true
+  grep -E "^cuda graphs: ([0-9]|off)" "$work/$name.log" | sed "s/^/$name: /" || true
   python3 "$repo/bench/run_rates.py" "$work/$name.log" --label "$name"
 }
 for part in "$@"; do

@@ -31,6 +31,21 @@ TEST(CudaGraphs, ParsesTheModeAndNamesWhatBlocksThem) {
   EXPECT_NE(CudaGraphsBlocker(cuda, true, false, true).find("multi_scale"), std::string::npos);
 }
 
+TEST(CudaGraphs, StatsLineSaysWhatWasCapturedAndReplayed) {
+  GraphedStepStats s;
+  s.forward_graphs = 9;
+  s.step_captures = 1;
+  s.capture_seconds = 1.234;
+  s.eager_forwards = 18;
+  s.replays = 4770;
+  EXPECT_EQ(DescribeGraphedStepStats(s),
+            "cuda graphs: 9 forward/backward graphs + 1 step graph capture in 1.23 s; 18 batches eager before their "
+            "capture, 4770 replays");
+  s.forward_graphs = 1;
+  s.step_captures = 0;
+  EXPECT_NE(DescribeGraphedStepStats(s).find("1 forward/backward graph + 0 step graph captures"), std::string::npos);
+}
+
 TrainOptions StackOptions(const std::string& device, const std::string& optimizer) {
   TrainOptions o;
   o.device = device;

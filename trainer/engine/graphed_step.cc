@@ -1,5 +1,7 @@
 #include "trainer/engine/graphed_step.h"
 
+#include <chrono>
+#include <cstdio>
 #include <utility>
 
 #include <c10/core/GradMode.h>
@@ -48,6 +50,34 @@ size_t GraphedStep::forward_graphs() const {
   return n;
 }
 
+GraphedStepStats GraphedStep::stats() const {
+  return {forward_graphs(), step_captures_, capture_seconds_, eager_forwards_, replays_};
+}
+
+std::string DescribeGraphedStepStats(const GraphedStepStats& s) {
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "cuda graphs: %zu forward/backward graph%s + %lld step graph capture%s in %.2f s; %lld batches eager "
+                "before their capture, %lld replays",
+                s.forward_graphs, s.forward_graphs == 1 ? "" : "s", static_cast<long long>(s.step_captures),
+                s.step_captures == 1 ? "" : "s", s.capture_seconds, static_cast<long long>(s.eager_forwards),
+                static_cast<long long>(s.replays));
+  return line;
+}
+
+namespace {
+
+// Runs `capture` and adds its host time to `*seconds`.
+template <typename F>
+Status Timed(double* seconds, F&& capture) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = capture();
+  *seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return st;
+}
+
+}  // namespace
+
 void GraphedStep::Disable(const std::string& why) {
   enabled_ = false;
   forward_graphs_.clear();
@@ -77,6 +107,7 @@ Result<at::Tensor> GraphedStep::ForwardBackward(const at::Tensor& images, const 
                                                static_cast<double>(images.size(3)));
   if (g->sightings < kEagerSightings) {  // eager, on the targets padded as the graph will have them
     ++g->sightings;
+    ++eager_forwards_;
     return forward_(images, targets);
   }
   if (!g->graph.captured()) {
@@ -86,7 +117,7 @@ Result<at::Tensor> GraphedStep::ForwardBackward(const at::Tensor& images, const 
   g->images.copy_(images);
   g->targets.copy_(targets);
   if (!g->graph.captured()) {
-    const Status captured = CaptureForward(g);
+    const Status captured = Timed(&capture_seconds_, [&] { return CaptureForward(g); });
     if (!captured.ok()) {
       Disable("capturing the forward and backward failed: " + captured.message());
       return at::Tensor();
@@ -116,7 +147,8 @@ Result<bool> GraphedStep::OptimizerStep() {
   WriteLearningRates();
   ema_.LoadDeviceCount();
   if (!step_graph_) {
-    const Status captured = CaptureStep();
+    const Status captured = Timed(&capture_seconds_, [&] { return CaptureStep(); });
+    ++step_captures_;
     if (!captured.ok()) {
       Disable("capturing the optimizer step failed: " + captured.message());
       return false;

@@ -51,6 +51,18 @@ Result<CudaGraphsMode> ParseCudaGraphsMode(const std::string& text);
 // all-reduce is not captured), and multi_scale (a new batch shape every batch).
 std::string CudaGraphsBlocker(const at::Device& device, bool fused_optimizer, bool distributed, bool multi_scale);
 
+// What a run's graphs did, for the run's closing lines: where warm-up time went.
+struct GraphedStepStats {
+  size_t forward_graphs = 0;     // captured forward/backward graphs
+  int64_t step_captures = 0;     // captures of the optimizer step (again after each hyperparameter change)
+  double capture_seconds = 0;    // host time spent capturing, all graphs
+  int64_t eager_forwards = 0;    // batches run eagerly before their shape's capture
+  int64_t replays = 0;           // graph replays, forward and step
+};
+// "cuda graphs: 9 forward/backward graphs + 1 step graph captured in 1.24 s; 20 batches eager before
+// capture, 4,770 replays".
+std::string DescribeGraphedStepStats(const GraphedStepStats& s);
+
 class GraphedStep {
  public:
   // Forward + loss on padded targets (B, M, 5) + scaled backward; returns the loss items.
@@ -80,6 +92,7 @@ class GraphedStep {
   bool enabled() const { return enabled_; }
   size_t forward_graphs() const;
   int64_t replays() const { return replays_; }
+  GraphedStepStats stats() const;
 
  private:
   using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>;  // B, C, H, W, box bucket
@@ -104,6 +117,9 @@ class GraphedStep {
   std::vector<at::Tensor> group_lrs_;
   int64_t eager_steps_ = 0;
   int64_t replays_ = 0;
+  int64_t eager_forwards_ = 0;
+  int64_t step_captures_ = 0;
+  double capture_seconds_ = 0;
 
   void Disable(const std::string& why);
   void EnsureGradients();

@@ -128,6 +128,7 @@ void TrainRun::Summarise() {
   summary_.images_per_second =
       summary_.train_seconds > 0 ? static_cast<double>(summary_.train_images) / summary_.train_seconds : 0.0;
   if (gpu_) summary_.gpu_busy_percent = gpu_->MeanBusyPercent();
+  if (IsMain() && stack_.step->graphs() != nullptr) Say(DescribeGraphedStepStats(stack_.step->graphs()->stats()));
 }
 
 // Every rank's final trainable parameters (registration order) as a tensor list (torch::load-able):
