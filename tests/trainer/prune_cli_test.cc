@@ -1,9 +1,11 @@
 // `yolocache-train prune` as a user runs it: a checkpoint in, a smaller one out (the input untouched), the
 // before/after report, exit codes for bad criteria (2), bad files (3); then the pruned file through every
 // command: val, predict, export (TorchScript, whose forward equals the pruned model's, and ONNX where the
-// build has libonnx), a two-epoch CPU fine-tune with train --weights, and --resume of its epoch1.pt.
+// build has libonnx), a two-epoch CPU fine-tune with train --weights, and --resume of its epoch1.pt; and
+// Ultralytics' own YOLO() opening the pruned file of both families with the same forward.
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
@@ -12,6 +14,7 @@
 #include "tests/test_support.h"
 #include "tests/trainer/cache_checkpoint.h"
 #include "tests/trainer/train_test_util.h"
+#include "tests/trainer/ultralytics_fixture.h"
 #include "trainer/io/onnx/onnx_export.h"
 #include "trainer/io/pretrained.h"
 #include "trainer/io/torchscript_model.h"
@@ -166,6 +169,56 @@ TEST(PruneCli, PrunedCheckpointRunsThroughValPredictExportTrainAndResume) {
   EXPECT_TRUE(Has(r.out, "convolutions cut)")) << r.out;
   EXPECT_TRUE(fs::exists(tmp / "resumed" / "weights" / "best.pt"));
 }
+
+void WriteFloats(const fs::path& path, const at::Tensor& t) {
+  const at::Tensor c = t.detach().to(at::kFloat).contiguous();
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(c.data_ptr<float>()), c.numel() * 4);
+}
+
+// A checkpoint of `family` with spread BatchNorm scales, pruned by 40%, opened by Ultralytics: its forward
+// (and after its fuse()) equals ours on the same fp16 weights, and it counts the parameters we count.
+void UltralyticsOpensPruned(ModelFamily family) {
+  const testing::UltralyticsFixture fx = testing::UltralyticsFixture::Find();
+  if (!fx.available) GTEST_SKIP() << fx.why;
+  TempDir tmp;
+  const fs::path cache = testutil::MakeSynthCache(tmp.path(), testutil::Images(4, 2));
+  const fs::path weights = testutil::WriteCacheCheckpoint(cache, tmp / "w.pt", [](DetectionModelImpl& model) {
+    at::manual_seed(5);
+    for (auto& p : model.named_parameters()) {
+      if (p.key().find(".bn.weight") != std::string::npos) p.value().uniform_(0.01, 1.0);
+    }
+  }, family);
+  const fs::path pruned = tmp / "pruned.pt";
+  CliRun r = YolocacheTrain(tmp, {"prune", "--weights", weights.string(), "--ratio", "0.4", "--out", pruned.string(),
+                                  "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_GT(report.value("removed_channels", 0), 100) << r.out;  // a real cut, not a copy
+  Result<InferenceModel> model = LoadInferenceModel(pruned, at::Device(at::kCPU));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  at::manual_seed(6);
+  const at::Tensor x = at::rand({1, 3, 64, 64});
+  at::Tensor pred;
+  {
+    c10::NoGradGuard no_grad;
+    pred = model->model->forward(x).pred;
+  }
+  WriteFloats(tmp / "input.bin", x);
+  WriteFloats(tmp / "pred.bin", pred);
+  ASSERT_EQ(fx.Run("ultralytics_pruned.py", {pruned.string(), (tmp / "input.bin").string(), "1,3,64,64",
+                                             (tmp / "pred.bin").string(), (tmp / "out.json").string()},
+                   tmp.path()),
+            0)
+      << testing::ReadFile(tmp / "python.log");
+  const nlohmann::json got = nlohmann::json::parse(testing::ReadFile(tmp / "out.json"));
+  EXPECT_EQ(got["parameters"].get<int64_t>(), report["after"]["parameters"].get<int64_t>()) << got.dump();
+  // fp32 on both sides over the same fp16 weights; boxes are in pixels (up to 64).
+  EXPECT_LT(got["forward_max_diff"].get<double>(), 1e-3) << got.dump();
+  EXPECT_LT(got["fused_max_diff"].get<double>(), 1e-3) << got.dump();
+}
+
+TEST(PruneCli, UltralyticsOpensAPrunedYolov8nWithTheSameForward) { UltralyticsOpensPruned(ModelFamily::kV8); }
+TEST(PruneCli, UltralyticsOpensAPrunedYolo11nWithTheSameForward) { UltralyticsOpensPruned(ModelFamily::k11); }
 
 }  // namespace
 }  // namespace yc::trainer
