@@ -88,6 +88,8 @@ struct TinyGrid {
 // test (least distance to an edge > eps) and box_ops.h's BboxIoU. On the CPU the interpreter runs the same
 // ops: equal to the bit. On CUDA the fuser compiles the function after its first call, so the third call
 // runs the fused kernel: equal within float rounding (its atan and pow are CUDA's, not ATen's).
+TEST(PairMetrics, WarmingIsForCudaOnly) { EXPECT_EQ(WarmPairMetrics(at::Device(at::kCPU), 2, 16), 0.0); }
+
 TEST(PairMetrics, EqualTheInBoxTestAndBboxIoU) {
   std::vector<at::Device> devices{at::kCPU};
   if (torch::cuda::is_available()) devices.emplace_back(at::kCUDA, 0);
@@ -128,12 +130,15 @@ TEST(PairMetrics, EqualTheInBoxTestAndBboxIoU) {
 }
 
 // Each box bucket (and a smaller last batch) gives the pair metrics new input shapes; one shape-generic fused
-// kernel must serve them all, or every new shape pays a kernel compile at the start of a run. The first call of
-// each shape is timed and printed (the compile shows as the first one's time).
+// kernel must serve them all, or every new shape pays a kernel compile at the start of a run. After the
+// trainer's warm-up call, the first call of each shape is timed and printed (a compile would show there).
 TEST(PairMetrics, OneShapeGenericKernelServesEveryBoxBucket) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "needs CUDA (the fuser compiles for CUDA only)";
   const at::Device cuda(at::kCUDA, 0);
   const int64_t na = 8400;
+  const double warm = WarmPairMetrics(cuda, 64, na);  // what the trainer does while its loader starts
+  std::printf("pair metrics: WarmPairMetrics %.1f ms\n", warm * 1000);
+  EXPECT_GT(warm, 0.0);
   auto anchors = (at::rand({na, 2}) * 640).to(cuda);
   for (const int64_t bs : {64, 23}) {
     for (const int64_t nmax : {1, 2, 3, 4, 6, 8, 12, 16, 24}) {

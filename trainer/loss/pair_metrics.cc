@@ -1,6 +1,7 @@
 #include "trainer/loss/pair_metrics.h"
 
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -82,6 +83,21 @@ PairMetrics ComputePairMetrics(const at::Tensor& gt_bboxes, const at::Tensor& pd
                                 alpha, beta, inside_eps, kIoUEps, 4.0 / (M_PI * M_PI)};
   const auto out = PairMetricsFunction()(std::move(args)).toTuple();
   return {out->elements()[0].toTensor(), out->elements()[1].toTensor(), out->elements()[2].toTensor()};
+}
+
+double WarmPairMetrics(const at::Device& device, int64_t batch, int64_t anchors) {
+  if (!device.is_cuda()) return 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t rows = 8;  // any width > 1: the dynamic kernel serves every bucket after it
+  const auto f = at::TensorOptions().dtype(at::kFloat).device(device);
+  const at::Tensor gt = at::zeros({batch, rows, 4}, f), pd = at::zeros({batch, anchors, 4}, f);
+  const at::Tensor points = at::zeros({anchors, 2}, f), scores = at::zeros({batch, rows, anchors}, f);
+  const at::Tensor valid = at::ones({batch, rows, 1}, f.dtype(at::kBool));
+  for (int call = 0; call < 2; ++call) {
+    const PairMetrics m = ComputePairMetrics(gt, pd, points, valid, scores, 0.5, 6.0, 1e-9);
+    (void)m.align_metric.sum().item<float>();  // waits for the kernel: the compile is done when this returns
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace yc::trainer

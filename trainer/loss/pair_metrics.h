@@ -28,4 +28,10 @@ PairMetrics ComputePairMetrics(const at::Tensor& gt_bboxes, const at::Tensor& pd
                                const at::Tensor& valid_gt, const at::Tensor& box_scores, double alpha, double beta,
                                double inside_eps);
 
+// On CUDA, calls ComputePairMetrics twice on zeros of `batch` images and `anchors` anchors (the profiling
+// executor profiles the first call and compiles on the second), so that the fused kernel, shape-generic,
+// is compiled before the first batch needs it: the trainer does this while the loader fills its first
+// batches. Returns the seconds it took; does nothing (0) on the CPU, where nothing is compiled.
+double WarmPairMetrics(const at::Device& device, int64_t batch, int64_t anchors);
+
 }  // namespace yc::trainer
