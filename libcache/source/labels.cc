@@ -9,6 +9,7 @@
 #include <string>
 #include <tuple>
 
+#include "base/format.h"
 #include "libcache/format/record_format.h"
 
 namespace yc {
@@ -46,12 +47,6 @@ std::string Quote(const char* b, const char* e) {
   }
   if (static_cast<size_t>(e - b) > n) s += "...";
   return s + "'";
-}
-
-std::string Num(float v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", static_cast<double>(v));
-  return buf;
 }
 
 // Python float() syntax minus the exotic parts: optional sign, decimal/exponent, inf, nan.
@@ -176,14 +171,14 @@ bool CheckColumns(const Row& row, bool segments, Report* report) {
 // Whether the class value is an integer id in [0, nc) (or below kMaxUndeclaredClasses when nc <= 0).
 bool CheckClass(float cls, int nc, uint32_t line, Report* report) {
   if (cls != std::floor(cls)) {
-    report->AddLine(ProblemCode::kLabelClassOutOfRange, line, "class " + Num(cls) + " is not an integer");
+    report->AddLine(ProblemCode::kLabelClassOutOfRange, line, "class " + FormatNumber("%g", cls) + " is not an integer");
   } else if (cls < 0) {
-    report->AddLine(ProblemCode::kLabelClassOutOfRange, line, "class " + Num(cls) + " < 0");
+    report->AddLine(ProblemCode::kLabelClassOutOfRange, line, "class " + FormatNumber("%g", cls) + " < 0");
   } else if (nc > 0 && cls >= static_cast<float>(nc)) {
-    report->AddLine(ProblemCode::kLabelClassOutOfRange, line, "class " + Num(cls) + " >= nc " + std::to_string(nc));
+    report->AddLine(ProblemCode::kLabelClassOutOfRange, line, "class " + FormatNumber("%g", cls) + " >= nc " + std::to_string(nc));
   } else if (nc <= 0 && cls >= static_cast<float>(kMaxUndeclaredClasses)) {
     report->AddLine(ProblemCode::kLabelClassOutOfRange, line,
-                    "class " + Num(cls) + " >= " + std::to_string(kMaxUndeclaredClasses) +
+                    "class " + FormatNumber("%g", cls) + " >= " + std::to_string(kMaxUndeclaredClasses) +
                         ", the limit for a dataset that declares no class count (give one in a data YAML)");
   } else {
     return true;
@@ -195,7 +190,7 @@ bool CheckClass(float cls, int nc, uint32_t line, Report* report) {
 bool CheckCoordinates(const float* v, const Row& row, Report* report) {
   for (uint32_t i = 1; i < row.count; ++i) {
     if (!InRange(v[i])) {
-      report->AddLine(ProblemCode::kLabelOutOfRange, row.line, "value " + Num(v[i]) + " outside [-0.01, 1.01]");
+      report->AddLine(ProblemCode::kLabelOutOfRange, row.line, "value " + FormatNumber("%g", v[i]) + " outside [-0.01, 1.01]");
       return false;
     }
   }
@@ -300,7 +295,7 @@ void ParseLabels(std::string_view text, int nc, ParsedLabels* out) {
     if (!RowToBox(row, s.values.data() + row.first, out->segments, nc, &report, &box)) continue;
     if (!(box.w > 0) || !(box.h > 0)) {
       report.AddLine(ProblemCode::kLabelZeroSize, row.line,
-                     "w " + Num(box.w) + " h " + Num(box.h) + ": box without area dropped");
+                     "w " + FormatNumber("%g", box.w) + " h " + FormatNumber("%g", box.h) + ": box without area dropped");
       ++out->zero_size;
       continue;
     }

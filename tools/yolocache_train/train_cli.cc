@@ -14,12 +14,6 @@ using trainer::AmpDtype;
 using trainer::AmpMode;
 using trainer::TrainOptions;
 
-std::string F(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
-
 int Fail(const char* command, const Status& status) {
   std::cerr << "yolocache-train " << command << ": " << status.ToString() << "\n";
   return ExitCodeFor(status);

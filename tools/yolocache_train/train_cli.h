@@ -11,13 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "base/format.h"
 #include "tools/common/data_arg.h"
 #include "trainer/config/train_options.h"
 
 namespace yc::cli {
 
-// printf-style formatting of one number: F("%.3f", map).
-std::string F(const char* fmt, double v);
+// printf-style formatting of one number, F("%.3f", map): the commands' short name for base/format.h's.
+inline std::string F(const char* fmt, double v) { return FormatNumber(fmt, v); }
 
 // Prints "yolocache-train <command>: <status>" to stderr and returns the exit code for it.
 int Fail(const char* command, const Status& status);

@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 
+#include "base/format.h"
 #include "libcache/base/mapped_file.h"
 #include "trainer/plots/charts.h"
 #include "trainer/plots/image_file.h"
@@ -20,12 +21,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int kColumns = 15;
-
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
 
 // One field of a row: empty text = missing value.
 bool ParseField(const std::string& text, double* out) {
@@ -67,11 +62,11 @@ std::string ResultsCsvHeader() {
 }
 
 std::string FormatResultsRow(const EpochRecord& r) {
-  std::string s = std::to_string(r.epoch) + "," + Num(r.time);
-  for (double v : r.train_loss) s += "," + Num(v);
-  for (double v : {r.precision, r.recall, r.map50, r.map50_95}) s += "," + (r.validated ? Num(v) : std::string());
-  for (double v : r.val_loss) s += "," + (r.has_val_loss ? Num(v) : std::string());
-  for (double v : r.lr) s += "," + Num(v);
+  std::string s = std::to_string(r.epoch) + "," + FormatNumber("%.6g", r.time);
+  for (double v : r.train_loss) s += "," + FormatNumber("%.6g", v);
+  for (double v : {r.precision, r.recall, r.map50, r.map50_95}) s += "," + (r.validated ? FormatNumber("%.6g", v) : std::string());
+  for (double v : r.val_loss) s += "," + (r.has_val_loss ? FormatNumber("%.6g", v) : std::string());
+  for (double v : r.lr) s += "," + FormatNumber("%.6g", v);
   return s;
 }
 

@@ -2,17 +2,12 @@
 
 #include <cstdio>
 
+#include "base/format.h"
 #include "trainer/runtime/device_feed.h"
 
 namespace yc::trainer {
 
 namespace {
-
-std::string Fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
 
 }  // namespace
 
@@ -81,9 +76,9 @@ Status EnableCudaGraphs(TrainingStack* s, const TrainOptions& o, bool distribute
 
 std::string DescribeOptimizer(const TrainingStack& s) {
   const ParamGroups g = SplitParameters(*s.model);
-  return std::string("optimizer: ") + OptimizerName(s.spec.kind) + "(lr=" + Fmt("%g", s.spec.lr) +
-         ", momentum=" + Fmt("%g", s.spec.momentum) + ") with parameter groups " + std::to_string(g.norm_weights.size()) +
-         " weight(decay=0.0), " + std::to_string(g.decay.size()) + " weight(decay=" + Fmt("%g", s.weight_decay) +
+  return std::string("optimizer: ") + OptimizerName(s.spec.kind) + "(lr=" + FormatNumber("%g", s.spec.lr) +
+         ", momentum=" + FormatNumber("%g", s.spec.momentum) + ") with parameter groups " + std::to_string(g.norm_weights.size()) +
+         " weight(decay=0.0), " + std::to_string(g.decay.size()) + " weight(decay=" + FormatNumber("%g", s.weight_decay) +
          "), " + std::to_string(g.biases.size()) + " bias(decay=0.0); accumulate " + std::to_string(s.accumulate) +
          " batches per step";
 }

@@ -3,6 +3,8 @@
 #include <cctype>
 #include <cstdio>
 
+#include "base/format.h"
+
 namespace yc::trainer {
 
 namespace {
@@ -30,15 +32,9 @@ Status NotSupportedFor(const char* arg, ExportFormat format) {
                                  "; yolocache-train writes onnx and torchscript)");
 }
 
-std::string Number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 Status CheckNmsOptions(ExportOptions* o) {
-  if (o->conf && (*o->conf < 0 || *o->conf > 1)) return Status::InvalidArgument("--conf " + Number(*o->conf) + ": expected 0..1");
-  if (o->iou < 0 || o->iou > 1) return Status::InvalidArgument("--iou " + Number(o->iou) + ": expected 0..1");
+  if (o->conf && (*o->conf < 0 || *o->conf > 1)) return Status::InvalidArgument("--conf " + FormatNumber("%g", *o->conf) + ": expected 0..1");
+  if (o->iou < 0 || o->iou > 1) return Status::InvalidArgument("--iou " + FormatNumber("%g", o->iou) + ": expected 0..1");
   if (o->max_det < 1) return Status::InvalidArgument("--max-det " + std::to_string(o->max_det) + ": expected >= 1");
   // Ultralytics: `self.args.conf = self.args.conf or 0.25` (so conf=0 is 0.25 too).
   if (o->nms && o->conf.value_or(0) == 0) o->conf = 0.25;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "base/format.h"
 #include "trainer/plots/image_file.h"
 #include "trainer/plots/plot_canvas.h"
 
@@ -18,12 +19,6 @@ namespace {
 constexpr Rgb kBlack{0, 0, 0};
 constexpr Rgb kGrey{128, 128, 128};
 constexpr Rgb kBlue{0, 0, 255};
-
-std::string Fmt(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
 
 // Matplotlib's "Blues" colour map at t in [0, 1] (piecewise linear through five of its stops).
 Rgb Blues(double t) {
@@ -157,9 +152,9 @@ std::vector<double> MeanCurve(size_t n, const std::vector<std::vector<double>>& 
 Status PlotPrCurve(const std::vector<double>& px, const std::vector<std::vector<double>>& curves,
                    const std::vector<double>& ap50, const std::vector<std::string>& labels, const fs::path& png) {
   std::vector<std::string> class_labels;
-  for (size_t k = 0; k < curves.size(); ++k) class_labels.push_back(ClassLabel(labels, k) + " " + Fmt("%.3f", k < ap50.size() ? ap50[k] : 0.0));
+  for (size_t k = 0; k < curves.size(); ++k) class_labels.push_back(ClassLabel(labels, k) + " " + FormatNumber("%.3f", k < ap50.size() ? ap50[k] : 0.0));
   const double map50 = ap50.empty() ? 0.0 : std::accumulate(ap50.begin(), ap50.end(), 0.0) / ap50.size();
-  return DrawCurves(px, curves, class_labels, MeanCurve(px.size(), curves), "all classes " + Fmt("%.3f", map50) + " mAP@0.5",
+  return DrawCurves(px, curves, class_labels, MeanCurve(px.size(), curves), "all classes " + FormatNumber("%.3f", map50) + " mAP@0.5",
                     "Recall", "Precision", "Precision-Recall Curve", png);
 }
 
@@ -176,7 +171,7 @@ Status PlotMetricCurve(const std::vector<double>& px, const std::vector<std::vec
   }
   const std::string label = mean.empty() || best >= px.size()
                                 ? "all classes"
-                                : "all classes " + Fmt("%.2f", mean[best]) + " at " + Fmt("%.3f", px[best]);
+                                : "all classes " + FormatNumber("%.2f", mean[best]) + " at " + FormatNumber("%.3f", px[best]);
   return DrawCurves(px, curves, class_labels, mean, label, "Confidence", ylabel, ylabel + "-Confidence Curve", png);
 }
 
@@ -207,7 +202,7 @@ Status PlotConfusionMatrix(const std::vector<double>& counts, int64_t nc, const 
       const double val = v[static_cast<size_t>(p * k + t)];
       c.Rect(t, p, t + 1, p + 1, Blues(val / vmax));
       if (annotate && val >= 0.005) {
-        const std::string s = normalize ? Fmt("%.2f", val) : Fmt("%.0f", val);
+        const std::string s = normalize ? FormatNumber("%.2f", val) : FormatNumber("%.0f", val);
         c.Text(t + 0.5, p + 0.55, s, val / vmax > 0.45 ? Rgb{255, 255, 255} : kBlack, std::min(1.2, 8.0 / k + 0.4));
       }
     }
@@ -234,7 +229,7 @@ Status PlotConfusionMatrix(const std::vector<double>& counts, int64_t nc, const 
   for (int i = 0; i <= 4; ++i) {
     const double t = i / 4.0, y = k * (1 - t);
     c.Line({bx1, bx1 + 0.012 * k}, {y, y}, kBlack, 1.0);
-    c.Text(bx1 + 0.02 * k, y + 0.012 * k, Fmt("%.3g", t * vmax), kBlack, 0.9, 0.0);
+    c.Text(bx1 + 0.02 * k, y + 0.012 * k, FormatNumber("%.3g", t * vmax), kBlack, 0.9, 0.0);
   }
   return Save(c, png);
 }

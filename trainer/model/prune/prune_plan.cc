@@ -5,15 +5,11 @@
 #include <cstdio>
 #include <tuple>
 
+#include "base/format.h"
+
 namespace yc::trainer {
 
 namespace {
-
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 struct Channel {
   float scale;  // |gamma|
@@ -40,7 +36,7 @@ std::vector<int64_t> EqualHalves(const std::vector<int64_t>& kept, const std::ve
 }
 
 std::string CriterionText(const PruneCriterion& c) {
-  return c.ratio != 0 ? "--ratio " + Num(c.ratio) : "--threshold " + Num(c.threshold);
+  return c.ratio != 0 ? "--ratio " + FormatNumber("%g", c.ratio) : "--threshold " + FormatNumber("%g", c.threshold);
 }
 
 }  // namespace
@@ -103,8 +99,8 @@ Result<PrunePlan> PlanPrune(const ChannelGraph& graph, const std::map<std::strin
       const float largest = *std::max_element(scales[i].begin(), scales[i].end());
       return Status::InvalidArgument(option + " would remove every channel of " + n.path + " (its " +
                                      std::to_string(n.out) + " BatchNorm scales are all " +
-                                     (by_ratio ? "<= " + Num(plan.cut) + ", the global cut" : "below it") +
-                                     "; the largest is " + Num(largest) + "): give a smaller " +
+                                     (by_ratio ? "<= " + FormatNumber("%g", plan.cut) + ", the global cut" : "below it") +
+                                     "; the largest is " + FormatNumber("%g", largest) + "): give a smaller " +
                                      (by_ratio ? "ratio" : "threshold"));
     }
     if (n.halves) kept = EqualHalves(kept, scales[i], n.out);
