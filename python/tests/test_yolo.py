@@ -155,6 +155,12 @@ def test_errors_are_python_exceptions_with_the_commands_message(dataset, tmp_pat
     # device=[0, 1] starts processes, which an in-process run cannot: refused naming the CLI.
     with pytest.raises(ValueError, match="yolocache-train train ... device=0,1"):
         yolocache.YOLO("yolov8n.yaml").train(data=str(dataset), device=[0, 1], batch=8)
+    # teacher= and distill= reach train's --teacher / --distill-weight through the same parser, checked
+    # before any work.
+    with pytest.raises((FileNotFoundError, yolocache.Error), match="missing-teacher.pt"):
+        yolocache.YOLO("yolov8n.yaml").train(data=str(dataset), teacher="missing-teacher.pt")
+    with pytest.raises(ValueError, match="--teacher"):
+        yolocache.YOLO("yolov8n.yaml").train(data=str(dataset), distill=2)
     assert not (tmp_path / "runs").exists()
 
 

@@ -21,7 +21,8 @@ void ConsoleObserver::OnTrainProgress(const trainer::BatchProgress& p) {
   last_ = p;
   if (!bar_) return;
   std::string s = "box " + F("%.4g", p.loss[0]) + " cls " + F("%.4g", p.loss[1]) + " dfl " + F("%.4g", p.loss[2]) +
-                  " | " + F("%.1f", p.images_per_second) + " img/s";
+                  (p.has_kd ? " kd " + F("%.4g", p.kd_loss) : std::string()) + " | " +
+                  F("%.1f", p.images_per_second) + " img/s";
   if (p.gpu_mem_gb > 0) s += " | " + F("%.2f", p.gpu_mem_gb) + "G";
   bar_->Update(p.batch, s);
 }
@@ -38,7 +39,8 @@ void ConsoleObserver::OnValProgress(size_t done, size_t) {
 void ConsoleObserver::OnEpochEnd(const trainer::EpochRecord& r) {
   EndBar();
   std::string line = "epoch " + std::to_string(r.epoch) + ": box " + F("%.4f", r.train_loss[0]) + " cls " +
-                     F("%.4f", r.train_loss[1]) + " dfl " + F("%.4f", r.train_loss[2]) + " | " +
+                     F("%.4f", r.train_loss[1]) + " dfl " + F("%.4f", r.train_loss[2]) +
+                     (r.has_kd ? " kd " + F("%.4f", r.kd_loss) : std::string()) + " | " +
                      F("%.1f", last_.images_per_second) + " img/s";
   if (r.validated) {
     line += " | P " + F("%.3f", r.precision) + " R " + F("%.3f", r.recall) + " mAP50 " + F("%.3f", r.map50) +

@@ -1,6 +1,7 @@
 // `yolocache-train train`: a YOLOv8 / YOLO11 training run (Ultralytics' recipe) on a cache, or its
 // continuation with --resume. Distributed: device=0,1 starts one process per device (train_ranks.h), or
 // one process per rank under torchrun (docs/DISTRIBUTED.md).
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "tools/common/rank_output.h"
 #include "tools/yolocache_train/console_observer.h"
 #include "tools/yolocache_train/result_file.h"
+#include "tools/yolocache_train/teacher_check.h"
 #include "tools/yolocache_train/train_cli.h"
 #include "tools/yolocache_train/train_ranks.h"
 #include "trainer/config/args_yaml.h"
@@ -97,6 +99,18 @@ void AddRunOptions(CLI::App& app, TrainArgs& a) {
                  "optimizer step (e.g. 1e-3; then `prune`); --sr / sr= as the YOLOv5 pruning forks; 0: off")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  // Not default.yaml keys either: key=value maps teacher=, distill= and distill_temp= to these.
+  app.add_option("--teacher", o.teacher,
+                 "Knowledge distillation from this trained checkpoint of the same classes (a run's best.pt, an "
+                 "Ultralytics .pt, a pruned file): run frozen on every batch, its head outputs teach the model's "
+                 "(docs/TRAINER.md, \"Distillation\")");
+  app.add_option("--distill-weight,--distill", o.distill,
+                 "With --teacher: weight of the distillation loss added to the detection loss (distill=)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--distill-temp", o.distill_temp,
+                 "With --teacher: temperature T of the DFL box-bin distributions (the term is scaled by T^2)")
+      ->capture_default_str();
   AddDataSelectionOptions(app, o);
 }
 
@@ -105,7 +119,8 @@ void AddRunOptions(CLI::App& app, TrainArgs& a) {
 // may change.
 Result<TrainOptions> ResumedOptions(const CLI::App& app, const TrainOptions& given, const std::string& resume) {
   YC_ASSIGN_OR_RETURN(TrainOptions r, ResumeOptions(resume));
-  for (const char* fixed : {"--model", "--weights", "--freeze", "--sparsity", "--epochs", "--time", "--multi-scale", "--batch",
+  for (const char* fixed : {"--model", "--weights", "--freeze", "--sparsity", "--teacher", "--distill-weight",
+                            "--distill-temp", "--epochs", "--time", "--multi-scale", "--batch",
                             "--imgsz", "--optimizer", "--lr0", "--seed", "--order", "--window", "--project", "--name",
                             "--fraction", "--single-cls", "--classes"}) {
     if (app.count(fixed) > 0) {
@@ -171,6 +186,11 @@ int RunTrain(const CLI::App& app, const TrainArgs& a) {
     if (Status amp = ApplyAmpFlags(a, &o); !amp.ok()) return Fail("train", amp);
     // --weights without --model: the file's architecture (Train reads it from the file).
     if (!o.weights.empty() && app.count("--model") == 0) o.model.clear();
+    if (o.teacher.empty() && (app.count("--distill-weight") > 0 || app.count("--distill-temp") > 0)) {
+      return Fail("train", Status::InvalidArgument("--distill-weight and --distill-temp need --teacher T.pt"));
+    }
+    // Absolute, so --resume (and args.yaml's cfg=) finds the teacher from any working directory.
+    if (!o.teacher.empty()) o.teacher = std::filesystem::absolute(o.teacher).lexically_normal().string();
   }
   if (a.resume.empty()) o.data_source = o.data;  // args.yaml's `data`: what the user gave, not the cache
   // Every argument is checked before any work: a run that will be refused builds no cache.
@@ -180,6 +200,7 @@ int RunTrain(const CLI::App& app, const TrainArgs& a) {
   if (Status st = ValidateTrainOptions(o); !st.ok()) return Fail("train", st);
   Result<int> launch = RanksToLaunch(a, o);  // device=0,1: the ranks are started below, after the data
   if (!launch.ok()) return Fail("train", launch.status());
+  if (const int rc = CheckTeacherBeforeData("train", o); rc >= 0) return rc;
   if (a.dry_run) {
     std::cout << ArgsYaml(o, "");
     return kExitOk;

@@ -169,6 +169,9 @@ std::vector<Field> MakeFields() {
       Num("dfl", &TrainOptions::dfl),
       Num("clip_grad", &TrainOptions::clip_grad),
       Num("sparsity", &TrainOptions::sparsity),
+      Str("teacher", &TrainOptions::teacher),
+      Num("distill", &TrainOptions::distill),
+      Num("distill_temp", &TrainOptions::distill_temp),
       {"channels", [](const TrainOptions& o) { return Json(o.channels); },
        [](const Json& j, TrainOptions* o) {
          if (!j.is_object()) return false;
@@ -336,6 +339,9 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   }
   if (!(o.clip_grad > 0) || !finite(o.clip_grad)) return bad("--clip-grad must be > 0");
   if (!(o.sparsity >= 0) || !finite(o.sparsity)) return bad("--sparsity must be >= 0 (0: off)");
+  if (!(o.distill >= 0) || !finite(o.distill)) return bad("--distill-weight must be >= 0");
+  // Beyond ~20 the softened bin distributions are flat whatever the logits; T^2 would then scale noise.
+  if (!(o.distill_temp >= 0.1 && o.distill_temp <= 20)) return bad("--distill-temp must be in [0.1, 20]");
   if (o.val_every < 0) return bad("--val-every must be >= 0");
   if (!(o.val_conf >= 0 && o.val_conf < 1)) return bad("--conf must be in [0, 1)");
   if (!(o.val_iou > 0 && o.val_iou <= 1)) return bad("--iou must be in (0, 1]");

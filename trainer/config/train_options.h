@@ -107,6 +107,13 @@ struct TrainOptions {
   // is pruned (yolocache-train prune) and --model is its architecture; kept in the checkpoints, so
   // --resume, val, predict and export rebuild it. Empty: the scale's own widths.
   std::map<std::string, int64_t> channels;
+  // Knowledge distillation (--teacher, trainer/loss/distill_loss.h): a trained checkpoint of the run's
+  // classes, head layout and strides, run in eval mode on every batch; distill * the distillation loss on
+  // the Detect head outputs (class scores and DFL box distributions, temperature distill_temp) is added
+  // to the detection loss. "" = off. Stored in the checkpoints and args.yaml, so --resume reloads it.
+  std::string teacher;
+  double distill = 1.0;
+  double distill_temp = 2.0;
 
   // Augmentation (loader/options.h AugmentHyp, including close_mosaic).
   AugmentHyp hyp;

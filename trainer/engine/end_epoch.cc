@@ -145,6 +145,8 @@ EpochRecord TrainRun::TrainRecord(int epoch) {
     rec.train_loss[k] = mean[k].item<double>();
     rec.lr[k] = GetLearningRate(*stack_.optimizer, static_cast<size_t>(k));
   }
+  rec.has_kd = mean.size(0) > 3;
+  if (rec.has_kd) rec.kd_loss = mean[3].item<double>();
   rec.epoch_train_seconds = epoch_train_s_;
   rec.data_wait_seconds = epoch_data_wait_s_;
   return rec;
@@ -184,6 +186,7 @@ void TrainRun::AdvanceState(int epoch) {
   state_.epoch = epoch + 1;
   state_.next_batch = 0;
   state_.epoch_loss_sum = {};
+  state_.epoch_kd_sum = 0;
   state_.epoch_loss_batches = 0;
   state_.train_seconds += Seconds(epoch_t0_);
 }

@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kColumns = 15;
+constexpr int kColumns = 15;  // Ultralytics' detection columns; a distillation run's file has one more
 
 // One field of a row: empty text = missing value.
 bool ParseField(const std::string& text, double* out) {
@@ -56,9 +56,12 @@ Status WriteTextAtomic(const fs::path& path, const std::string& text) {
 
 }  // namespace
 
-std::string ResultsCsvHeader() {
-  return "epoch,time,train/box_loss,train/cls_loss,train/dfl_loss,metrics/precision(B),metrics/recall(B),"
-         "metrics/mAP50(B),metrics/mAP50-95(B),val/box_loss,val/cls_loss,val/dfl_loss,lr/pg0,lr/pg1,lr/pg2";
+std::string ResultsCsvHeader(bool kd) {
+  // train/kd_loss goes last: whatever reads Ultralytics' columns by position (its plot_results) still
+  // finds them where they were.
+  return std::string("epoch,time,train/box_loss,train/cls_loss,train/dfl_loss,metrics/precision(B),metrics/recall(B),"
+                     "metrics/mAP50(B),metrics/mAP50-95(B),val/box_loss,val/cls_loss,val/dfl_loss,lr/pg0,lr/pg1,lr/pg2") +
+         (kd ? ",train/kd_loss" : "");
 }
 
 std::string FormatResultsRow(const EpochRecord& r) {
@@ -67,11 +70,13 @@ std::string FormatResultsRow(const EpochRecord& r) {
   for (double v : {r.precision, r.recall, r.map50, r.map50_95}) s += "," + (r.validated ? FormatNumber("%.6g", v) : std::string());
   for (double v : r.val_loss) s += "," + (r.has_val_loss ? FormatNumber("%.6g", v) : std::string());
   for (double v : r.lr) s += "," + FormatNumber("%.6g", v);
+  if (r.has_kd) s += "," + FormatNumber("%.6g", r.kd_loss);
   return s;
 }
 
 nlohmann::ordered_json ResultsColumns(const std::vector<EpochRecord>& records) {
-  const std::vector<std::string> names = SplitCsv(ResultsCsvHeader());
+  const bool kd = std::any_of(records.begin(), records.end(), [](const EpochRecord& r) { return r.has_kd; });
+  const std::vector<std::string> names = SplitCsv(ResultsCsvHeader(kd));
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   for (const std::string& name : names) out[name] = nlohmann::ordered_json::array();
   for (const EpochRecord& r : records) {
@@ -95,11 +100,13 @@ Result<std::vector<EpochRecord>> ReadResultsCsv(const fs::path& path) {
   std::vector<EpochRecord> out;
   std::string line;
   int lineno = 0;
+  bool kd = false;
   while (std::getline(in, line)) {
     ++lineno;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (lineno == 1) {
-      if (line != ResultsCsvHeader()) return Status::DataError(Status::At(path.string(), "line 1: unexpected header"));
+      kd = line == ResultsCsvHeader(true);
+      if (!kd && line != ResultsCsvHeader()) return Status::DataError(Status::At(path.string(), "line 1: unexpected header"));
       continue;
     }
     if (line.empty()) continue;
@@ -107,7 +114,8 @@ Result<std::vector<EpochRecord>> ReadResultsCsv(const fs::path& path) {
     auto bad = [&](const std::string& why) {
       return Status::DataError(Status::At(path.string(), "line " + std::to_string(lineno) + ": " + why));
     };
-    if (static_cast<int>(cells.size()) != kColumns) return bad("expected " + std::to_string(kColumns) + " columns");
+    const int columns = kColumns + (kd ? 1 : 0);
+    if (static_cast<int>(cells.size()) != columns) return bad("expected " + std::to_string(columns) + " columns");
     EpochRecord r;
     double v = 0;
     if (!ParseField(cells[0], &v) || v < 1 || v != std::floor(v)) return bad("bad epoch");
@@ -134,14 +142,19 @@ Result<std::vector<EpochRecord>> ReadResultsCsv(const fs::path& path) {
     for (int k = 0; k < 3; ++k) {
       if (!ParseField(cells[12 + k], &r.lr[k])) return bad("bad lr");
     }
+    if (kd) {
+      if (!ParseField(cells[15], &r.kd_loss)) return bad("bad kd loss");
+      r.has_kd = true;
+    }
     out.push_back(r);
   }
   return out;
 }
 
-Result<std::unique_ptr<ResultsLog>> ResultsLog::Open(const fs::path& csv, int keep_epochs) {
+Result<std::unique_ptr<ResultsLog>> ResultsLog::Open(const fs::path& csv, int keep_epochs, bool kd) {
   std::unique_ptr<ResultsLog> log(new ResultsLog());
   log->path_ = csv;
+  log->kd_ = kd;
   std::error_code ec;
   if (csv.has_parent_path()) {
     fs::create_directories(csv.parent_path(), ec);
@@ -153,13 +166,18 @@ Result<std::unique_ptr<ResultsLog>> ResultsLog::Open(const fs::path& csv, int ke
       if (r.epoch <= keep_epochs) log->records_.push_back(r);
     }
   }
-  std::string text = ResultsCsvHeader() + "\n";
+  // One header for every row: kept rows take this run's layout (a row from before the column existed
+  // gets a kd of 0; the column dropped when the run has no teacher).
+  for (EpochRecord& r : log->records_) r.has_kd = kd;
+  std::string text = ResultsCsvHeader(kd) + "\n";
   for (const EpochRecord& r : log->records_) text += FormatResultsRow(r) + "\n";
   YC_RETURN_IF_ERROR(WriteTextAtomic(csv, text));
   return log;
 }
 
-Status ResultsLog::Append(const EpochRecord& record) {
+Status ResultsLog::Append(const EpochRecord& record_in) {
+  EpochRecord record = record_in;
+  record.has_kd = kd_;  // the file's layout decides, so every row matches its header
   std::ofstream out(path_, std::ios::binary | std::ios::app);
   out << FormatResultsRow(record) << "\n";
   out.flush();

@@ -21,6 +21,10 @@ struct EpochRecord {
   int epoch = 0;      // 1-based
   double time = 0;    // seconds of training so far (cumulative, as Ultralytics' "time")
   std::array<double, 3> train_loss{};  // mean box, cls, dfl over the epoch's batches
+  // A distillation run's (--teacher) mean weighted kd term: results.csv's last column, train/kd_loss,
+  // which only such a run's file has (a run without a teacher keeps Ultralytics' 15 columns).
+  bool has_kd = false;
+  double kd_loss = 0;
   bool validated = false;              // false: the metric cells are empty
   double precision = 0, recall = 0, map50 = 0, map50_95 = 0;
   bool has_val_loss = false;
@@ -33,20 +37,24 @@ struct EpochRecord {
   double save_seconds = 0;             // checkpoints, results.csv and results.png after it
 };
 
-// "epoch,time,train/box_loss,...,lr/pg2" (no newline).
-std::string ResultsCsvHeader();
+// "epoch,time,train/box_loss,...,lr/pg2" (no newline); kd: with ",train/kd_loss" at the end.
+std::string ResultsCsvHeader(bool kd = false);
+// A row of the file whose header is ResultsCsvHeader(record.has_kd).
 std::string FormatResultsRow(const EpochRecord& record);
 // The rows as Ultralytics reads results.csv back into its checkpoints' train_results (pandas
-// read_csv(...).to_dict(orient="list")): {column: [value per epoch]}, empty cells NaN, epoch an integer.
+// read_csv(...).to_dict(orient="list")): {column: [value per epoch]}, empty cells NaN, epoch an integer;
+// train/kd_loss when the records have it.
 nlohmann::ordered_json ResultsColumns(const std::vector<EpochRecord>& records);
-// Parses a results.csv written by this tool. DataError naming the file and line on malformed rows.
+// Parses a results.csv written by this tool (either header). DataError naming the file and line on
+// malformed rows.
 Result<std::vector<EpochRecord>> ReadResultsCsv(const std::filesystem::path& path);
 
 class ResultsLog {
  public:
-  // Creates <csv> with its header. keep_epochs >= 0 (resume): an existing file keeps its rows for
-  // epochs <= keep_epochs and loses later ones (the checkpoint is older than the CSV); < 0: a new file.
-  static Result<std::unique_ptr<ResultsLog>> Open(const std::filesystem::path& csv, int keep_epochs);
+  // Creates <csv> with its header (kd: the distillation column too). keep_epochs >= 0 (resume): an
+  // existing file keeps its rows for epochs <= keep_epochs and loses later ones (the checkpoint is older
+  // than the CSV); < 0: a new file.
+  static Result<std::unique_ptr<ResultsLog>> Open(const std::filesystem::path& csv, int keep_epochs, bool kd = false);
 
   // Appends one row and flushes it to the file.
   Status Append(const EpochRecord& record);
@@ -56,6 +64,7 @@ class ResultsLog {
  private:
   ResultsLog() = default;
   std::filesystem::path path_;
+  bool kd_ = false;
   std::vector<EpochRecord> records_;
 };
 

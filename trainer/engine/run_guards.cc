@@ -41,10 +41,11 @@ std::string TrainRun::FindNonFiniteLoss(int epoch, size_t from, size_t to) {
   if (at::isfinite(rows).all().item<bool>()) return {};  // the one host read: nothing to report
   const at::Tensor host = rows.to(at::kCPU).to(at::kDouble).contiguous();
   const double* v = host.data_ptr<double>();
-  static const char* kTerms[3] = {"box", "cls", "dfl"};
-  for (size_t r = 0; r < to - from; ++r, v += 3) {
+  static const char* kTerms[4] = {"box", "cls", "dfl", "kd"};
+  const int64_t items = rows.size(1);  // 3, or 4 with a teacher (kd)
+  for (size_t r = 0; r < to - from; ++r, v += items) {
     std::string terms, values;
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < items; ++k) {
       if (!std::isfinite(v[k])) terms += (terms.empty() ? "" : ", ") + std::string(kTerms[k]);
       values += (k ? ", " : "") + std::string(kTerms[k]) + " " + Short(v[k]);
     }

@@ -47,6 +47,7 @@ Status TrainRun::Setup() {
   YC_RETURN_IF_ERROR(ReadWeightsAndModelName());
   YC_RETURN_IF_ERROR(SetupDevice());
   YC_RETURN_IF_ERROR(OpenData());
+  YC_RETURN_IF_ERROR(LoadTeacher());
   YC_RETURN_IF_ERROR(ResolveOrder());
   YC_RETURN_IF_ERROR(OpenResume());
   YC_RETURN_IF_ERROR(PrepareRunDir());
@@ -165,6 +166,17 @@ Status TrainRun::SelectSplits(const RecordSource* train, const RecordSource* val
         "without any stay, as backgrounds");
   }
   if (o_.single_cls) Say("data: single_cls: every label is class 0, 'item'; a 1-class model");
+  return Status::OK();
+}
+
+// --teacher: read once the run's class count is known, before the run folder or the model exist (a
+// teacher that does not fit costs nothing), and before BuildModel seeds the generator (building the
+// teacher draws from it). A resumed run has the path in its options and reloads it here.
+Status TrainRun::LoadTeacher() {
+  if (o_.teacher.empty()) return Status::OK();
+  YC_ASSIGN_OR_RETURN(stack_.teacher,
+                      Teacher::Load(o_.teacher, nc_, stack_.target.device, stack_.target.channels_last));
+  Say("teacher: " + stack_.teacher->Describe() + " from " + o_.teacher + ", frozen, run on every batch");
   return Status::OK();
 }
 
@@ -387,6 +399,18 @@ Status TrainRun::BuildTraining() {
         std::to_string(gammas.size()) + " prunable BatchNorm weights before each optimizer step (network slimming)");
     stack_.step->set_sparsity(o_.sparsity, std::move(gammas));
   }
+  if (stack_.teacher) {
+    YC_RETURN_IF_ERROR(stack_.teacher->CheckPairsWith(*stack_.model));
+    DistillOptions d;
+    d.nc = nc_;
+    d.reg_max = stack_.model->reg_max();
+    d.temperature = o_.distill_temp;
+    stack_.distill = std::make_unique<DistillLoss>(d);
+    stack_.step->set_distillation(stack_.teacher.get(), stack_.distill.get(), o_.distill);
+    Say("distillation: " + OptionText(o_.distill) + " x kd (class-score KL + T^2 x DFL-bin KL at T=" +
+        OptionText(o_.distill_temp) + ", anchors weighted by the teacher's confidence) added to the loss; "
+        "results.csv's train/kd_loss");
+  }
   LrScheduleOptions lso;
   lso.epochs = o_.epochs;
   lso.lrf = o_.lrf;
@@ -402,6 +426,7 @@ Status TrainRun::BuildTraining() {
     auto reducer = std::make_shared<StatsReducer>(*dist_);
     EnableSyncBatchNorm(*stack_.model, reducer);
     stack_.loss->set_global_normaliser(reducer);
+    if (stack_.distill) stack_.distill->set_global_normaliser(reducer);
     Say("distributed: SyncBatchNorm and the loss normaliser over the global batch (--sync-bn)");
   } else if (o_.sync_bn) {
     Say("--sync-bn: one process, nothing to synchronise");
@@ -438,7 +463,8 @@ Status TrainRun::BuildValidator() {
 // results.csv (rank 0), the GPU monitor, and where a resumed run continues.
 Status TrainRun::OpenRecords() {
   if (IsMain()) {
-    YC_ASSIGN_OR_RETURN(results_, ResultsLog::Open(out_ / "results.csv", resume_ ? state_.epoch : -1));
+    YC_ASSIGN_OR_RETURN(results_, ResultsLog::Open(out_ / "results.csv", resume_ ? state_.epoch : -1,
+                                                   stack_.teacher != nullptr));
   }
   if (stack_.target.device.is_cuda()) {
     gpu_ = std::make_unique<GpuMonitor>(stack_.target.device.index());

@@ -73,12 +73,15 @@ void TrainRun::BeginEpoch(int epoch, size_t first_batch) {
   if (hooks_.observer) hooks_.observer->OnEpochStart(epoch + 1, o_.epochs, nb_);
   epoch_t0_ = Clock::now();
   const at::TensorOptions on_device = at::TensorOptions().dtype(at::kFloat).device(stack_.target.device);
-  epoch_loss_ = at::zeros({3}, on_device);
-  if (!loss_history_.defined()) loss_history_ = at::zeros({static_cast<int64_t>(nb_), 3}, on_device);
+  const int64_t items = stack_.step->loss_items();  // box, cls, dfl (and kd with a teacher)
+  epoch_loss_ = at::zeros({items}, on_device);
+  if (!loss_history_.defined()) loss_history_ = at::zeros({static_cast<int64_t>(nb_), items}, on_device);
   losses_checked_ = first_batch;
   epoch_batches_ = 0;
   if (first_batch > 0) {  // resumed inside this epoch: continue its running means
-    epoch_loss_.copy_(at::tensor(std::vector<float>(state_.epoch_loss_sum.begin(), state_.epoch_loss_sum.end())));
+    std::vector<float> sums(state_.epoch_loss_sum.begin(), state_.epoch_loss_sum.end());
+    if (items > 3) sums.push_back(static_cast<float>(state_.epoch_kd_sum));
+    epoch_loss_.copy_(at::tensor(sums));
     epoch_batches_ = state_.epoch_loss_batches;
   }
   if (gpu_) gpu_->Start();
@@ -150,6 +153,8 @@ void TrainRun::ReportProgress(const EpochCursor& c, const DeviceBatch& db) {
   p.batch = c.i;
   p.batches = nb_;
   for (int k = 0; k < 3; ++k) p.loss[k] = mean[k].item<double>();
+  p.has_kd = mean.size(0) > 3;
+  if (p.has_kd) p.kd_loss = mean[3].item<double>();
   p.instances = static_cast<int64_t>(db.host->label_count());
   p.imgsz = o_.imgsz;
   p.images_per_second = static_cast<double>(c.images) / std::max(Seconds(c.t_train), 1e-9);
@@ -193,6 +198,7 @@ Status TrainRun::SaveInterrupted(const EpochCursor& c) {
   if (gpu_) gpu_->Stop();
   auto sums = epoch_loss_.to(at::kCPU).to(at::kDouble);
   for (int k = 0; k < 3; ++k) state_.epoch_loss_sum[k] = sums[k].item<double>();
+  state_.epoch_kd_sum = sums.size(0) > 3 ? sums[3].item<double>() : 0.0;
   state_.epoch_loss_batches = epoch_batches_;
   state_.epoch = c.epoch;
   state_.next_batch = static_cast<int64_t>(c.i);

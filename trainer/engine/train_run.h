@@ -61,6 +61,7 @@ class TrainRun {
   Status ReadWeightsAndModelName();
   Status SetupDevice();
   Status OpenData();
+  Status LoadTeacher();
   Status SelectSplits(const RecordSource* train, const RecordSource* val);
   Status ResolveOrder();
   Status OpenResume();
@@ -191,7 +192,9 @@ class TrainRun {
 
   // Epoch accumulators (device) and bookkeeping.
   at::Tensor epoch_loss_;
-  at::Tensor loss_history_;  // (nb_, 3): this epoch's loss items per batch, scanned for NaN/inf at log points
+  // (nb_, K): this epoch's loss items per batch (K = 3, or 4 with a teacher: TrainStep::loss_items), scanned
+  // for NaN/inf at log points.
+  at::Tensor loss_history_;
   size_t losses_checked_ = 0;  // batches of this epoch before this one were scanned
   int saved_epoch_ = 0;        // epochs completed in the last.pt this run wrote (0: none yet)
   std::vector<std::filesystem::path> epoch_files_;  // weights/epochN.pt this run wrote, oldest first (writer thread only)

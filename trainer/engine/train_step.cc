@@ -75,15 +75,25 @@ Result<at::Tensor> TrainStep::ForwardBackward(const at::Tensor& images, const at
 Result<at::Tensor> TrainStep::RunForwardBackward(const at::Tensor& images, const at::Tensor& labels,
                                                  int64_t max_boxes, const at::Tensor& targets) {
   DetectOutput out;
+  std::vector<at::Tensor> teacher_feats;
   StartPart();
   {
     AutocastGuard autocast(device_type_, amp_.enabled, amp_.dtype);
     out = model_->forward(images);
+    // The same input tensor and autocast region: the two heads see the very same pixels and precision.
+    if (teacher_ != nullptr) teacher_feats = teacher_->Forward(images);
   }
   StopPart(StepPart::kForward);
   StartPart();
   YC_ASSIGN_OR_RETURN(LossOutput loss,
                       targets.defined() ? loss_.FromTargets(out.feats, targets) : loss_(out.feats, labels, max_boxes));
+  if (teacher_ != nullptr) {
+    YC_ASSIGN_OR_RETURN(at::Tensor kd, (*distill_)(out.feats, teacher_feats));
+    kd = kd * distill_weight_;
+    // Scaled by the batch size as LossOutput::total is, so the weight compares with the detection gains.
+    loss.total = loss.total + kd * static_cast<double>(images.size(0));
+    loss.items = at::cat({loss.items, kd.detach().reshape({1})});
+  }
   StopPart(StepPart::kLoss);
   // Ultralytics multiplies the loss by world_size under DDP: the reducer averages like DDP, so the result
   // is the gradient of the summed global-batch loss.

@@ -19,6 +19,8 @@
 #include "trainer/engine/grad_scaler.h"
 #include "trainer/engine/graphed_step.h"
 #include "trainer/engine/step_profile.h"
+#include "trainer/engine/teacher.h"
+#include "trainer/loss/distill_loss.h"
 #include "trainer/loss/loss.h"
 #include "trainer/model/detection_model.h"
 
@@ -46,7 +48,7 @@ class TrainStep {
             const DetectionLoss& loss, AmpConfig amp, double clip, at::DeviceType device_type,
             FusedStep* fused = nullptr, GradReducer* reducer = nullptr, int world_size = 1);
 
-  // Returns the detached loss items (box, cls, dfl) on the device. `step_now`: an optimizer step follows
+  // Returns the detached loss items (box, cls, dfl; with a teacher also kd, weighted) on the device. `step_now`: an optimizer step follows
   // this backward, so under DDP its gradients are all-reduced (otherwise they only accumulate locally,
   // DDP's no_sync()); it must be known before backward because the reducer starts inside backward.
   Result<at::Tensor> ForwardBackward(const at::Tensor& images, const at::Tensor& labels, int64_t max_boxes,
@@ -62,6 +64,18 @@ class TrainStep {
     sparsity_ = s;
     sparsity_gammas_ = std::move(gammas);
   }
+
+  // Knowledge distillation (--teacher): from now on every forward also runs `teacher` on the same input
+  // under the same autocast, and weight * loss(student, teacher outputs) (scaled by the batch size as the
+  // detection loss is) joins the loss; the loss items gain a fourth, kd. Inside a captured step too: the
+  // teacher's forward is part of the recorded forward. Null: off.
+  void set_distillation(Teacher* teacher, const DistillLoss* loss, double weight) {
+    teacher_ = teacher;
+    distill_ = loss;
+    distill_weight_ = weight;
+  }
+  // How many loss items ForwardBackward returns: 3, or 4 with a teacher.
+  int64_t loss_items() const { return teacher_ != nullptr ? 4 : 3; }
 
   // Times the step's parts into `profile` (null: off, the default; the training loop never sets it).
   // A profiled step runs eagerly (a graph has no parts to time).
@@ -88,6 +102,9 @@ class TrainStep {
   StepProfile* profile_ = nullptr;
   double sparsity_ = 0;
   std::vector<at::Tensor> sparsity_gammas_;
+  Teacher* teacher_ = nullptr;
+  const DistillLoss* distill_ = nullptr;
+  double distill_weight_ = 0;
   std::unique_ptr<GraphedStep> graphs_;
 
   bool Graphed() const { return graphs_ != nullptr && profile_ == nullptr; }

@@ -38,6 +38,8 @@ struct BatchProgress {
   int epoch = 0, epochs = 0;     // 1-based epoch
   size_t batch = 0, batches = 0;  // batches done in this epoch / per epoch
   std::array<double, 3> loss{};  // running mean box, cls, dfl of this epoch
+  bool has_kd = false;           // a distillation run (--teacher): kd_loss is its running mean weighted kd
+  double kd_loss = 0;
   int64_t instances = 0;         // labels in the latest batch
   int imgsz = 0;
   double images_per_second = 0;  // this epoch so far

@@ -69,6 +69,9 @@ struct TrainingStack {
   std::unique_ptr<ModelEMA> ema;
   std::unique_ptr<GradScaler> scaler;
   std::unique_ptr<DetectionLoss> loss;
+  // --teacher: the frozen teacher and the distillation loss (null without), which the step points at.
+  std::unique_ptr<Teacher> teacher;
+  std::unique_ptr<DistillLoss> distill;
   std::unique_ptr<TrainStep> step;  // holds references to the members above: the stack is not moved
 };
 

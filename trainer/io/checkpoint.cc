@@ -47,6 +47,7 @@ Json StateToJson(const TrainState& s) {
               {"train_seconds", s.train_seconds},
               {"images_seen", s.images_seen},
               {"epoch_loss_sum", s.epoch_loss_sum},
+              {"epoch_kd_sum", s.epoch_kd_sum},
               {"epoch_loss_batches", s.epoch_loss_batches},
               {"scaler_scale", s.scaler_scale},
               {"scaler_growth", s.scaler_growth},
@@ -73,6 +74,7 @@ Result<TrainState> StateFromJson(const Json& j) {
                   Get(j, "ema_updates", &s.ema_updates) && Get(j, "best_fitness", &s.best_fitness) &&
                   Get(j, "best_epoch", &s.best_epoch) && Get(j, "train_seconds", &s.train_seconds) &&
                   Get(j, "images_seen", &s.images_seen) && Get(j, "epoch_loss_sum", &s.epoch_loss_sum) &&
+                  Get(j, "epoch_kd_sum", &s.epoch_kd_sum) &&
                   Get(j, "epoch_loss_batches", &s.epoch_loss_batches) && Get(j, "scaler_scale", &s.scaler_scale) &&
                   Get(j, "scaler_growth", &s.scaler_growth) && Get(j, "finished", &s.finished);
   if (!ok) return Status::Corruption("state: a field has the wrong type");

@@ -71,6 +71,7 @@ struct TrainState {
   double train_seconds = 0;      // time spent in epochs so far (results.csv "time")
   int64_t images_seen = 0;
   std::array<double, 3> epoch_loss_sum{};  // running loss sums of the interrupted epoch
+  double epoch_kd_sum = 0;                 // and its distillation term's (--teacher)
   int64_t epoch_loss_batches = 0;
   double scaler_scale = 65536.0;  // GradScaler state (fp16 AMP)
   int64_t scaler_growth = 0;
