@@ -28,7 +28,7 @@ train() {  # NAME EPOCHS [train options...]: the run's steady img/s and last mAP
   shift 2
   "$T" train --data "$work/cache" --epochs "$n" --batch 64 --imgsz "$imgsz" --device "$device" --amp --val-every 1 \
       --out "$work/runs/$name" --exist-ok "$@" > "$work/$name.log" 2>&1 || { tail -5 "$work/$name.log"; return 1; }
-  python3 "$repo/bench/run_rates.py" "$work/$name.log" --label "$name" | sed -n 2p
+  python3 "$repo/bench/run_rates.py" "$work/$name.log" --label "$name" | tail -2
 }
 for part in "$@"; do
   case $part in
@@ -55,6 +55,14 @@ print(f"RESULT {sys.argv[2]} prune --ratio {j['ratio']}: parameters {b['paramete
       f"({1 - a['gflops'] / b['gflops']:.1%} fewer)")
 PY
       train "${model}_pruned_ft" "$half" --weights "$work/${model}_pruned.pt"
+      python3 - "$work" "$model" <<'PY'
+import re, sys
+def map5095(name):
+    rows = [l for l in open(f"{sys.argv[1]}/{name}.log") if re.match(r"^epoch \d+:", l)]
+    return float(re.search(r"mAP50-95 ([\d.]+)", rows[-1])[1])
+plain, pruned = map5095(f"{sys.argv[2]}_plain"), map5095(f"{sys.argv[2]}_pruned_ft")
+print(f"RESULT {sys.argv[2]} mAP50-95 plain {plain:.4f}, sparse + pruned + fine-tuned {pruned:.4f}: {pruned - plain:+.4f}")
+PY
       cp "$work/runs/${model}_pruned_ft/weights/best.pt" "$out/${model}_pruned_best.pt"
       ;;
     distill)
@@ -63,6 +71,16 @@ PY
         train "yolov8n_alone_s$seed" "$epochs" --model yolov8n --seed "$seed"
         train "yolov8n_distilled_s$seed" "$epochs" --model yolov8n --seed "$seed" --teacher "$teacher"
       done
+      python3 - "$work" <<'PY'
+import re, statistics, sys
+def map5095(name):
+    rows = [l for l in open(f"{sys.argv[1]}/{name}.log") if re.match(r"^epoch \d+:", l)]
+    return float(re.search(r"mAP50-95 ([\d.]+)", rows[-1])[1])
+alone = [map5095(f"yolov8n_alone_s{s}") for s in (0, 1)]
+taught = [map5095(f"yolov8n_distilled_s{s}") for s in (0, 1)]
+print("RESULT distillation mAP50-95, seeds 0 and 1: alone", alone, "taught", taught,
+      f"difference of the means {statistics.mean(taught) - statistics.mean(alone):+.4f}")
+PY
       ;;
     *) echo "unknown part $part"; exit 2 ;;
   esac
