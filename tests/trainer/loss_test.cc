@@ -2,11 +2,8 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <string>
 
 #include <gtest/gtest.h>
-#include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/cuda.h>
 #include <torch/optim/sgd.h>
 
@@ -88,8 +85,6 @@ struct TinyGrid {
 // test (least distance to an edge > eps) and box_ops.h's BboxIoU. On the CPU the interpreter runs the same
 // ops: equal to the bit. On CUDA the fuser compiles the function after its first call, so the third call
 // runs the fused kernel: equal within float rounding (its atan and pow are CUDA's, not ATen's).
-TEST(PairMetrics, WarmingIsForCudaOnly) { EXPECT_EQ(WarmPairMetrics(at::Device(at::kCPU), 2, 16), 0.0); }
-
 TEST(PairMetrics, EqualTheInBoxTestAndBboxIoU) {
   std::vector<at::Device> devices{at::kCPU};
   if (torch::cuda::is_available()) devices.emplace_back(at::kCUDA, 0);
@@ -127,41 +122,6 @@ TEST(PairMetrics, EqualTheInBoxTestAndBboxIoU) {
       }
     }
   }
-}
-
-// Each box bucket (and a smaller last batch) gives the pair metrics new input shapes; one shape-generic fused
-// kernel must serve them all, or every new shape pays a kernel compile at the start of a run. After the
-// trainer's warm-up call, the first call of each shape is timed and printed (a compile would show there).
-TEST(PairMetrics, OneShapeGenericKernelServesEveryBoxBucket) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "needs CUDA (the fuser compiles for CUDA only)";
-  const at::Device cuda(at::kCUDA, 0);
-  const int64_t na = 8400;
-  const double warm = WarmPairMetrics(cuda, 64, na);  // what the trainer does while its loader starts
-  std::printf("pair metrics: WarmPairMetrics %.1f ms\n", warm * 1000);
-  EXPECT_GT(warm, 0.0);
-  auto anchors = (at::rand({na, 2}) * 640).to(cuda);
-  for (const int64_t bs : {64, 23}) {
-    for (const int64_t nmax : {1, 2, 3, 4, 6, 8, 12, 16, 24}) {
-      auto xy = at::rand({bs, nmax, 2}) * 400;
-      auto gt = at::cat({xy, xy + at::rand({bs, nmax, 2}) * 200 + 1}, -1).to(cuda);
-      auto pxy = at::rand({bs, na, 2}) * 600;
-      auto pd = at::cat({pxy, pxy + at::rand({bs, na, 2}) * 100}, -1).to(cuda);
-      auto valid = at::ones({bs, nmax, 1}, at::kBool).to(cuda);
-      auto scores = at::rand({bs, nmax, na}).to(cuda);
-      for (int call = 0; call < 3; ++call) {
-        const auto t0 = std::chrono::steady_clock::now();
-        PairMetrics m = ComputePairMetrics(gt, pd, anchors, valid, scores, 0.5, 6.0, 1e-9);
-        torch::cuda::synchronize();
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        if (call == 0) std::printf("pair metrics batch %lld boxes %lld: first call %.1f ms\n",
-                                   static_cast<long long>(bs), static_cast<long long>(nmax), ms);
-        ASSERT_EQ(m.align_metric.sizes(), at::IntArrayRef({bs, nmax, na}));
-      }
-    }
-  }
-  const auto graph = torch::jit::lastExecutedOptimizedGraph();
-  ASSERT_NE(graph, nullptr);
-  EXPECT_NE(graph->toString().find("prim::TensorExprDynamicGroup"), std::string::npos) << graph->toString();
 }
 
 TEST(Assigner, PicksTopkAnchorsInsideTheBox) {

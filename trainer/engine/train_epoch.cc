@@ -2,12 +2,9 @@
 // one, train this one, report progress at log points, then the stop checks (NaN/inf, cancel; agreed
 // across ranks under DDP) and, on a cancel, the interrupt checkpoint.
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 
 #include "trainer/engine/multi_scale.h"
 #include "trainer/engine/train_run.h"
-#include "trainer/loss/pair_metrics.h"
 #include "trainer/plots/batch_grid.h"
 #include "trainer/plots/image_file.h"
 
@@ -23,7 +20,6 @@ Status TrainRun::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
   // After the previous epoch the loader has run ahead into this one (its first batches were prepared
   // while the GPU validated); StartEpoch adopts them, or starts afresh on resume.
   YC_RETURN_IF_ERROR(loader_->StartEpoch(epoch, first_batch));
-  if (epoch == session_start_epoch_) WarmFusedKernels();
   YC_RETURN_IF_ERROR(StageNextBatch());
   while (feed_->staged() > 0) {
     // Stage batch i + 1 before computing batch i: on CUDA its copy overlaps this batch's compute.
@@ -44,22 +40,6 @@ Status TrainRun::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
   }
   FinishEpoch(c);
   return Status::OK();
-}
-
-// The assigner's fused kernel is compiled here, once, while the loader (just started) fills its first
-// batches, instead of inside the first steps.
-void TrainRun::WarmFusedKernels() {
-  int64_t anchors = 0;
-  for (const double s : stack_.model->strides()) {
-    const auto side = static_cast<int64_t>(std::ceil(o_.imgsz / s));
-    anchors += side * side;
-  }
-  const double seconds = WarmPairMetrics(stack_.target.device, o_.batch / dist_->world_size(), anchors);
-  if (seconds > 0 && IsMain()) {
-    char line[128];
-    std::snprintf(line, sizeof line, "assigner: fused pair-metrics kernel compiled in %.2f s while the loader starts", seconds);
-    Say(line);
-  }
 }
 
 void TrainRun::BeginEpoch(int epoch, size_t first_batch) {

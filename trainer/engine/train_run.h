@@ -91,7 +91,6 @@ class TrainRun {
     Clock::time_point t_train;
   };
   Status TrainEpoch(int epoch, size_t first_batch, bool* interrupted);
-  void WarmFusedKernels();
   void BeginEpoch(int epoch, size_t first_batch);
   Status StageNextBatch();
   Status TrainBatch(const DeviceBatch& db, EpochCursor* c);

@@ -4,10 +4,11 @@
 // the step's largest elementwise work: at batch 64, 8400 anchors and 64 box rows it is 34 M pairs, and
 // as ~40 separate ATen kernels each reading and writing a (B, M, A) float tensor it moves ~15 GB a step.
 //
-// It is written once, as a TorchScript function, so that on CUDA the profiling executor's fuser (NNC)
-// compiles the whole chain into one kernel after its first call per shape; on the CPU the interpreter
-// runs the same ATen ops one by one, equal to box_ops.h's BboxIoU and to Ultralytics' in-box test
-// (select_candidates_in_gts) to the bit (tests/trainer/loss_test.cc, PairMetrics.*).
+// It runs as plain ATen ops over views of the box sides (no (B, M, A, 4) expansion), equal to box_ops.h's
+// BboxIoU and to Ultralytics' in-box test (select_candidates_in_gts) to the bit (tests/trainer/loss_test.cc,
+// PairMetrics.*). A TorchScript version fused by NNC was tried (2026-12-04, one H200): LibTorch 2.11's
+// fuser compiles it per shape at seconds each, does not fuse it with dynamic shapes at all, and the step
+// measured no faster for it; within a CUDA graph its ~40 launches cost nothing.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -27,11 +28,5 @@ struct PairMetrics {
 PairMetrics ComputePairMetrics(const at::Tensor& gt_bboxes, const at::Tensor& pd_bboxes, const at::Tensor& anc_points,
                                const at::Tensor& valid_gt, const at::Tensor& box_scores, double alpha, double beta,
                                double inside_eps);
-
-// On CUDA, calls ComputePairMetrics twice on zeros of `batch` images and `anchors` anchors (the profiling
-// executor profiles the first call and compiles on the second), so that the fused kernel, shape-generic,
-// is compiled before the first batch needs it: the trainer does this while the loader fills its first
-// batches. Returns the seconds it took; does nothing (0) on the CPU, where nothing is compiled.
-double WarmPairMetrics(const at::Device& device, int64_t batch, int64_t anchors);
 
 }  // namespace yc::trainer
