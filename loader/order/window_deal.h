@@ -15,9 +15,11 @@
 // same step count on every rank), the ranks together run every record exactly once before the padding
 // (the at most world_size - 1 padded samples repeat the epoch's first records, on the last ranks), and a
 // rank's run is a stretch of whole windows with at most a part of a window at each end, the part its
-// neighbour does not take. A rank's windows are those pieces: the windows inside its run, its ends' parts
-// and the padding's part of window 0 each its own window, so the rank fetches and stages only its own
-// records and draws partners only among them. Everything depends on (seed, epoch, world_size, rank)
+// neighbour does not take. A window a boundary cuts is split by record index, not by walk position (each
+// part keeps the window's shuffled order): records are stored in index order, so each part is one run of
+// bytes and the neighbours share at most the fetch block at the cut. A rank's windows are those pieces:
+// the windows inside its run, its ends' parts and the padding's part of window 0 each its own window, so
+// the rank fetches and stages only its own records and draws partners only among them. Everything depends on (seed, epoch, world_size, rank)
 // only, and the epoch's windows change every epoch, so a rank's windows do too.
 //
 // One rank: the epoch itself (the same object), the order the windowed order always had.

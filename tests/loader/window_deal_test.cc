@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <map>
 #include <set>
 
@@ -59,13 +60,21 @@ TEST(WindowDealTest, RanksGetEqualCountsAndDisjointPiecesOfWholeWindows) {
   for (uint64_t world : {2u, 3u, 4u, 7u}) {
     const uint64_t share = RankShareSize(61, world), padding = share * world - 61;
     std::map<uint32_t, int> times;
+    std::map<std::pair<uint32_t, uint64_t>, std::pair<uint32_t, uint32_t>> spans;  // (window, rank) -> index range
+    for (uint32_t w = 0; w < all->windows(); ++w)
+      for (uint64_t r = 0; r < world; ++r) spans[{w, r}] = {UINT32_MAX, 0};
     for (uint64_t r = 0; r < world; ++r) {
       const std::shared_ptr<const WindowedEpoch> mine = DealWindows(all, world, r);
       ASSERT_EQ(mine->records.size(), share) << world << " ranks, rank " << r;
       for (uint64_t j = 0; j < share; ++j) {
         const uint64_t p = RankShareStart(61, world, r) + j;
-        EXPECT_EQ(mine->records[j], all->records[p % 61]) << "rank " << r << " position " << p;
+        EXPECT_EQ(window_of[mine->records[j]], all->WindowOf(p % 61)) << "rank " << r << " position " << p;
         ++times[mine->records[j]];
+        if (p < 61) {  // the first pass: where each rank's records of a window lie in index order
+          auto& span = spans[{window_of[mine->records[j]], r}];
+          span.first = std::min(span.first, mine->records[j]);
+          span.second = std::max(span.second, mine->records[j]);
+        }
       }
       // Each piece lies inside one window of the epoch; consecutive pieces of one pass are other windows.
       size_t whole = 0;
@@ -86,6 +95,14 @@ TEST(WindowDealTest, RanksGetEqualCountsAndDisjointPiecesOfWholeWindows) {
       repeated += n - 1;
     }
     EXPECT_EQ(repeated, padding) << world << " ranks";
+    // A window two ranks share is split by record index (one run of bytes each): the lower rank's part
+    // lies wholly below the higher rank's.
+    for (uint32_t w = 0; w < all->windows(); ++w)
+      for (uint64_t r = 0; r + 1 < world; ++r) {
+        const auto lower = spans[{w, r}], higher = spans[{w, r + 1}];
+        if (lower.first == UINT32_MAX || higher.first == UINT32_MAX) continue;  // not shared
+        EXPECT_LT(lower.second, higher.first) << "window " << w << ", ranks " << r << " and " << r + 1;
+      }
   }
 }
 
@@ -95,12 +112,14 @@ TEST(WindowDealTest, PaddingWrapsIntoItsOwnPiece) {
   const FakeSource src = FakeSource::Synthetic(10, 32);
   const std::shared_ptr<const WindowedEpoch> all = Epoch(src, 100 * kRecordBytes, 0);  // one window
   ASSERT_EQ(all->windows(), 1u);
-  // 4 ranks of ceil(10 / 4) = 3: rank 3 takes positions 9, 10, 11 = records 9, 0, 1 of the epoch.
-  const std::shared_ptr<const WindowedEpoch> last = DealWindows(all, 4, 3);
+  // 4 ranks of ceil(10 / 4) = 3: rank 3 takes positions 9, 10, 11, the last record of the window's split
+  // (the highest index: the window is cut into the ranks' parts by index) and then the epoch's first two
+  // again, which are rank 0's first two.
+  const std::shared_ptr<const WindowedEpoch> last = DealWindows(all, 4, 3), first = DealWindows(all, 4, 0);
   ASSERT_EQ(last->records.size(), 3u);
-  EXPECT_EQ(last->records[0], all->records[9]);
-  EXPECT_EQ(last->records[1], all->records[0]);
-  EXPECT_EQ(last->records[2], all->records[1]);
+  EXPECT_EQ(last->records[0], 9u);
+  EXPECT_EQ(last->records[1], first->records[0]);
+  EXPECT_EQ(last->records[2], first->records[1]);
   ASSERT_EQ(last->windows(), 2u);
   EXPECT_EQ(last->window_start[1], 1u);
 }
