@@ -55,9 +55,6 @@ Status ValidateOptions(const LoaderOptions& o) {
                                o.window_io != WindowIo::kDirect || o.read_ahead_bytes == 0))
     return Bad("a streamed cache is read window by window through the window stage: it needs train mode, the "
                "windowed order, window_io direct and read_ahead_bytes > 0");
-  if (o.fetcher != nullptr && o.world_size != 1)
-    return Bad("a streamed cache is read by one process: its windows are not dealt to " +
-               std::to_string(o.world_size) + " ranks");
   const AugmentHyp& h = o.hyp;
   for (const auto& [name, p] : {std::pair<const char*, double>{"mosaic", h.mosaic}, {"mixup", h.mixup},
                                 {"cutmix", h.cutmix}, {"copy_paste", h.copy_paste}, {"flipud", h.flipud},

@@ -121,7 +121,8 @@ struct LoaderOptions {
   // A cache streamed from object storage (libcache/build/stream_cache.h): its data files hold only what
   // was fetched, so every record must come through the window stage, which has each window's byte
   // ranges fetched (pinned) before it reads them. Needs the windowed order with window_io kDirect and
-  // read_ahead_bytes > 0, one rank (the loader refuses anything else).
+  // read_ahead_bytes > 0 (the loader refuses anything else). Under world_size > 1 each rank walks only
+  // the windows dealt to it (loader/order/window_deal.h), so each rank's fetcher brings only its share.
   std::shared_ptr<RangeFetcher> fetcher;
 };
 

@@ -39,8 +39,10 @@ Status WriteFile(const fs::path& path, const std::string& bytes) {
 
 }  // namespace
 
-fs::path StreamedCachePath(const fs::path& root, const ObjectLocation& at) {
-  return root / "stream" / PulledCachePath(root, at).filename();
+fs::path StreamedCachePath(const fs::path& root, const ObjectLocation& at, int rank, int world_size) {
+  std::string name = PulledCachePath(root, at).filename().string();
+  if (world_size > 1) name += "-rank" + std::to_string(rank) + "of" + std::to_string(world_size);
+  return root / "stream" / name;
 }
 
 Result<std::unique_ptr<StreamCache>> StreamCache::Open(const ObjectStore& store, const StreamOptions& o) {
@@ -63,7 +65,7 @@ Result<std::unique_ptr<StreamCache>> StreamCache::Open(const ObjectStore& store,
   if (s->o_.block_bytes == 0) {
     s->o_.block_bytes = std::clamp<uint64_t>(o.window_bytes / 64, uint64_t{64} << 10, uint64_t{1} << 20);
   }
-  s->dir_ = StreamedCachePath(o.cache_root, store.location());
+  s->dir_ = StreamedCachePath(o.cache_root, store.location(), o.rank, o.world_size);
   std::error_code ec;
   if (fs::exists(s->dir_, ec)) {  // left by a run that was killed: only cache files, all of them ours
     YC_RETURN_IF_ERROR(CheckReplaceableCacheDir(s->dir_));

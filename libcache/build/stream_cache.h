@@ -47,6 +47,9 @@ struct StreamOptions {
   uint64_t block_bytes = 0;
   uint64_t request_bytes = uint64_t{8} << 20;  // the most one GET asks for (consecutive missing blocks)
   const std::atomic<bool>* cancel = nullptr;   // set: Fetch stops with Cancelled
+  // Data-parallel ranks each stream their own share of the windows (loader/order/window_deal.h) into a
+  // folder of their own, so that ranks sharing a disk never replace each other's files.
+  int rank = 0, world_size = 1;
 };
 
 struct StreamCounters {
@@ -56,8 +59,10 @@ struct StreamCounters {
   uint64_t requests = 0;
 };
 
-// Where StreamCache keeps the stream of `at` under `cache_root`.
-std::filesystem::path StreamedCachePath(const std::filesystem::path& cache_root, const ObjectLocation& at);
+// Where StreamCache keeps the stream of `at` under `cache_root`: <name as pull_cache.h names it>, with
+// `-rank<R>of<N>` appended for rank R of N > 1.
+std::filesystem::path StreamedCachePath(const std::filesystem::path& cache_root, const ObjectLocation& at,
+                                        int rank = 0, int world_size = 1);
 
 class StreamCache final : public RangeFetcher {
  public:

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "loader/base/rng.h"
+#include "loader/order/window_deal.h"
 
 namespace yc {
 
@@ -35,7 +36,7 @@ EpochSampler::EpochSampler(size_t n, const LoaderOptions& o, const std::vector<c
     if (o.order == SampleOrder::kWindowed) {
       blocks_ = std::move(blocks);
       if (blocks_.empty() && n > 0) blocks_.push_back({0, static_cast<uint32_t>(n), 0});  // one window
-      windows_ = MakeWindowedEpoch(blocks_, o, 0);
+      windows_ = DealWindows(MakeWindowedEpoch(blocks_, o, 0), W, static_cast<size_t>(o.rank));
       return;
     }
     permutation_.resize(n);
@@ -75,7 +76,8 @@ void EpochSampler::InitTrainRect(const std::vector<cv::Size>& sizes) {
 void EpochSampler::SetEpoch(int epoch) {
   if (options_.mode != LoaderMode::kTrain || options_.train_rect) return;  // rect: the same order every epoch
   if (options_.order == SampleOrder::kWindowed) {
-    windows_ = MakeWindowedEpoch(blocks_, options_, epoch);
+    windows_ = DealWindows(MakeWindowedEpoch(blocks_, options_, epoch), static_cast<size_t>(options_.world_size),
+                           static_cast<size_t>(options_.rank));
     return;
   }
   std::iota(permutation_.begin(), permutation_.end(), 0u);
@@ -99,13 +101,16 @@ void EpochSampler::Batch(size_t b, std::vector<SampleSlot>* samples, cv::Size* s
   if (options_.mode == LoaderMode::kTrain) {
     const size_t W = static_cast<size_t>(options_.world_size), r = static_cast<size_t>(options_.rank);
     const size_t begin = b * B, end = std::min(local_size_, begin + B);
+    if (windows_) {  // this rank's dealt windows (window_deal.h): local position j is global first + j
+      const size_t first = RankShareStart(n_, W, r);
+      for (size_t j = begin; j < end; ++j)
+        samples->push_back({windows_->records[j], first + j, windows_->WindowOf(j)});
+      *shape = max_shape_;
+      return;
+    }
     for (size_t j = begin; j < end; ++j) {
       const size_t p = j * W + r;
-      if (windows_) {
-        samples->push_back({windows_->records[p % n_], p, windows_->WindowOf(p % n_)});
-      } else {
-        samples->push_back({permutation_[p % n_], p});
-      }
+      samples->push_back({permutation_[p % n_], p});
     }
     *shape = max_shape_;
     return;

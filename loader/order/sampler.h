@@ -6,9 +6,11 @@
 // samples [b*B, (b+1)*B). A sample's global position keys its random stream, so each sample is the
 // same whatever the rank count or thread count.
 //
-// Train, windowed order (options.order, loader/order/window_order.h): the permutation is the epoch's
-// WindowedEpoch::records instead, padded and rank-sliced the same way, so all ranks walk the same
-// window at the same time (and share its pages); each sample also carries its window.
+// Train, windowed order (options.order, loader/order/window_order.h): the epoch's WindowedEpoch::records,
+// padded the same way, but dealt to the ranks in contiguous runs (loader/order/window_deal.h): rank r
+// takes global positions [r L, (r + 1) L), L = ceil(n / W), so each rank walks (and reads, or fetches)
+// only its own windows; each sample also carries its window among the rank's. One rank: the epoch's
+// order as it is.
 //
 // Train, rect (options.train_rect): Ultralytics' rect batches (aspect-ratio order, a shape per batch,
 // no shuffle); rank r takes whole global batches r, r + W, ..., padded by repeating from the first.
@@ -33,7 +35,7 @@ namespace yc {
 struct SampleSlot {
   uint64_t record = 0;    // index into the RecordSource
   uint64_t position = 0;  // global position in the epoch (RNG key)
-  uint32_t window = 0;    // windowed order: the window of the epoch's WindowedEpoch it belongs to
+  uint32_t window = 0;    // windowed order: its window among this rank's (EpochSampler::windows())
 };
 
 class EpochSampler {
@@ -51,7 +53,7 @@ class EpochSampler {
   void SetEpoch(int epoch);
   // The samples of local batch `b` and its (width, height).
   void Batch(size_t b, std::vector<SampleSlot>* samples, cv::Size* shape) const;
-  // Windowed order: the current epoch's windows (SampleSlot::window indexes them), shared so that
+  // Windowed order: this rank's windows of the current epoch (SampleSlot::window indexes them), shared so that
   // batches of this epoch still in flight keep them when SetEpoch moves on; null for kShuffle and val.
   std::shared_ptr<const WindowedEpoch> windows() const { return windows_; }
 

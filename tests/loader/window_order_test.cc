@@ -1,5 +1,5 @@
 // The windowed train order (issue 17): blocks, windows, partners inside the window, every record once
-// per epoch, rank slices, determinism and resume through the Loader, and a real multi-shard cache.
+// per epoch, rank runs (window_deal_test.cc: the dealing itself), determinism and resume through the Loader, and a real multi-shard cache.
 #include "loader/order/window_order.h"
 
 #include <gtest/gtest.h>
@@ -99,22 +99,27 @@ TEST(WindowOrderTest, EveryRecordOnceWindowsWithinBudgetAndMadeOfWholeBlocks) {
   EXPECT_EQ(MakeWindowedEpoch(blocks, o, 1)->records, MakeWindowedEpoch(blocks, o, 1)->records);
 }
 
-TEST(WindowOrderTest, RankSlicesCoverEveryRecordWithoutOverlapBesidesPadding) {
+TEST(WindowOrderTest, RanksTakeContiguousRunsOfTheEpochCoveringEveryRecordOnceBesidesPadding) {
   const FakeSource src = FakeSource::Synthetic(47, 32);
   const std::vector<SampleSlot> single = RankSlots(src, Windowed(8 * kRecordBytes, 5), 2);
+  ASSERT_EQ(single.size(), 47u);
   for (int world : {2, 3}) {
+    const uint64_t share = (47 + world - 1) / world;
     std::map<uint64_t, int> visits;
     std::map<uint64_t, uint64_t> record_at;  // global position -> record
     for (int r = 0; r < world; ++r) {
       std::shared_ptr<const WindowedEpoch> windows;
-      for (const SampleSlot& s : RankSlots(src, Windowed(8 * kRecordBytes, 5, r, world), 2, &windows)) {
+      const std::vector<SampleSlot> slots = RankSlots(src, Windowed(8 * kRecordBytes, 5, r, world), 2, &windows);
+      ASSERT_EQ(slots.size(), share);  // every rank runs as many samples: DDP's equal step counts
+      for (size_t j = 0; j < slots.size(); ++j) {
+        const SampleSlot& s = slots[j];
         ++visits[s.record];
-        EXPECT_EQ(s.position % world, static_cast<uint64_t>(r));
+        EXPECT_EQ(s.position, r * share + j);  // the rank's own contiguous run of the padded epoch
         EXPECT_TRUE(record_at.emplace(s.position, s.record).second) << "position " << s.position << " twice";
-        EXPECT_EQ(s.window, windows->WindowOf(s.position % 47));
+        EXPECT_EQ(s.window, windows->WindowOf(j));
       }
     }
-    const size_t padded = (47 + world - 1) / world * world;
+    const size_t padded = share * world;
     EXPECT_EQ(visits.size(), 47u) << world << " ranks";
     int twice = 0;
     for (const auto& [record, n] : visits) {
@@ -122,12 +127,11 @@ TEST(WindowOrderTest, RankSlicesCoverEveryRecordWithoutOverlapBesidesPadding) {
       twice += n == 2;
     }
     EXPECT_EQ(static_cast<size_t>(twice), padded - 47) << world << " ranks";
-    // The global order is the single-rank order: ranks interleave positions of one walk.
-    for (const SampleSlot& s : single) {
-      if (record_at.count(s.position)) {
-        EXPECT_EQ(record_at[s.position], s.record);
-      }
-    }
+    // The global order is the single-rank order, padded by repeating from its start, but for the records
+    // inside a window that a rank boundary cuts (window_deal.h: split by record index).
+    std::map<uint64_t, uint32_t> window_of;
+    for (const SampleSlot& s : single) window_of[s.record] = s.window;
+    for (const auto& [position, record] : record_at) EXPECT_EQ(window_of[record], single[position % 47].window) << position;
   }
 }
 

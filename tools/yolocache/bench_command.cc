@@ -40,6 +40,9 @@ struct BenchArgs {
   std::string cache_dir;  // --cache-dir: where the local copy of a cache given as a URL goes
   double cache_budget_gib = 0;  // --cache-budget: stream the URL window by window within this much disk
   int batch = 64, imgsz = 0, threads = 0, batches = 50, warmup = -1, profile_samples = 32, prefetch = 4;
+  // --rank R --world-size N: this process loads as rank R of N data-parallel ranks would (--batch is the
+  // rank's batch); with the windowed order it walks, and streaming fetches, only the windows dealt to it.
+  int rank = 0, world_size = 1;
   std::vector<int> scaling;  // thread counts measured side by side, in rounds
   int rounds = 5;
   uint64_t seed = 0;
@@ -63,6 +66,10 @@ nlohmann::ordered_json JsonHeader(const BenchArgs& a, const LoaderOptions& o, co
   j["batch"] = o.batch;
   j["imgsz"] = o.imgsz;
   j["order"] = a.order;
+  if (o.world_size > 1) {
+    j["rank"] = o.rank;
+    j["world_size"] = o.world_size;
+  }
   if (o.order == SampleOrder::kWindowed) {
     j["window_mb"] = a.window_mb;
     j["window_io"] = WindowIoName(o.window_io);
@@ -183,6 +190,8 @@ Result<LoaderOptions> BenchLoaderOptions(const BenchArgs& a, const Cache& cache)
   LoaderOptions o;
   YC_ASSIGN_OR_RETURN(o.mode, ParseLoaderMode(a.mode));
   YC_ASSIGN_OR_RETURN(o.order, ParseSampleOrder(a.order));
+  o.rank = a.rank;
+  o.world_size = a.world_size;
   YC_ASSIGN_OR_RETURN(o.window_io, ParseWindowIo(a.window_io, o.world_size));
   o.batch = a.batch;
   o.imgsz = a.imgsz > 0 ? a.imgsz : (cache.manifest().imgsz > 0 ? cache.manifest().imgsz : 640);
@@ -306,6 +315,9 @@ void PrintText(const BenchArgs& a, const LoaderOptions& o, const std::string& sp
   const bool train = o.mode == LoaderMode::kTrain;
   std::printf("%s mode, split %s, batch %d, imgsz %d, %d threads, %zu batches, %s kernels\n", a.mode.c_str(),
               split.c_str(), o.batch, o.imgsz, o.threads, c.batches, SimdLevelName(ActiveSimdLevel()));
+  if (o.world_size > 1)
+    std::printf("rank %d of %d: the rank's own samples%s\n", o.rank, o.world_size,
+                o.order == SampleOrder::kWindowed ? ", in the windows dealt to it" : "");
   std::printf("cache loader: %.0f img/s (%.0f img/s per thread), consumer waited %.0f%% of the time\n",
               c.images_per_second, c.images_per_second / o.threads, 100 * c.wait_fraction);
   std::printf("workers: busy %.1f%% of the time, %.2f ms per sample (%s %.2f, %s %.2f)\n", 100 * c.worker_busy,
@@ -319,8 +331,10 @@ void PrintText(const BenchArgs& a, const LoaderOptions& o, const std::string& sp
                 c.images > 0 ? static_cast<double>(c.disk_bytes) / c.images / 1e6 : 0,
                 c.seconds > 0 ? static_cast<double>(c.disk_bytes) / c.seconds / 1e6 : 0, ReadAheadLabel(o).c_str());
   if (f.stream != nullptr)
-    std::printf("network: %.3f MB fetched per sample (%llu samples of the warm-up and timed run, windows read ahead "
+    std::printf("network%s: %.3f MB fetched per sample (%llu samples of the warm-up and timed run, windows read ahead "
                 "included): %.1f MB in %llu GETs, %.1f MB evicted, at most %.1f MB on disk (--cache-budget %.1f MB)\n",
+                o.world_size > 1 ? (" (rank " + std::to_string(o.rank) + " of " + std::to_string(o.world_size) + ")").c_str()
+                                 : "",
                 f.fetched_samples > 0 ? static_cast<double>(f.fetched.bytes_fetched) / f.fetched_samples / 1e6 : 0,
                 static_cast<unsigned long long>(f.fetched_samples), f.fetched.bytes_fetched / 1e6,
                 static_cast<unsigned long long>(f.fetched.requests), f.fetched.bytes_evicted / 1e6,
@@ -348,17 +362,27 @@ Result<StreamedCache> OpenStream(BenchArgs* a) {
   if (a->compare) return Status::InvalidArgument("--compare decodes the source dataset, which a streamed cache does not have");
   if (a->order_stats > 0)
     return Status::InvalidArgument("--order-stats also walks the shuffle order, which a streamed cache cannot serve");
+  if (a->window_io == "page-cache")
+    return Status::InvalidArgument("--cache-budget reads every window through the loader's window stage: --window-io "
+                                   "page-cache would read records that were never fetched");
+  a->window_io = "direct";  // auto picks the page cache under several ranks
   StreamOptions o;
   o.cache_root = a->cache_dir.empty() ? DefaultCacheRoot() : std::filesystem::path(a->cache_dir);
   o.budget_bytes = static_cast<uint64_t>(a->cache_budget_gib * (1ull << 30));
   o.window_bytes = static_cast<uint64_t>(a->window_mb * (1 << 20));
   o.cancel = InstallInterruptFlag();
+  o.rank = a->rank;  // each emulated rank streams into a folder of its own
+  o.world_size = a->world_size;
   // The stage profile reads records through the cache's own mapping, which holds only fetched windows.
   a->profile_samples = 0;
   return OpenStreamedCache(a->cache, o);
 }
 
 int RunBench(BenchArgs a) {
+  if (a.rank >= a.world_size) {
+    return Fail("bench", Status::InvalidArgument("--rank " + std::to_string(a.rank) + " must be below --world-size " +
+                                                 std::to_string(a.world_size)));
+  }
   StreamedCache streamed;
   if (a.cache_budget_gib > 0) {
     Result<StreamedCache> s = OpenStream(&a);
@@ -421,6 +445,15 @@ Registration reg("bench", "Measure loader throughput on a cache (img/s, per thre
                                   "per sample (docs/REMOTE.md, \"Streaming\")")
                        ->check(CLI::PositiveNumber);
                    AddLoaderFlag(app, "mode", &a->mode);
+                   app.add_option("--world-size", a->world_size,
+                                  "Load as one of N data-parallel ranks (with --rank; --batch is the rank's batch): "
+                                  "the windowed order deals each epoch's windows to the ranks, so a rank reads, or "
+                                  "with --cache-budget fetches, about 1/N of the cache")
+                       ->capture_default_str()
+                       ->check(AtLeast(1));
+                   app.add_option("--rank", a->rank, "This process's rank among --world-size (0 .. N-1)")
+                       ->capture_default_str()
+                       ->check(AtLeast(0));
                    app.add_option("--split", a->split, "Split (default: train for train mode, val for val mode)");
                    app.add_option("--batch", a->batch, "Batch size")->capture_default_str()->check(AtLeast(1));
                    // The loader's range; it checks the multiple of 32 itself (exit 2 as well).

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include "libcache/remote/object_location.h"
 #include "tools/common/command.h"
 #include "tools/common/data_report.h"
 #include "tools/common/interrupt.h"
@@ -71,6 +72,11 @@ void AddRunOptions(CLI::App& app, TrainArgs& a) {
   app.add_flag("--dry-run", a.dry_run,
                "Read and check every argument, print the run's args.yaml (Ultralytics' keys) and stop: no cache is "
                "built and nothing is written");
+  app.add_option("--cache-budget", o.cache_budget_gb,
+                 "GiB: stream a --data s3:// or https:// cache into at most this much of --cache-dir instead of "
+                 "fetching it whole: the train split window by window (--order windowed; each data-parallel rank "
+                 "fetches only the windows dealt to it), the val split whole (docs/REMOTE.md, \"Streaming\")")
+      ->check(CLI::PositiveNumber);
   app.add_option("--cpu-ranks", a.cpu_ranks,
                  "Start N data-parallel ranks on the CPU (Gloo) with --device cpu, as device=0,1 starts one per GPU "
                  "(Ultralytics has no CPU DDP: for testing)");
@@ -136,6 +142,8 @@ Result<TrainOptions> ResumedOptions(const CLI::App& app, const TrainOptions& giv
   if (app.count("--read-ahead") > 0) r.read_ahead_mb = given.read_ahead_mb;
   if (app.count("--window-io") > 0) r.window_io = given.window_io;
   if (app.count("--log-every") > 0) r.log_every = given.log_every;
+  r.cache_budget_gb = given.cache_budget_gb;  // resources, not stored with the run: as given now
+  r.cache_root = given.cache_root;
   return r;
 }
 
@@ -193,6 +201,7 @@ int RunTrain(const CLI::App& app, const TrainArgs& a) {
     if (!o.teacher.empty()) o.teacher = std::filesystem::absolute(o.teacher).lexically_normal().string();
   }
   if (a.resume.empty()) o.data_source = o.data;  // args.yaml's `data`: what the user gave, not the cache
+  o.cache_root = a.data_args.cache_dir;
   // Every argument is checked before any work: a run that will be refused builds no cache.
   std::string rounded;
   o.imgsz = StrideMultipleImgsz(o.imgsz, &rounded);
@@ -210,11 +219,16 @@ int RunTrain(const CLI::App& app, const TrainArgs& a) {
   std::ostream& log = RankStream(std::cout);  // ranks other than 0 say nothing (rank_output.h)
   // A launcher builds the cache from a YAML before the ranks start (they only reuse one) and refuses data
   // that cannot train; rank 0 then reports the data, once.
-  if (const int rc = PrepareDataArg("train", a.data_args, &o.data, o.imgsz, log); rc >= 0) return rc;
-  if (const int rc = ReportDataProblems("train", o.data, {o.train_split, o.val ? o.val_split : ""},
-                                        *launch > 1 ? quiet : log);
-      rc >= 0)
-    return rc;
+  // --cache-budget: each rank opens its own stream of the URL in Train (trainer/engine/run_setup.cc), so
+  // nothing is fetched here, and the data report (the cache's audit.json) is not read before it.
+  const bool streamed = o.cache_budget_gb > 0 && IsObjectUrl(o.data);
+  if (!streamed) {
+    if (const int rc = PrepareDataArg("train", a.data_args, &o.data, o.imgsz, log); rc >= 0) return rc;
+    if (const int rc = ReportDataProblems("train", o.data, {o.train_split, o.val ? o.val_split : ""},
+                                          *launch > 1 ? quiet : log);
+        rc >= 0)
+      return rc;
+  }
   if (*launch > 1) return LaunchTrainRanks(*launch);
   ConsoleObserver console;
   hooks.observer = &console;

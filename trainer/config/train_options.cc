@@ -10,6 +10,7 @@
 #include "libcache/source/decode.h"  // kMaxImgsz: the bound every command shares
 #include "libcache/base/path_json.h"
 #include "libcache/base/thread_limit.h"
+#include "libcache/remote/object_location.h"
 #include "loader/option_table.h"
 #include "trainer/config/optimizer_name.h"
 
@@ -321,6 +322,11 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (!(o.window_mb >= 0) || !finite(o.window_mb)) return bad("--window must be >= 0");
   if (!(o.ram_budget_gb >= 0) || !finite(o.ram_budget_gb)) return bad("--ram-budget must be >= 0");
   if (o.read_ahead_mb < 0) return bad("--read-ahead must be >= 0");
+  if (!(o.cache_budget_gb >= 0) || !finite(o.cache_budget_gb)) return bad("--cache-budget must be >= 0");
+  if (o.cache_budget_gb > 0 && !o.data.empty() && !IsObjectUrl(o.data)) {
+    return bad("--cache-budget streams a cache from object storage: --data must be an s3:// or https:// URL, not " +
+               o.data);
+  }
   if (!ParseWindowIo(o.window_io, 1).ok()) return bad("--window-io must be auto, direct or page-cache");
   if (o.cuda_graphs != "auto" && o.cuda_graphs != "on" && o.cuda_graphs != "off") {
     return bad("--cuda-graphs must be auto, on or off");

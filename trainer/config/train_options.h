@@ -29,6 +29,12 @@ struct TrainOptions {
   // --data as the user gave it (a data YAML, a dataset folder or the cache), for args.yaml's `data`
   // (config/args_yaml.h); "" = `data`.
   std::string data_source;
+  // --cache-budget GiB with --data s3://... or https://...: the train split is streamed window by window
+  // into at most this much of `cache_root` (libcache/build/stream_cache.h), the val split fetched whole
+  // and kept beside it (docs/REMOTE.md, "Streaming"); 0: the cache is fetched whole first. A resource, like
+  // window_io: it changes no batch, so it is not stored with the options (--resume takes it anew).
+  double cache_budget_gb = 0;
+  std::string cache_root;  // where the stream's folder goes ("": DefaultCacheRoot(), as --cache-dir)
   std::string model = "yolov8n";  // yolov8n|s|m|l|x; "" with `weights`: the file's architecture
   // Fine-tuning: initial weights (an Ultralytics .pt or a yolocache checkpoint; every tensor whose name and
   // shape match is transferred, trainer/io/pretrained.h) and Ultralytics' freeze: freeze=N freezes

@@ -11,7 +11,10 @@
 #include "libcache/base/output_file.h"
 #include "libcache/base/pid_files.h"
 #include "libcache/build/output_guard.h"
+#include "libcache/build/prepare_cache.h"
+#include "libcache/build/stream_cache.h"
 #include "libcache/format/manifest.h"
+#include "libcache/remote/object_location.h"
 #include "loader/option_table.h"
 #include "trainer/config/args_yaml.h"
 #include "trainer/config/class_list.h"
@@ -38,6 +41,30 @@ int RankLoaderThreads(int threads, int local_ranks) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int share = std::max(1, cores / std::max(1, local_ranks));
   return threads == 0 ? share : std::min(threads, share);
+}
+
+// The windowed order deals each epoch's windows to the ranks (loader/order/window_deal.h): batch K of
+// a rank under N ranks holds other samples than batch K under M, so the samples an interrupted epoch
+// already trained on cannot be told apart under another rank count. Refused rather than repeating or
+// skipping samples; at an epoch boundary any count continues exactly (every epoch is dealt afresh).
+// The shuffle order needs no check: its global batch K is the same samples under any rank count.
+Status CheckResumedRanks(const TrainState& saved, const std::string& order, int world_size, const std::string& file) {
+  if (saved.next_batch == 0 || order != "windowed" || saved.world_size == 0 || saved.world_size == world_size) {
+    return Status::OK();
+  }
+  return Status::InvalidArgument(Status::At(
+      file, "stopped inside epoch " + std::to_string(saved.epoch + 1) + " (batch " + std::to_string(saved.next_batch) +
+                ") under " + std::to_string(saved.world_size) + " ranks, and the windowed order deals each epoch's "
+                "windows to the ranks: under " + std::to_string(world_size) + " the rest of that epoch is other "
+                "samples. Resume with " + std::to_string(saved.world_size) + " ranks, or from an epoch's end "
+                "(--save-every's weights/epochN.pt)"));
+}
+
+// "26.8 MiB".
+std::string MibText(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return text;
 }
 
 }  // namespace
@@ -116,7 +143,11 @@ Status TrainRun::SetupDevice() {
 
 // The cache, its classes and identity, and the train and val splits.
 Status TrainRun::OpenData() {
-  YC_ASSIGN_OR_RETURN(cache_, Cache::Open(o_.data));
+  if (o_.cache_budget_gb > 0) {
+    YC_RETURN_IF_ERROR(OpenStream());
+  } else {
+    YC_ASSIGN_OR_RETURN(cache_, Cache::Open(o_.data));
+  }
   const std::vector<std::string>& cache_names = cache_->manifest().names;
   if (cache_names.empty()) return Status::DataError(Status::At(o_.data, "the cache's manifest names no classes"));
   YC_RETURN_IF_ERROR(CheckLabelRules(TrainLabelRules(o_), cache_names.size()));
@@ -139,6 +170,70 @@ Status TrainRun::OpenData() {
     Say("warning: the cache holds images at " + std::to_string(cache_->manifest().imgsz) + " px, training at " +
         std::to_string(o_.imgsz) + " upsamples them");
   }
+  return Status::OK();
+}
+
+// --cache-budget: the train split is read window by window through the loader's window stage, which has
+// each window this rank walks fetched before it reads it (the windows are dealt to the ranks:
+// loader/order/window_deal.h); the val split is read outside that stage, in the validator's own order, so
+// it is fetched whole here and stays pinned on disk for the run (it is small: Ultralytics' val splits are
+// a few percent of train). The window defaults to a quarter of the budget, at most 256 MiB.
+Status TrainRun::OpenStream() {
+  if (!IsObjectUrl(o_.data)) {
+    return Status::InvalidArgument("--cache-budget streams a cache from object storage: --data must be an s3:// or "
+                                   "https:// URL, not " + o_.data);
+  }
+  if (o_.order == "shuffle" || o_.rect) {
+    return Status::InvalidArgument(std::string("--cache-budget reads the train split window by window: it needs ") +
+                                   "--order windowed (or auto), not " + (o_.rect ? "rect batches" : "--order shuffle"));
+  }
+  if (o_.read_ahead_mb == 0) {
+    return Status::InvalidArgument("--cache-budget reads every window through the loader's window stage, which "
+                                   "--read-ahead 0 turns off");
+  }
+  if (o_.window_io == "page-cache") {
+    return Status::InvalidArgument("--cache-budget reads every window through the loader's window stage: --window-io "
+                                   "page-cache would read records that were never fetched");
+  }
+  const uint64_t budget = static_cast<uint64_t>(o_.cache_budget_gb * (1ull << 30));
+  constexpr uint64_t kMaxDefaultWindow = uint64_t{256} << 20;
+  o_.order = "windowed";
+  o_.window_io = "direct";  // auto would pick the page cache under several ranks: the stage it is
+  if (o_.window_mb <= 0) o_.window_mb = static_cast<double>(std::min(kMaxDefaultWindow, budget / 4)) / (1 << 20);
+  StreamOptions so;
+  so.cache_root = o_.cache_root.empty() ? DefaultCacheRoot() : fs::path(o_.cache_root);
+  so.budget_bytes = budget;
+  so.window_bytes = static_cast<uint64_t>(o_.window_mb * (1 << 20));
+  so.cancel = hooks_.cancel;
+  so.rank = dist_->rank();
+  so.world_size = dist_->world_size();
+  YC_ASSIGN_OR_RETURN(StreamedCache streamed, OpenStreamedCache(o_.data, so));
+  stream_ = std::move(streamed.stream);
+  cache_ = std::move(streamed.cache);
+  uint64_t val_bytes = 0;
+  // Rank 0 alone validates (BuildValidator): the other ranks never read the val split.
+  const SplitManifest* val = o_.val && IsMain() ? cache_->manifest().FindSplit(o_.val_split) : nullptr;
+  if (val != nullptr) {
+    std::vector<FileRange> whole;
+    for (const ShardEntry& shard : val->shards) {
+      whole.push_back({(stream_->dir() / shard.file).string(), 0, shard.bytes});
+      val_bytes += shard.bytes;
+    }
+    if (val_bytes + so.window_bytes > budget) {
+      return Status::ResourceExhausted(Status::At(
+          o_.data, "--cache-budget " + OptionText(o_.cache_budget_gb) + " GiB holds the '" + o_.val_split + "' split (" +
+                       MibText(val_bytes) + ", kept whole for validation) but not a window of " +
+                       MibText(so.window_bytes) + " beside it: a larger budget, a smaller --window, "
+                       "or --no-val"));
+    }
+    uint64_t pin = 0;  // never unpinned: validation reads the split every epoch
+    YC_RETURN_IF_ERROR(stream_->Fetch(whole, &pin).WithContext("the '" + o_.val_split + "' split"));
+  }
+  Say("data: streaming " + o_.data + " into " + stream_->dir().string() + " within --cache-budget " +
+      OptionText(o_.cache_budget_gb) + " GiB: the '" + o_.train_split + "' split window by window" +
+      (Distributed() ? " (each rank the windows dealt to it)" : std::string()) +
+      (val != nullptr ? ", the '" + o_.val_split + "' split fetched whole (" + MibText(val_bytes) + ")"
+                      : std::string()));
   return Status::OK();
 }
 
@@ -201,15 +296,19 @@ Status TrainRun::ResolveOrder() {
   } else {
     const std::string window = std::to_string(static_cast<int64_t>(o_.window_mb));
     Say("order: " + o_.order + (o_.order == "windowed" ? ", window " + window + " MiB" : std::string()) +
-        " (given, or kept from the resumed run)");
+        (stream_ != nullptr ? " (--cache-budget: a stream is read window by window)"
+                            : " (given, or kept from the resumed run)"));
   }
-  if (o_.order == "windowed") {
+  if (o_.order == "windowed" && stream_ != nullptr) {
+    Say("windows: each fetched into the stream's folder as the loader's window stage reaches it, read ahead by "
+        "--read-ahead " + std::to_string(o_.read_ahead_mb) + " MiB");
+  } else if (o_.order == "windowed") {
     const int ranks = dist_->world_size();
     Say(WindowIoFor(o_, ranks) == WindowIo::kDirect
             ? "windows: read with O_DIRECT into the loader's buffers, around the page cache (--window-io " +
                   o_.window_io + ")"
             : "windows: read through the page cache" +
-                  (ranks > 1 ? ", which the " + std::to_string(ranks) + " ranks share" : std::string()) +
+                  (ranks > 1 ? ", one budget for the " + std::to_string(ranks) + " ranks' windows" : std::string()) +
                   " (--window-io " + o_.window_io + ")");
   }
   return Status::OK();
@@ -235,11 +334,13 @@ Status TrainRun::OpenResume() {
     }
     if (!resume_->has_optimizer()) return Status::InvalidArgument(Status::At(resumed, "has no optimizer state; cannot resume"));
     YC_RETURN_IF_ERROR(CheckResumedData(meta));
+    YC_RETURN_IF_ERROR(CheckResumedRanks(meta.state, o_.order, dist_->world_size(), resumed));
     state_ = meta.state;
     last_metrics_ = meta.metrics;
     run_id_ = meta.run_id;
   }
   if (run_id_.empty()) run_id_ = NewRunId();
+  state_.world_size = dist_->world_size();  // what the checkpoints' position is a position of
   return Status::OK();
 }
 
@@ -351,6 +452,7 @@ Status TrainRun::BuildLoader() {
   if (Distributed()) lo.threads = RankLoaderThreads(o_.threads, local_ranks_);
   lo.layout = feed_->layout();
   lo.allocator = MakeBatchAllocator(stack_.target.device);
+  lo.fetcher = stream_;  // --cache-budget: the train records come through the window stage's fetches
   const std::shared_ptr<const RecordSource>& train_source = train_split_;
   // Ultralytics' words (models/yolo/detect/train.py get_dataloader); its build_transforms also turns
   // mosaic, mixup and cutmix off, which the loader does for rect batches.
@@ -359,7 +461,10 @@ Status TrainRun::BuildLoader() {
   if (!loader.ok()) return Status(loader.status()).WithContext("train loader");
   loader_ = std::move(*loader);
   nb_ = loader_->batches_per_epoch();
-  if (o_.plots && IsMain() && resume_ == nullptr) PlotLabelsInBackground(train_source);
+  if (o_.plots && IsMain() && resume_ == nullptr && stream_ == nullptr) PlotLabelsInBackground(train_source);
+  // Drawing labels.jpg reads every train record, which a stream holds only window by window.
+  if (o_.plots && IsMain() && resume_ == nullptr && stream_ != nullptr)
+    Say("labels.jpg: not drawn for a streamed cache (the labels come with the records, window by window)");
   Say("data: " + o_.data + ": " + std::to_string(loader_->dataset_size()) + " train images, " +
       (o_.val ? std::to_string(val_split_->size()) + " val images" : std::string("no validation")) + "; imgsz " +
       std::to_string(o_.imgsz) + ", batch " + std::to_string(o_.batch) + ", " + std::to_string(nb_) + " batches/epoch" +

@@ -30,6 +30,10 @@
 #include "trainer/runtime/device_feed.h"
 #include "trainer/runtime/gpu_monitor.h"
 
+namespace yc {
+class StreamCache;
+}
+
 namespace yc::trainer {
 
 using Clock = std::chrono::steady_clock;
@@ -62,6 +66,8 @@ class TrainRun {
   Status SetupDevice();
   Status OpenData();
   Status LoadTeacher();
+  // --cache-budget: opens the URL as a stream (this rank's folder), its val split fetched whole and pinned.
+  Status OpenStream();
   Status SelectSplits(const RecordSource* train, const RecordSource* val);
   Status ResolveOrder();
   Status OpenResume();
@@ -161,6 +167,9 @@ class TrainRun {
   Clock::time_point wall0_ = Clock::now();
 
   std::shared_ptr<Cache> cache_;
+  // --cache-budget: the stream the cache's train records come from (its val split is held on disk
+  // whole); null when the cache is local.
+  std::shared_ptr<StreamCache> stream_;
   // The splits as the run reads them: fraction, classes and single_cls applied (libcache/record_selection.h).
   std::shared_ptr<const RecordSource> train_split_;
   std::shared_ptr<const RecordSource> val_split_;  // null without validation

@@ -7,6 +7,7 @@
 #include <torch/serialize.h>
 
 #include "trainer/config/args_yaml.h"
+#include "trainer/engine/stream_report.h"
 #include "trainer/engine/train_run.h"
 #include "trainer/eval/val_plots.h"
 #include "trainer/runtime/exception_text.h"
@@ -43,6 +44,11 @@ Result<TrainSummary> TrainRun::Execute() {
   summary_.last = last_;
   summary_.names = names_;
   YC_RETURN_IF_ERROR(RunEpochs());
+  if (stream_ != nullptr) {  // --cache-budget: what each rank fetched, said by rank 0
+    YC_ASSIGN_OR_RETURN(std::vector<RankFetched> fetched,
+                        GatherFetched(*dist_, stream_->counters(), static_cast<uint64_t>(summary_.train_images)));
+    for (const std::string& line : FetchedLines(fetched)) Say(line);
+  }
   if (IsMain() && !summary_.interrupted) YC_RETURN_IF_ERROR(ValidateBest());
   if (o_.plots && IsMain() && summary_.has_metrics && !summary_.interrupted) {
     // The last validation's curves and confusion matrices (Ultralytics draws them in its final validation).

@@ -39,6 +39,7 @@ namespace {
 Json StateToJson(const TrainState& s) {
   return Json{{"epoch", s.epoch},
               {"next_batch", s.next_batch},
+              {"world_size", s.world_size},
               {"optimizer_steps", s.optimizer_steps},
               {"last_opt_step", s.last_opt_step},
               {"ema_updates", s.ema_updates},
@@ -70,6 +71,7 @@ Result<TrainState> StateFromJson(const Json& j) {
   TrainState s;
   if (!j.is_object()) return Status::Corruption("state: expected an object");
   const bool ok = Get(j, "epoch", &s.epoch) && Get(j, "next_batch", &s.next_batch) &&
+                  Get(j, "world_size", &s.world_size) &&
                   Get(j, "optimizer_steps", &s.optimizer_steps) && Get(j, "last_opt_step", &s.last_opt_step) &&
                   Get(j, "ema_updates", &s.ema_updates) && Get(j, "best_fitness", &s.best_fitness) &&
                   Get(j, "best_epoch", &s.best_epoch) && Get(j, "train_seconds", &s.train_seconds) &&
@@ -78,7 +80,8 @@ Result<TrainState> StateFromJson(const Json& j) {
                   Get(j, "epoch_loss_batches", &s.epoch_loss_batches) && Get(j, "scaler_scale", &s.scaler_scale) &&
                   Get(j, "scaler_growth", &s.scaler_growth) && Get(j, "finished", &s.finished);
   if (!ok) return Status::Corruption("state: a field has the wrong type");
-  if (s.epoch < 0 || s.next_batch < 0) return Status::Corruption("state: negative epoch or batch");
+  if (s.epoch < 0 || s.next_batch < 0 || s.world_size < 0)
+    return Status::Corruption("state: negative epoch, batch or world_size");
   return s;
 }
 

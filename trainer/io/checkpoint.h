@@ -63,6 +63,10 @@ class TorchSaveWriter;
 struct TrainState {
   int epoch = 0;                 // 0-based epoch to run next (== epochs completed when next_batch is 0)
   int64_t next_batch = 0;        // > 0: the run stopped inside `epoch`; continue at this batch
+  // Data-parallel ranks the run stopped under (0: not recorded, files written before ranks streamed):
+  // the windowed order deals each epoch's windows to the ranks, so a mid-epoch position means the same
+  // samples only under the same count (run_setup.cc refuses another).
+  int world_size = 0;
   int64_t optimizer_steps = 0;
   int64_t last_opt_step = -1;    // global iteration of the last optimizer step (accumulation phase)
   int64_t ema_updates = 0;

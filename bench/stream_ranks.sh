@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# BENCHMARKS.md, "Streaming a cache from object storage": one synthetic cache (240 images at imgsz 320, one
+# shard) pushed to the test Swift server on loopback, read by `yolocache bench` from local disk (--cold)
+# and streamed with --cache-budget as 1, 2 and 4 emulated ranks (--world-size N --rank R, one after the
+# other): img/s and the bytes each rank fetched; then one epoch of each rank (240 / N samples) with a
+# budget that holds the whole cache, so that each rank's total is its share of the epoch (plus the
+# windows read ahead into the next epoch). Every run prints its own line; nothing is averaged here.
+#
+#   bash bench/stream_ranks.sh BUILD_DIR WORK_DIR [ROUNDS]
+#
+# Starts the Swift server in WORK_DIR/swift unless one answers there already (tests/servers/swift_s3.sh;
+# leave it running for further rounds, stop it with `bash tests/servers/swift_s3.sh stop WORK_DIR/swift`).
+set -euo pipefail
+build=$(realpath "$1")
+work=$(realpath -m "$2")
+rounds=${3:-3}
+here=$(cd "$(dirname "$0")/.." && pwd)
+yc="$build/tools/yolocache"
+mkdir -p "$work"
+if [ ! -s "$work/swift/url" ] || [[ "$(cat "$work/swift/url")" == unavailable* ]]; then
+  bash "$here/tests/servers/swift_s3.sh" start "$work/swift"
+fi
+export AWS_ACCESS_KEY_ID=test:tester AWS_SECRET_ACCESS_KEY=testing AWS_ENDPOINT_URL="$(cat "$work/swift/url")"
+unset AWS_PROFILE
+url=s3://bench-stream/c320
+if [ ! -f "$work/c320/manifest.json" ]; then
+  "$yc" synth "$work/data" --train 240 --val 16
+  "$yc" build "$work/data/data.yaml" -o "$work/c320" --imgsz 320
+fi
+"$yc" push "$work/c320" "$url" --create-bucket
+flags=(--order windowed --window 8 --read-ahead 16 --batch 16 --batches 30 --threads 2 --profile-samples 0)
+budget=0.025  # 26.8 MB: about half the cache
+for round in $(seq "$rounds"); do
+  echo "== round $round: local disk"
+  "$yc" bench "$work/c320" "${flags[@]}" --cold | grep -E "cache loader|checksum"
+  for n in 1 2 4; do
+    for r in $(seq 0 $((n - 1))); do
+      echo "== round $round: streamed, rank $r of $n, --cache-budget $budget"
+      "$yc" bench "$url" "${flags[@]}" --cache-budget "$budget" --cache-dir "$work/root" --world-size "$n" --rank "$r" |
+        grep -E "cache loader|network|checksum"
+    done
+  done
+done
+echo "== one epoch per rank (--window 4 --read-ahead 4 --batch 12 --warmup 0, --cache-budget 0.06: no eviction)"
+for n in 1 2 4; do
+  for r in $(seq 0 $((n - 1))); do
+    echo "== rank $r of $n: $((20 / n)) batches of 12"
+    "$yc" bench "$url" --order windowed --window 4 --read-ahead 4 --batch 12 --warmup 0 --batches $((20 / n)) \
+      --threads 2 --profile-samples 0 --no-checksum --cache-budget 0.06 --cache-dir "$work/root" --world-size "$n" \
+      --rank "$r" | grep -E "network"
+  done
+done
