@@ -87,7 +87,7 @@ TEST(PruneCli, PrunesWithoutTouchingTheInputAndRefusesBadArguments) {
       {{"--ratio", "1"}, "--ratio 1: must be in (0, 1)"},
       {{"--ratio", "1.5"}, "--ratio 1.5: must be in (0, 1)"},
       {{"--threshold", "-0.1"}, "--threshold -0.1: must be in (0, 1)"},
-      {{"--ratio", "0.999"}, "would remove every channel of model."},
+      {{"--ratio", "0.3", "--min-keep", "0"}, "--min-keep 0: must be in (0, 1]"},
       {{}, "give one of --ratio R and --threshold T"},
       {{"--ratio", "0.2", "--threshold", "0.1"}, "excludes"},
       {{"--ratio", "0.2", "--out", weights.string()}, "prune never overwrites them"},

@@ -178,27 +178,57 @@ TEST(Prune, GflopsMatchUltralyticsFusedSummaries) {
   EXPECT_EQ(MeasureModel(*v8).parameters, 3157200);
 }
 
-TEST(Prune, RefusesBadCriteriaAndCutsThatEmptyALayer) {
+TEST(Prune, RefusesBadCriteria) {
   DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 5));
   const ChannelGraph g = GraphOf(*model);
   const auto gammas = Gammas(*model, g);  // all 1.0 at init
   for (const PruneCriterion& c : {PruneCriterion{0, 0}, PruneCriterion{0.3, 0.1}, PruneCriterion{-0.1, 0},
                                   PruneCriterion{1.0, 0}, PruneCriterion{1.5, 0}, PruneCriterion{0, -1},
-                                  PruneCriterion{0, 1.0}}) {
+                                  PruneCriterion{0, 1.0}, PruneCriterion{0.3, 0, 0}, PruneCriterion{0.3, 0, 1.5}}) {
     Result<PrunePlan> plan = PlanPrune(g, gammas, c);
-    ASSERT_FALSE(plan.ok()) << c.ratio << " " << c.threshold;
+    ASSERT_FALSE(plan.ok()) << c.ratio << " " << c.threshold << " " << c.min_keep;
     EXPECT_EQ(plan.status().code(), Status::Code::kInvalidArgument);
   }
   EXPECT_NE(PlanPrune(g, gammas, PruneCriterion{1.5, 0}).status().message().find("--ratio 1.5: must be in (0, 1)"),
             std::string::npos);
-  // Equal scales: the global order is the graph's, so a ratio of 0.3 empties model.0 first.
-  Result<PrunePlan> plan = PlanPrune(g, gammas, PruneCriterion{0.3, 0});
-  ASSERT_FALSE(plan.ok());
-  EXPECT_NE(plan.status().message().find("would remove every channel of model.0 "), std::string::npos)
-      << plan.status().message();
-  plan = PlanPrune(g, gammas, PruneCriterion{0, 0.99999});
+  EXPECT_NE(PlanPrune(g, gammas, PruneCriterion{0.3, 0, 0}).status().message().find("--min-keep 0: must be in (0, 1]"),
+            std::string::npos);
+  Result<PrunePlan> plan = PlanPrune(g, gammas, PruneCriterion{0, 0.99999});
   EXPECT_TRUE(plan.ok());  // 1.0 is not below the threshold: nothing removed
   EXPECT_EQ(plan->removed, 0);
+}
+
+// Equal scales: the global order is the graph's, so a ratio of 0.3 would empty model.0 first (its 16
+// channels come first). The floor holds it at ceil(0.1 x 16) = 2 channels and the ratio takes the rest
+// from the next outputs: exactly floor(0.3 x N) channels go, and no output drops below its floor.
+TEST(Prune, AFloorKeepsEveryOutputAndTheRatioIsMetElsewhere) {
+  DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 5));
+  const ChannelGraph g = GraphOf(*model);
+  const auto gammas = Gammas(*model, g);
+  Result<PrunePlan> plan = PlanPrune(g, gammas, PruneCriterion{0.3, 0});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->removed, static_cast<int64_t>(std::floor(0.3 * static_cast<double>(plan->prunable))));
+  ASSERT_EQ(plan->keep.count("model.0"), 1u);
+  EXPECT_EQ(plan->keep.at("model.0"), (std::vector<int64_t>{14, 15}));  // the last two in graph order
+  ASSERT_FALSE(plan->floored.empty());
+  EXPECT_EQ(plan->floored.front(), "model.0");
+  for (const ConvNode& n : g.convs) {
+    if (plan->keep.count(n.path) == 0) continue;
+    EXPECT_GE(static_cast<double>(plan->keep.at(n.path).size()), std::ceil(0.1 * static_cast<double>(n.out))) << n.path;
+  }
+  // A threshold above every scale leaves each output at its floor (min_keep 0.5: half of each).
+  plan = PlanPrune(g, gammas, PruneCriterion{0, 0.999999, 0.5});
+  EXPECT_TRUE(plan.ok());
+  EXPECT_EQ(plan->removed, 0);  // 1.0 is not below it
+  std::map<std::string, std::vector<float>> low = gammas;
+  for (auto& [path, v] : low) std::fill(v.begin(), v.end(), 0.001f);
+  plan = PlanPrune(g, low, PruneCriterion{0, 0.01, 0.5});
+  ASSERT_TRUE(plan.ok());
+  for (const ConvNode& n : g.convs) {
+    if (!n.prunable || n.halves) continue;  // a split output keeps equal halves (SplitOutputsKeepEqualHalves)
+    ASSERT_EQ(plan->keep.count(n.path), 1u) << n.path;
+    EXPECT_EQ(static_cast<int64_t>(plan->keep.at(n.path).size()), (n.out + 1) / 2) << n.path;
+  }
 }
 
 TEST(Prune, RecordedWidthsThatDoNotFitAreRefused) {

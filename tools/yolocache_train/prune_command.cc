@@ -40,6 +40,8 @@ nlohmann::json PruneJson(const PruneArgs& a, const PruneReport& r) {
   j["prunable_channels"] = r.prunable;
   j["removed_channels"] = r.removed;
   j["cut"] = r.cut;
+  j["min_keep"] = a.r.criterion.min_keep;
+  j["floored"] = r.floored;
   j["imgsz"] = a.r.imgsz;
   j["before"] = CostJson(r.before);
   j["after"] = CostJson(r.after);
@@ -55,7 +57,12 @@ void PrintText(const PruneArgs& a, const PruneReport& r) {
   std::cout << "pruned " << r.source << " -> " << r.out.string() << "\n"
             << "  channels removed: " << r.removed << " of " << r.prunable << " prunable ("
             << F("%.1f", r.prunable > 0 ? 100.0 * static_cast<double>(r.removed) / static_cast<double>(r.prunable) : 0.0)
-            << "%), |gamma| cut " << F("%.4g", r.cut) << "\n"
+            << "%), |gamma| cut " << F("%.4g", r.cut) << "\n";
+  if (!r.floored.empty()) {
+    std::cout << "  held at --min-keep " << F("%g", a.r.criterion.min_keep) << " of their channels (the cut wanted more): "
+              << r.floored.size() << " outputs, " << r.floored.front() << (r.floored.size() > 1 ? ", ..." : "") << "\n";
+  }
+  std::cout
             << "  parameters: " << r.before.parameters << " -> " << r.after.parameters << " ("
             << Change(static_cast<double>(r.before.parameters), static_cast<double>(r.after.parameters)) << ")\n"
             << "  GFLOPs at " << a.r.imgsz << ": " << F("%.2f", r.before.gflops) << " -> " << F("%.2f", r.after.gflops)
@@ -101,6 +108,10 @@ Registration reg("prune",
                    CLI::Option* threshold = app.add_option(
                        "--threshold", a->r.criterion.threshold, "Remove the prunable channels whose |gamma| is below this (0..1)");
                    ratio->excludes(threshold);
+                   app.add_option("--min-keep", a->r.criterion.min_keep,
+                                  "Each output keeps at least this share (0..1] of its channels, its largest |gamma| "
+                                  "(at least one); --ratio takes the channels a floor saves from the next smallest elsewhere")
+                       ->capture_default_str();
                    app.add_option("--out", a->out, "Output checkpoint (default: <weights' stem>-pruned.pt beside them)");
                    app.add_option("--imgsz", a->r.imgsz, "Image size the GFLOPs are counted at")
                        ->capture_default_str()

@@ -77,6 +77,7 @@ Result<PruneReport> PruneWeights(const PruneRequest& req) {
   report.prunable = plan.prunable;
   report.removed = plan.removed;
   report.cut = plan.cut;
+  report.floored = plan.floored;
   report.after = MeasureModel(*model, req.imgsz);
 
   // The architecture recorded: what the input already had cut, then this cut's widths.

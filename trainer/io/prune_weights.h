@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "trainer/model/prune/model_cost.h"
@@ -33,10 +34,11 @@ struct PruneReport {
   ModelCost before, after;
   int64_t prunable = 0, removed = 0;
   double cut = 0;                 // the |gamma| cut (PrunePlan::cut)
+  std::vector<std::string> floored;  // outputs held at the --min-keep floor (PrunePlan::floored)
   std::map<std::string, int64_t> channels;  // the architecture recorded in the output
 };
 
-// InvalidArgument (exit 2): a bad criterion, an output that is the input, a cut that empties a layer.
+// InvalidArgument (exit 2): a bad criterion, an output that is the input.
 // IOError (exit 3): the input is missing, damaged or not a detection checkpoint, or the output cannot be
 // written; messages name the file. Corruption (exit 1): the input's weights hold NaN or inf.
 Result<PruneReport> PruneWeights(const PruneRequest& request);

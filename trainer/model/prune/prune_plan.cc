@@ -50,6 +50,10 @@ Status CheckPruneCriterion(const PruneCriterion& c) {
                                    (by_ratio ? "the share of the prunable channels removed)"
                                              : "the BatchNorm scale |gamma| below which channels are removed)"));
   }
+  if (!(c.min_keep > 0 && c.min_keep <= 1)) {
+    return Status::InvalidArgument("--min-keep " + FormatNumber("%g", c.min_keep) +
+                                   ": must be in (0, 1] (the share of each output's channels always kept)");
+  }
   return Status::OK();
 }
 
@@ -57,7 +61,6 @@ Result<PrunePlan> PlanPrune(const ChannelGraph& graph, const std::map<std::strin
                             const PruneCriterion& c) {
   YC_RETURN_IF_ERROR(CheckPruneCriterion(c));
   const bool by_ratio = c.ratio != 0;
-  const std::string option = CriterionText(c);
   std::vector<const ConvNode*> nodes;
   std::vector<std::vector<float>> scales;
   std::vector<Channel> all;
@@ -75,33 +78,39 @@ Result<PrunePlan> PlanPrune(const ChannelGraph& graph, const std::map<std::strin
   }
   PrunePlan plan;
   plan.prunable = static_cast<int64_t>(all.size());
-  // Removed channels: the smallest scales (ties in graph order, so a plan is reproducible), or those below T.
+  // Removed channels: the smallest scales first (ties in graph order, so a plan is reproducible), each
+  // output down to its floor at most; --ratio stops after R * N, --threshold at the first scale >= T.
+  std::stable_sort(all.begin(), all.end(), [](const Channel& a, const Channel& b) {
+    return std::tie(a.scale, a.node, a.k) < std::tie(b.scale, b.node, b.k);
+  });
   std::vector<std::vector<bool>> removed(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) removed[i].assign(nodes[i]->out, false);
-  if (by_ratio) {
-    std::stable_sort(all.begin(), all.end(), [](const Channel& a, const Channel& b) {
-      return std::tie(a.scale, a.node, a.k) < std::tie(b.scale, b.node, b.k);
-    });
-    const auto n = static_cast<size_t>(std::floor(c.ratio * static_cast<double>(all.size())));
-    for (size_t i = 0; i < n; ++i) removed[all[i].node][all[i].k] = true;
-    plan.cut = n > 0 ? all[n - 1].scale : 0;
-  } else {
-    for (const Channel& ch : all) removed[ch.node][ch.k] = ch.scale < c.threshold;
-    plan.cut = c.threshold;
+  std::vector<int64_t> left(nodes.size()), floor(nodes.size());
+  std::vector<bool> held(nodes.size(), false);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    removed[i].assign(nodes[i]->out, false);
+    left[i] = nodes[i]->out;
+    floor[i] = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(c.min_keep * static_cast<double>(nodes[i]->out))));
   }
+  const auto wanted = by_ratio ? static_cast<size_t>(std::floor(c.ratio * static_cast<double>(all.size()))) : all.size();
+  size_t count = 0;
+  for (const Channel& ch : all) {
+    if (count == wanted || (!by_ratio && ch.scale >= c.threshold)) break;
+    if (left[ch.node] <= floor[ch.node]) {
+      held[ch.node] = true;
+      continue;
+    }
+    removed[ch.node][ch.k] = true;
+    --left[ch.node];
+    ++count;
+    if (by_ratio) plan.cut = ch.scale;
+  }
+  if (!by_ratio) plan.cut = c.threshold;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const ConvNode& n = *nodes[i];
+    if (held[i]) plan.floored.push_back(n.path);
     std::vector<int64_t> kept;
     for (int64_t k = 0; k < n.out; ++k) {
       if (!removed[i][k]) kept.push_back(k);
-    }
-    if (kept.empty()) {
-      const float largest = *std::max_element(scales[i].begin(), scales[i].end());
-      return Status::InvalidArgument(option + " would remove every channel of " + n.path + " (its " +
-                                     std::to_string(n.out) + " BatchNorm scales are all " +
-                                     (by_ratio ? "<= " + FormatNumber("%g", plan.cut) + ", the global cut" : "below it") +
-                                     "; the largest is " + FormatNumber("%g", largest) + "): give a smaller " +
-                                     (by_ratio ? "ratio" : "threshold"));
     }
     if (n.halves) kept = EqualHalves(kept, scales[i], n.out);
     if (static_cast<int64_t>(kept.size()) < n.out) {

@@ -1,9 +1,12 @@
 // Which channels `prune` removes: network slimming's rule, the channels whose BatchNorm scale |gamma| is
 // smallest, over the prunable outputs of trainer/model/prune/channel_graph.h only. Either a global share of
 // those channels (--ratio R: the R * N smallest scales of all prunable channels together, so layers whose
-// scales training drove to zero lose most) or a cut (--threshold T: every |gamma| < T). A layer that would
-// lose every channel is refused rather than left with a width the model cannot run. Torch-free: the scales
-// come in as numbers.
+// scales training drove to zero lose most) or a cut (--threshold T: every |gamma| < T). Every output keeps
+// at least --min-keep of its channels (its largest scales; at least one): a global cut easily empties a
+// layer whose scales are all small without being unimportant (a head branch after a short sparsity run,
+// seen on yolov8s/yolo11s), and a layer cannot be removed whole. Under --ratio the channels a floor saves
+// are taken from the next smallest scales elsewhere, so R * N channels go whenever the floors allow.
+// Torch-free: the scales come in as numbers.
 //
 //   Result<PrunePlan> plan = PlanPrune(graph, gammas, PruneCriterion{.ratio = 0.3});
 //   ApplyChannelKeep(*model, graph, plan->keep);   // trainer/model/prune/channel_widths.h
@@ -19,10 +22,11 @@
 
 namespace yc::trainer {
 
-// Exactly one of the two is > 0; each must be in (0, 1).
+// Exactly one of ratio and threshold is > 0; each must be in (0, 1); min_keep in (0, 1].
 struct PruneCriterion {
-  double ratio = 0;      // share of the prunable channels removed, globally
-  double threshold = 0;  // remove channels with |gamma| below this
+  double ratio = 0;       // share of the prunable channels removed, globally
+  double threshold = 0;   // remove channels with |gamma| below this
+  double min_keep = 0.1;  // each output keeps at least ceil(min_keep * width) channels, at least 1
 };
 
 struct PrunePlan {
@@ -30,13 +34,15 @@ struct PrunePlan {
   int64_t prunable = 0;        // channels of the prunable outputs
   int64_t removed = 0;         // of them removed
   double cut = 0;              // |gamma| below which channels went (ratio: the largest removed scale)
+  std::vector<std::string> floored;  // outputs held at their min_keep floor (the cut wanted more of them)
 };
 
-// InvalidArgument naming the option and value unless exactly one of ratio and threshold is given, in (0, 1).
+// InvalidArgument naming the option and value unless exactly one of ratio and threshold is given, in (0, 1),
+// and min_keep is in (0, 1].
 Status CheckPruneCriterion(const PruneCriterion& criterion);
 
 // InvalidArgument (the CLI's exit 2) names the option and value: a ratio or threshold outside (0, 1), none
-// or both given, or a cut that would remove every channel of an output (naming it and its largest scale).
+// or both given, a min_keep outside (0, 1].
 // `gammas`: |gamma| (or gamma) per channel of every prunable node of `graph`, by path.
 Result<PrunePlan> PlanPrune(const ChannelGraph& graph, const std::map<std::string, std::vector<float>>& gammas,
                             const PruneCriterion& criterion);
