@@ -36,6 +36,9 @@ std::filesystem::path BinaryDir();
 int FreeLoopbackPort();
 
 // A built tool run to completion: its exit code (128 + signal when killed) and what it printed.
+// Whether `text` (a command's output) contains `part`.
+inline bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 struct CliRun {
   int exit_code = -1;
   std::string out, err;

@@ -29,7 +29,7 @@ using testing::CliRun;
 using testing::TempDir;
 using testing::YolocacheTrain;
 
-bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using testing::Has;
 
 constexpr int64_t kNc = 3, kRegMax = 16;
 

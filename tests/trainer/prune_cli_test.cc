@@ -27,7 +27,7 @@ using testing::CliRun;
 using testing::TempDir;
 using testing::YolocacheTrain;
 
-bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using testing::Has;
 
 // A yolov8n checkpoint for the cache's classes whose BatchNorm scales look sparsity-trained (spread over
 // [0.01, 1]), so a ratio has channels to choose.

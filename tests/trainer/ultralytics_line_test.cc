@@ -39,7 +39,7 @@ std::vector<std::pair<std::string, std::string>> DefaultYamlKeys() {
   return keys;
 }
 
-bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using testing::Has;
 
 class UltralyticsLine : public ::testing::Test {
  protected:
