@@ -15,23 +15,18 @@
 #include "loader/order/sampler.h"
 #include "tests/loader/fake_source.h"
 #include "tests/loader/test_util.h"
+#include "tests/loader/windowed_options.h"
 
 namespace yc {
 namespace {
 
 using testing::FakeSource;
 
-constexpr int kImgsz = 64;
-constexpr uint64_t kRecordBytes = 3ull * kImgsz * kImgsz;  // what an in-memory record counts for
+constexpr int kImgsz = testing::kWindowTestImgsz;
+constexpr uint64_t kRecordBytes = testing::kWindowTestRecordBytes;
 
 LoaderOptions Windowed(uint64_t window_bytes, int batch = 4, int rank = 0, int world = 1) {
-  LoaderOptions o;
-  o.imgsz = kImgsz, o.batch = batch, o.rank = rank, o.world_size = world;
-  o.order = SampleOrder::kWindowed;
-  o.window_bytes = window_bytes;
-  o.seed = 11;
-  o.threads = 2, o.prefetch = 2;
-  return o;
+  return testing::WindowedOptions(window_bytes, /*seed=*/11, batch, rank, world);
 }
 
 std::shared_ptr<const WindowedEpoch> Epoch(const FakeSource& src, uint64_t window_bytes, int epoch) {

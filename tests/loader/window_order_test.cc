@@ -17,6 +17,7 @@
 #include "tests/libcache/cache_test_util.h"
 #include "tests/loader/fake_source.h"
 #include "tests/loader/test_util.h"
+#include "tests/loader/windowed_options.h"
 
 namespace yc {
 namespace {
@@ -25,17 +26,11 @@ using testing::FakeSource;
 
 // In-memory records count imgsz^2 * 3 bytes each: at imgsz 64 that is 12,288, so a window of
 // 100,000 bytes holds 8 records (blocks of 100,000 / 8 / 12,288 -> 1 record).
-constexpr int kImgsz = 64;
-constexpr uint64_t kRecordBytes = 3ull * kImgsz * kImgsz;
+constexpr int kImgsz = testing::kWindowTestImgsz;
+constexpr uint64_t kRecordBytes = testing::kWindowTestRecordBytes;
 
 LoaderOptions Windowed(uint64_t window_bytes, int batch = 4, int rank = 0, int world = 1) {
-  LoaderOptions o;
-  o.imgsz = kImgsz, o.batch = batch, o.rank = rank, o.world_size = world;
-  o.order = SampleOrder::kWindowed;
-  o.window_bytes = window_bytes;
-  o.seed = 7;
-  o.threads = 2, o.prefetch = 2;
-  return o;
+  return testing::WindowedOptions(window_bytes, /*seed=*/7, batch, rank, world);
 }
 
 // Every (record, window) a rank's epoch hands out.
