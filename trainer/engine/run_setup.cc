@@ -4,10 +4,12 @@
 #include <cstdio>
 #include <fstream>
 #include <thread>
+#include <utility>
 
 #include <ATen/Parallel.h>
 #include <torch/utils.h>
 
+#include "base/format.h"
 #include "libcache/base/output_file.h"
 #include "libcache/base/pid_files.h"
 #include "libcache/build/output_guard.h"
@@ -69,21 +71,28 @@ std::string MibText(uint64_t bytes) {
 
 }  // namespace
 
+// Each step of the set-up, timed: the seconds before the first epoch count in a run's wall time (issue 29's
+// whole-run rate), so the run says where they went.
 Status TrainRun::Setup() {
   YC_RETURN_IF_ERROR(ValidateTrainOptions(o_));
-  YC_RETURN_IF_ERROR(ReadWeightsAndModelName());
-  YC_RETURN_IF_ERROR(SetupDevice());
-  YC_RETURN_IF_ERROR(OpenData());
-  YC_RETURN_IF_ERROR(LoadTeacher());
-  YC_RETURN_IF_ERROR(ResolveOrder());
-  YC_RETURN_IF_ERROR(OpenResume());
-  YC_RETURN_IF_ERROR(PrepareRunDir());
-  YC_RETURN_IF_ERROR(BuildModel());
-  YC_RETURN_IF_ERROR(ChooseAutoBatch());
-  YC_RETURN_IF_ERROR(BuildLoader());
-  YC_RETURN_IF_ERROR(BuildTraining());
-  YC_RETURN_IF_ERROR(BuildValidator());
-  return OpenRecords();
+  using Step = Status (TrainRun::*)();
+  static constexpr std::pair<const char*, Step> kSteps[] = {
+      {"weights", &TrainRun::ReadWeightsAndModelName}, {"device", &TrainRun::SetupDevice},
+      {"data", &TrainRun::OpenData},                   {"teacher", &TrainRun::LoadTeacher},
+      {"order", &TrainRun::ResolveOrder},              {"resume", &TrainRun::OpenResume},
+      {"run dir", &TrainRun::PrepareRunDir},           {"model", &TrainRun::BuildModel},
+      {"autobatch", &TrainRun::ChooseAutoBatch},       {"loader", &TrainRun::BuildLoader},
+      {"optimizer", &TrainRun::BuildTraining},         {"validator", &TrainRun::BuildValidator},
+      {"records", &TrainRun::OpenRecords}};
+  std::string parts;
+  for (const auto& [name, step] : kSteps) {
+    const Clock::time_point t0 = Clock::now();
+    YC_RETURN_IF_ERROR((this->*step)());
+    const double s = Seconds(t0);
+    if (s >= 0.05) parts += std::string(parts.empty() ? "" : ", ") + name + " " + FormatNumber("%.2f", s);
+  }
+  if (IsMain()) Say("set-up: " + FormatNumber("%.2f", Seconds(wall0_)) + " s" + (parts.empty() ? "" : " (" + parts + ")"));
+  return Status::OK();
 }
 
 // --weights (a fresh run; a resumed one has its weights in the checkpoint): read first, so a bad file

@@ -6,6 +6,7 @@
 
 #include <torch/serialize.h>
 
+#include "base/format.h"
 #include "trainer/config/args_yaml.h"
 #include "trainer/engine/stream_report.h"
 #include "trainer/engine/train_run.h"
@@ -82,7 +83,9 @@ Status TrainRun::ValidateBest() {
   YC_ASSIGN_OR_RETURN(DetectionModel best, reader->BuildInferenceModel(stack_.target.device));
   Say("Validating " + best_.string() + " (epoch " + std::to_string(state_.best_epoch) + ")...");
   const ValSamplePlots samples{out_, names_};
+  const Clock::time_point t0 = Clock::now();
   YC_ASSIGN_OR_RETURN(ValResult v, validator_->Run(*best, {}, hooks_.cancel, o_.plots ? &samples : nullptr));
+  Say("validated in " + FormatNumber("%.2f", Seconds(t0)) + " s");
   summary_.final_metrics = v.metrics;
   last_confusion_ = v.confusion;
   return Status::OK();
