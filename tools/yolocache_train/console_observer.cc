@@ -46,8 +46,10 @@ void ConsoleObserver::OnEpochEnd(const trainer::EpochRecord& r) {
     line += " | P " + F("%.3f", r.precision) + " R " + F("%.3f", r.recall) + " mAP50 " + F("%.3f", r.map50) +
             " mAP50-95 " + F("%.3f", r.map50_95);
   }
-  line += " | " + F("%.1f", r.time) + " s (epoch " + F("%.2f", r.epoch_train_seconds) + " s of which data wait " +
-          F("%.2f", r.data_wait_seconds) + " s, val " + F("%.2f", r.val_seconds) + " s, save " +
+  // The run's time so far, then this epoch's three parts: training (the loader's wait inside it), validation,
+  // checkpoints (bench/run_rates.py reads them).
+  line += " | " + F("%.1f", r.time) + " s (train " + F("%.2f", r.epoch_train_seconds) + " s of which data wait " +
+          F("%.2f", r.data_wait_seconds) + " s; val " + F("%.2f", r.val_seconds) + " s; save " +
           F("%.2f", r.save_seconds) + " s)";
   std::cout << line << std::endl;
 }
