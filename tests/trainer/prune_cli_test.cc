@@ -61,7 +61,9 @@ TEST(PruneCli, PrunesWithoutTouchingTheInputAndRefusesBadArguments) {
 
   CliRun r = YolocacheTrain(tmp, {"prune", "--help"});
   ASSERT_EQ(r.exit_code, 0);
-  for (const char* f : {"--weights", "--ratio", "--threshold", "--out", "--json"}) EXPECT_TRUE(Has(r.out, f)) << f;
+  for (const char* f : {"--weights", "--ratio", "--threshold", "--min-keep", "--multiple-of", "--out", "--json"}) {
+    EXPECT_TRUE(Has(r.out, f)) << f;
+  }
 
   r = YolocacheTrain(tmp, {"prune", "--weights", weights.string(), "--ratio", "0.3", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -73,6 +75,8 @@ TEST(PruneCli, PrunesWithoutTouchingTheInputAndRefusesBadArguments) {
   EXPECT_LT(j["after"]["gflops"].get<double>(), j["before"]["gflops"].get<double>());
   EXPECT_EQ(j["before"]["layers"].size(), 23u);
   EXPECT_FALSE(j["channels"].empty());
+  EXPECT_EQ(j["multiple_of"], 8);
+  for (const auto& [path, width] : j["channels"].items()) EXPECT_EQ(width.get<int64_t>() % 8, 0) << path;
   EXPECT_TRUE(fs::exists(tmp / "w-pruned.pt"));
   EXPECT_EQ(testing::ReadFile(weights), original);  // the input is never written
 
@@ -88,6 +92,7 @@ TEST(PruneCli, PrunesWithoutTouchingTheInputAndRefusesBadArguments) {
       {{"--ratio", "1.5"}, "--ratio 1.5: must be in (0, 1)"},
       {{"--threshold", "-0.1"}, "--threshold -0.1: must be in (0, 1)"},
       {{"--ratio", "0.3", "--min-keep", "0"}, "--min-keep 0: must be in (0, 1]"},
+      {{"--ratio", "0.3", "--multiple-of", "0"}, "--multiple-of"},
       {{}, "give one of --ratio R and --threshold T"},
       {{"--ratio", "0.2", "--threshold", "0.1"}, "excludes"},
       {{"--ratio", "0.2", "--out", weights.string()}, "prune never overwrites them"},

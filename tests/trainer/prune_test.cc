@@ -75,7 +75,7 @@ void ExpectDeadChannelsPruneExactly(ModelFamily family) {
   int64_t dead = 0;
   DetectionModel model = ModelWithDeadChannels(family, &dead);
   const ChannelGraph g = GraphOf(*model);
-  Result<PrunePlan> plan = PlanPrune(g, Gammas(*model, g), PruneCriterion{0, 0.25});
+  Result<PrunePlan> plan = PlanPrune(g, Gammas(*model, g), PruneCriterion{0, 0.25, 0.1, 1});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   model->to(at::kDouble);
   at::manual_seed(2);
@@ -109,7 +109,7 @@ void ExpectRealPruneConsistent(ModelFamily family) {
   }
   const ModelCost before = MeasureModel(*model);
   const ChannelGraph g = GraphOf(*model);
-  Result<PrunePlan> plan = PlanPrune(g, Gammas(*model, g), PruneCriterion{0.4, 0});
+  Result<PrunePlan> plan = PlanPrune(g, Gammas(*model, g), PruneCriterion{0.4, 0, 0.1, 1});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_NEAR(static_cast<double>(plan->removed) / static_cast<double>(plan->prunable), 0.4, 0.05);
   ApplyChannelKeep(*model, g, plan->keep);
@@ -157,11 +157,11 @@ TEST(Prune, SplitOutputsKeepEqualHalves) {
   std::vector<float>& cv1 = gammas.at("model.15.cv1");  // 64 channels: halves of 32
   std::fill(cv1.begin(), cv1.end(), 1.0f);
   for (int k = 0; k < 20; ++k) cv1[k] = 0.01f;  // 20 weak channels, all in the first half
-  Result<PrunePlan> plan = PlanPrune(g, gammas, PruneCriterion{0, 0.1});
+  Result<PrunePlan> plan = PlanPrune(g, gammas, PruneCriterion{0, 0.1, 0.1, 1});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_EQ(plan->keep.count("model.15.cv1"), 0u);  // the second half keeps 32, so the first does too
   for (int k = 32; k < 52; ++k) cv1[k] = 0.02f;     // now both halves have 20 weak channels
-  plan = PlanPrune(g, gammas, PruneCriterion{0, 0.1});
+  plan = PlanPrune(g, gammas, PruneCriterion{0, 0.1, 0.1, 1});
   ASSERT_TRUE(plan.ok());
   const std::vector<int64_t>& kept = plan->keep.at("model.15.cv1");
   ASSERT_EQ(kept.size(), 24u);
@@ -184,7 +184,8 @@ TEST(Prune, RefusesBadCriteria) {
   const auto gammas = Gammas(*model, g);  // all 1.0 at init
   for (const PruneCriterion& c : {PruneCriterion{0, 0}, PruneCriterion{0.3, 0.1}, PruneCriterion{-0.1, 0},
                                   PruneCriterion{1.0, 0}, PruneCriterion{1.5, 0}, PruneCriterion{0, -1},
-                                  PruneCriterion{0, 1.0}, PruneCriterion{0.3, 0, 0}, PruneCriterion{0.3, 0, 1.5}}) {
+                                  PruneCriterion{0, 1.0}, PruneCriterion{0.3, 0, 0}, PruneCriterion{0.3, 0, 1.5},
+                                  PruneCriterion{0.3, 0, 0.1, 0}}) {
     Result<PrunePlan> plan = PlanPrune(g, gammas, c);
     ASSERT_FALSE(plan.ok()) << c.ratio << " " << c.threshold << " " << c.min_keep;
     EXPECT_EQ(plan.status().code(), Status::Code::kInvalidArgument);
@@ -193,6 +194,8 @@ TEST(Prune, RefusesBadCriteria) {
             std::string::npos);
   EXPECT_NE(PlanPrune(g, gammas, PruneCriterion{0.3, 0, 0}).status().message().find("--min-keep 0: must be in (0, 1]"),
             std::string::npos);
+  EXPECT_NE(PlanPrune(g, gammas, PruneCriterion{0.3, 0, 0.1, 0}).status().message().find("--multiple-of 0: must be >= 1"),
+            std::string::npos);
   Result<PrunePlan> plan = PlanPrune(g, gammas, PruneCriterion{0, 0.99999});
   EXPECT_TRUE(plan.ok());  // 1.0 is not below the threshold: nothing removed
   EXPECT_EQ(plan->removed, 0);
@@ -200,12 +203,13 @@ TEST(Prune, RefusesBadCriteria) {
 
 // Equal scales: the global order is the graph's, so a ratio of 0.3 would empty model.0 first (its 16
 // channels come first). The floor holds it at ceil(0.1 x 16) = 2 channels and the ratio takes the rest
-// from the next outputs: exactly floor(0.3 x N) channels go, and no output drops below its floor.
+// from the next outputs: exactly floor(0.3 x N) channels go, and no output drops below its floor (exact
+// counts: --multiple-of 1).
 TEST(Prune, AFloorKeepsEveryOutputAndTheRatioIsMetElsewhere) {
   DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 5));
   const ChannelGraph g = GraphOf(*model);
   const auto gammas = Gammas(*model, g);
-  Result<PrunePlan> plan = PlanPrune(g, gammas, PruneCriterion{0.3, 0});
+  Result<PrunePlan> plan = PlanPrune(g, gammas, PruneCriterion{0.3, 0, 0.1, 1});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->removed, static_cast<int64_t>(std::floor(0.3 * static_cast<double>(plan->prunable))));
   ASSERT_EQ(plan->keep.count("model.0"), 1u);
@@ -217,18 +221,65 @@ TEST(Prune, AFloorKeepsEveryOutputAndTheRatioIsMetElsewhere) {
     EXPECT_GE(static_cast<double>(plan->keep.at(n.path).size()), std::ceil(0.1 * static_cast<double>(n.out))) << n.path;
   }
   // A threshold above every scale leaves each output at its floor (min_keep 0.5: half of each).
-  plan = PlanPrune(g, gammas, PruneCriterion{0, 0.999999, 0.5});
+  plan = PlanPrune(g, gammas, PruneCriterion{0, 0.999999, 0.5, 1});
   EXPECT_TRUE(plan.ok());
   EXPECT_EQ(plan->removed, 0);  // 1.0 is not below it
   std::map<std::string, std::vector<float>> low = gammas;
   for (auto& [path, v] : low) std::fill(v.begin(), v.end(), 0.001f);
-  plan = PlanPrune(g, low, PruneCriterion{0, 0.01, 0.5});
+  plan = PlanPrune(g, low, PruneCriterion{0, 0.01, 0.5, 1});
   ASSERT_TRUE(plan.ok());
   for (const ConvNode& n : g.convs) {
     if (!n.prunable || n.halves) continue;  // a split output keeps equal halves (SplitOutputsKeepEqualHalves)
     ASSERT_EQ(plan->keep.count(n.path), 1u) << n.path;
     EXPECT_EQ(static_cast<int64_t>(plan->keep.at(n.path).size()), (n.out + 1) / 2) << n.path;
   }
+}
+
+// The default plan rounds every kept count up to a multiple of 8 (each half of a split output): the exact
+// plan's channels all stay, and the ones that come back are each output's largest removed scales. The
+// rounded architecture builds and runs.
+TEST(Prune, KeptCountsRoundUpToMultiplesOf8WithTheLargestRemovedScales) {
+  at::manual_seed(5);
+  DetectionModel model(ModelOptions(ModelFamily::k11, ModelScale::kN, 5));
+  {
+    c10::NoGradGuard no_grad;
+    for (auto& p : model->named_parameters()) {
+      if (p.key().find(".bn.weight") != std::string::npos) p.value().uniform_(0, 1);
+    }
+  }
+  const ChannelGraph g = GraphOf(*model);
+  const auto gammas = Gammas(*model, g);
+  Result<PrunePlan> exact = PlanPrune(g, gammas, PruneCriterion{0.4, 0, 0.1, 1});
+  Result<PrunePlan> rounded = PlanPrune(g, gammas, PruneCriterion{0.4, 0});
+  ASSERT_TRUE(exact.ok() && rounded.ok());
+  EXPECT_LT(rounded->removed, exact->removed);
+  EXPECT_EQ(rounded->kept_back - exact->kept_back, exact->removed - rounded->removed);
+  int rounded_outputs = 0;
+  for (const ConvNode& n : g.convs) {
+    if (rounded->keep.count(n.path) == 0) continue;
+    const std::vector<int64_t>& kept = rounded->keep.at(n.path);
+    const int64_t per_part = n.halves ? static_cast<int64_t>(kept.size()) / 2 : static_cast<int64_t>(kept.size());
+    EXPECT_EQ(per_part % 8, 0) << n.path << " keeps " << kept.size();
+    ASSERT_EQ(exact->keep.count(n.path), 1u) << n.path;
+    const std::vector<int64_t>& before = exact->keep.at(n.path);
+    EXPECT_TRUE(std::includes(kept.begin(), kept.end(), before.begin(), before.end())) << n.path;
+    if (n.halves || kept.size() == before.size()) continue;
+    ++rounded_outputs;
+    // Every channel that came back has a scale >= every channel still removed.
+    const std::vector<float>& scale = gammas.at(n.path);
+    float lowest_back = 2, highest_gone = -1;
+    for (int64_t k = 0; k < n.out; ++k) {
+      const bool now = std::binary_search(kept.begin(), kept.end(), k), then = std::binary_search(before.begin(), before.end(), k);
+      if (now && !then) lowest_back = std::min(lowest_back, std::fabs(scale[k]));
+      if (!now) highest_gone = std::max(highest_gone, std::fabs(scale[k]));
+    }
+    EXPECT_GE(lowest_back, highest_gone) << n.path;
+  }
+  EXPECT_GT(rounded_outputs, 0);
+  ApplyChannelKeep(*model, g, rounded->keep);
+  model->eval();
+  c10::NoGradGuard no_grad;
+  EXPECT_TRUE(at::isfinite(model->forward(at::rand({1, 3, 64, 64})).pred).all().item<bool>());
 }
 
 TEST(Prune, RecordedWidthsThatDoNotFitAreRefused) {

@@ -42,6 +42,8 @@ nlohmann::json PruneJson(const PruneArgs& a, const PruneReport& r) {
   j["cut"] = r.cut;
   j["min_keep"] = a.r.criterion.min_keep;
   j["floored"] = r.floored;
+  j["multiple_of"] = a.r.criterion.multiple_of;
+  j["kept_back"] = r.kept_back;
   j["imgsz"] = a.r.imgsz;
   j["before"] = CostJson(r.before);
   j["after"] = CostJson(r.after);
@@ -61,6 +63,10 @@ void PrintText(const PruneArgs& a, const PruneReport& r) {
   if (!r.floored.empty()) {
     std::cout << "  held at --min-keep " << F("%g", a.r.criterion.min_keep) << " of their channels (the cut wanted more): "
               << r.floored.size() << " outputs, " << r.floored.front() << (r.floored.size() > 1 ? ", ..." : "") << "\n";
+  }
+  if (r.kept_back > 0) {
+    std::cout << "  kept back for equal C2f/C3k2 halves and multiples of " << a.r.criterion.multiple_of << ": " << r.kept_back
+              << " channels the cut chose\n";
   }
   std::cout
             << "  parameters: " << r.before.parameters << " -> " << r.after.parameters << " ("
@@ -112,6 +118,11 @@ Registration reg("prune",
                                   "Each output keeps at least this share (0..1] of its channels, its largest |gamma| "
                                   "(at least one); --ratio takes the channels a floor saves from the next smallest elsewhere")
                        ->capture_default_str();
+                   app.add_option("--multiple-of", a->r.criterion.multiple_of,
+                                  "Each output keeps a multiple of this many channels (rounded up, its largest |gamma| "
+                                  "coming back; as Ultralytics' widths; 1: exact counts)")
+                       ->capture_default_str()
+                       ->check(CLI::PositiveNumber);
                    app.add_option("--out", a->out, "Output checkpoint (default: <weights' stem>-pruned.pt beside them)");
                    app.add_option("--imgsz", a->r.imgsz, "Image size the GFLOPs are counted at")
                        ->capture_default_str()

@@ -78,6 +78,7 @@ Result<PruneReport> PruneWeights(const PruneRequest& req) {
   report.removed = plan.removed;
   report.cut = plan.cut;
   report.floored = plan.floored;
+  report.kept_back = plan.kept_back;
   report.after = MeasureModel(*model, req.imgsz);
 
   // The architecture recorded: what the input already had cut, then this cut's widths.

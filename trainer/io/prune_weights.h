@@ -35,6 +35,7 @@ struct PruneReport {
   int64_t prunable = 0, removed = 0;
   double cut = 0;                 // the |gamma| cut (PrunePlan::cut)
   std::vector<std::string> floored;  // outputs held at the --min-keep floor (PrunePlan::floored)
+  int64_t kept_back = 0;             // chosen by the cut, kept for equal halves and --multiple-of (PrunePlan)
   std::map<std::string, int64_t> channels;  // the architecture recorded in the output
 };
 

@@ -17,13 +17,20 @@ struct Channel {
   int64_t k;
 };
 
+// `count` rounded up to a multiple of `multiple`, at most `width`.
+int64_t RoundUp(int64_t count, int64_t multiple, int64_t width) {
+  return std::min(width, (count + multiple - 1) / multiple * multiple);
+}
+
 // A halves node (C2f/C3k2 cv1) keeps as many channels in each half as the fuller half keeps by the cut,
-// the largest scales of each half: Ultralytics' C2f.forward chunks cv1's output equally.
-std::vector<int64_t> EqualHalves(const std::vector<int64_t>& kept, const std::vector<float>& scale, int64_t out) {
+// rounded up to `multiple`, the largest scales of each half: Ultralytics' C2f.forward chunks cv1's output
+// equally.
+std::vector<int64_t> EqualHalves(const std::vector<int64_t>& kept, const std::vector<float>& scale, int64_t out,
+                                 int64_t multiple) {
   const int64_t c = out / 2;
   int64_t first = 0;
   for (int64_t k : kept) first += k < c ? 1 : 0;
-  const int64_t count = std::max<int64_t>(first, static_cast<int64_t>(kept.size()) - first);
+  const int64_t count = RoundUp(std::max<int64_t>(first, static_cast<int64_t>(kept.size()) - first), multiple, c);
   std::vector<int64_t> result;
   for (int64_t h = 0; h < 2; ++h) {
     std::vector<int64_t> half;
@@ -33,6 +40,21 @@ std::vector<int64_t> EqualHalves(const std::vector<int64_t>& kept, const std::ve
   }
   std::sort(result.begin(), result.end());
   return result;
+}
+
+// An output's kept channels rounded up to `multiple`: its largest removed scales come back.
+std::vector<int64_t> RoundedUp(std::vector<int64_t> kept, const std::vector<bool>& removed, const std::vector<float>& scale,
+                               int64_t multiple) {
+  const int64_t out = static_cast<int64_t>(removed.size());
+  const int64_t target = RoundUp(static_cast<int64_t>(kept.size()), multiple, out);
+  std::vector<int64_t> back;
+  for (int64_t k = 0; k < out; ++k) {
+    if (removed[k]) back.push_back(k);
+  }
+  std::stable_sort(back.begin(), back.end(), [&](int64_t a, int64_t b) { return scale[a] > scale[b]; });
+  kept.insert(kept.end(), back.begin(), back.begin() + (target - static_cast<int64_t>(kept.size())));
+  std::sort(kept.begin(), kept.end());
+  return kept;
 }
 
 std::string CriterionText(const PruneCriterion& c) {
@@ -53,6 +75,10 @@ Status CheckPruneCriterion(const PruneCriterion& c) {
   if (!(c.min_keep > 0 && c.min_keep <= 1)) {
     return Status::InvalidArgument("--min-keep " + FormatNumber("%g", c.min_keep) +
                                    ": must be in (0, 1] (the share of each output's channels always kept)");
+  }
+  if (c.multiple_of < 1) {
+    return Status::InvalidArgument("--multiple-of " + std::to_string(c.multiple_of) +
+                                   ": must be >= 1 (each output keeps a multiple of it; 1 keeps exact counts)");
   }
   return Status::OK();
 }
@@ -112,7 +138,10 @@ Result<PrunePlan> PlanPrune(const ChannelGraph& graph, const std::map<std::strin
     for (int64_t k = 0; k < n.out; ++k) {
       if (!removed[i][k]) kept.push_back(k);
     }
-    if (n.halves) kept = EqualHalves(kept, scales[i], n.out);
+    const auto by_cut = static_cast<int64_t>(kept.size());
+    kept = n.halves ? EqualHalves(kept, scales[i], n.out, c.multiple_of)
+                    : RoundedUp(std::move(kept), removed[i], scales[i], c.multiple_of);
+    plan.kept_back += std::max<int64_t>(0, static_cast<int64_t>(kept.size()) - by_cut);
     if (static_cast<int64_t>(kept.size()) < n.out) {
       plan.removed += n.out - static_cast<int64_t>(kept.size());
       plan.keep[n.path] = std::move(kept);

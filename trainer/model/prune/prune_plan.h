@@ -6,6 +6,10 @@
 // layer whose scales are all small without being unimportant (a head branch after a short sparsity run,
 // seen on yolov8s/yolo11s), and a layer cannot be removed whole. Under --ratio the channels a floor saves
 // are taken from the next smallest scales elsewhere, so R * N channels go whenever the floors allow.
+// Last, each output's kept count is rounded up to a multiple of --multiple-of (default 8, Ultralytics'
+// make_divisible rule for every width; a split output rounds each half), its largest removed scales coming
+// back: fp16 tensor-core convolutions want channel counts in multiples of 8, so an odd width can make a
+// pruned model slower per FLOP on the GPU than the model it came from.
 // Torch-free: the scales come in as numbers.
 //
 //   Result<PrunePlan> plan = PlanPrune(graph, gammas, PruneCriterion{.ratio = 0.3});
@@ -22,11 +26,12 @@
 
 namespace yc::trainer {
 
-// Exactly one of ratio and threshold is > 0; each must be in (0, 1); min_keep in (0, 1].
+// Exactly one of ratio and threshold is > 0; each must be in (0, 1); min_keep in (0, 1]; multiple_of >= 1.
 struct PruneCriterion {
   double ratio = 0;       // share of the prunable channels removed, globally
   double threshold = 0;   // remove channels with |gamma| below this
   double min_keep = 0.1;  // each output keeps at least ceil(min_keep * width) channels, at least 1
+  int64_t multiple_of = 8;  // kept counts rounded up to a multiple of this (capped at the width); 1: exact
 };
 
 struct PrunePlan {
@@ -35,14 +40,15 @@ struct PrunePlan {
   int64_t removed = 0;         // of them removed
   double cut = 0;              // |gamma| below which channels went (ratio: the largest removed scale)
   std::vector<std::string> floored;  // outputs held at their min_keep floor (the cut wanted more of them)
+  int64_t kept_back = 0;       // channels the cut chose that stay after all: equal halves, multiple_of
 };
 
 // InvalidArgument naming the option and value unless exactly one of ratio and threshold is given, in (0, 1),
-// and min_keep is in (0, 1].
+// min_keep is in (0, 1] and multiple_of >= 1.
 Status CheckPruneCriterion(const PruneCriterion& criterion);
 
 // InvalidArgument (the CLI's exit 2) names the option and value: a ratio or threshold outside (0, 1), none
-// or both given, a min_keep outside (0, 1].
+// or both given, a min_keep outside (0, 1], a multiple_of below 1.
 // `gammas`: |gamma| (or gamma) per channel of every prunable node of `graph`, by path.
 Result<PrunePlan> PlanPrune(const ChannelGraph& graph, const std::map<std::string, std::vector<float>>& gammas,
                             const PruneCriterion& criterion);
