@@ -6,7 +6,13 @@
 #   prune:MODEL   MODEL (yolov8s, yolo11s) trained EPOCHS (default 30) epochs plain, against EPOCHS/2 epochs with
 #                 --sparsity SR (default 5e-4), pruned by the smallest --ratio (0.30, 0.35, ...) that removes
 #                 >= 30% of the GFLOPs, then fine-tuned EPOCHS/2 epochs from the pruned checkpoint: the same
-#                 total epochs. Parameters, GFLOPs, mAP50-95 and train img/s of both.
+#                 total epochs. Parameters, GFLOPs, mAP50-95, train img/s and ONNX latency (onnxruntime on
+#                 the CPU, batch 1, at IMGSZ and 640: bench/onnx_latency.py, or .js where only node has it) of both.
+#                 RECIPE=split (default): the two halves are the plain run's schedule cut at the prune: the
+#                 sparse half ends at the plain run's mid-run learning rate with Mosaic on throughout
+#                 (--lrf 0.505 --close-mosaic 0), the fine-tune starts there without warm-up (the plain run's
+#                 optimizer at lr0 x 0.505, --lrf 0.01/0.505, --warmup-epochs 0) and closes Mosaic at the
+#                 same epoch. RECIPE=restart: each half is a run of its own (warm-up, decay, close_mosaic).
 #   distill       yolov8n EPOCHS epochs alone against --teacher (prune:yolov8s's plain yolov8s), seeds 0 and 1.
 set -euo pipefail
 build=$(realpath "$1") work=$2
@@ -19,17 +25,41 @@ out=${OUT:-$work/out}
 mkdir -p "$out"
 # EPOCHS, SR, and for a smoke test elsewhere DEVICE (cuda), IMGSZ (320), IMAGES (3000 train images).
 T=$build/tools/yolocache-train epochs=${EPOCHS:-30} sr=${SR:-5e-4} device=${DEVICE:-cuda} imgsz=${IMGSZ:-320}
-images=${IMAGES:-3000}
+images=${IMAGES:-3000} recipe=${RECIPE:-split}
 half=$((epochs / 2))
+# The plain schedule cut at HALF (Ultralytics' linear lf(x) = 1 - (1 - lrf) x / epochs, lrf 0.01): the fraction
+# of lr0 at the cut, and what each half needs to follow it (recipe split).
+mid=$(python3 -c "print(round(1 - 0.99 * $half / $epochs, 6))")
+sparse_schedule=() finetune_schedule=()
+if [ "$recipe" = split ]; then
+  rest=$((epochs - half))
+  sparse_schedule=(--lrf "$mid" --close-mosaic $((rest < 10 ? 10 - rest : 0)))  # Mosaic closes 10 epochs before the end
+fi
 [ -f "$work/synth/data.yaml" ] || "$build/tools/yolocache" synth "$work/synth" --train "$images" --val $((images / 10)) --classes 8 --seed 7 >/dev/null
 [ -f "$work/cache/manifest.json" ] || "$build/tools/yolocache" build "$work/synth/data.yaml" -o "$work/cache" --imgsz "$imgsz" -j 16 >/dev/null
-train() {  # NAME EPOCHS [train options...]: the run's steady img/s and last mAP50-95
+train() {  # NAME EPOCHS [train options...]: the run's steady img/s and last mAP50-95 (a finished run in WORKDIR is reused)
   local name=$1 n=$2
   shift 2
+  grep -q "^$n epochs run" "$work/$name.log" 2>/dev/null ||
   "$T" train --data "$work/cache" --epochs "$n" --batch 64 --imgsz "$imgsz" --device "$device" --amp --val-every 1 \
       --out "$work/runs/$name" --exist-ok "$@" > "$work/$name.log" 2>&1 || { tail -5 "$work/$name.log"; return 1; }
   grep -E "^cuda graphs: ([0-9]|off)" "$work/$name.log" | sed "s/^/RESULT $name: /" || true
   python3 "$repo/bench/run_rates.py" "$work/$name.log" --label "$name" | tail -2
+}
+onnx_latency() {  # MODEL PLAIN.pt PRUNED.pt: both exported to ONNX at IMGSZ and 640, onnxruntime on the CPU, batch 1
+  local model=$1 plain=$2 pruned=$3 size runner
+  if python3 -c "import onnxruntime" 2>/dev/null; then runner=(python3 "$repo/bench/onnx_latency.py")
+  else runner=(env NODE_PATH="$repo/.deps/onnxruntime/node_modules" node "$repo/bench/onnx_latency.js"); fi
+  for size in $imgsz 640; do
+    "$T" export --weights "$plain" --format onnx --imgsz $size --out "$work/${model}_plain_$size.onnx" >/dev/null &&
+    "$T" export --weights "$pruned" --format onnx --imgsz $size --out "$work/${model}_pruned_$size.onnx" >/dev/null &&
+    "${runner[@]}" --runs 100 "$work/${model}_plain_$size.onnx" "$work/${model}_pruned_$size.onnx" | python3 -c "
+import json, sys
+before, after = (json.loads(l) for l in sys.stdin)
+print(f'RESULT $model ONNX latency at $size (onnxruntime CPU, batch 1, median of 100): plain {before[\"median_ms\"]:.2f} ms, '
+      f'pruned {after[\"median_ms\"]:.2f} ms ({after[\"median_ms\"] / before[\"median_ms\"]:.2f}x)')" ||
+    echo "RESULT $model ONNX latency at $size: not measured (export or onnxruntime failed)"
+  done
 }
 for part in "$@"; do
   case $part in
@@ -37,17 +67,17 @@ for part in "$@"; do
       model=${part#prune:}
       train "${model}_plain" "$epochs" --model "$model"
       [ "$model" = yolov8s ] && cp "$work/runs/${model}_plain/weights/best.pt" "$work/teacher.pt"
-      train "${model}_sparse" "$half" --model "$model" --sparsity "$sr"
+      train "${model}_sparse_$recipe" "$half" --model "$model" --sparsity "$sr" "${sparse_schedule[@]}"
       for ratio in 0.30 0.35 0.40 0.45 0.50 0.55 0.60 0.65 0.70; do
-        "$T" prune --weights "$work/runs/${model}_sparse/weights/last.pt" --ratio "$ratio" --imgsz "$imgsz" \
-            --out "$work/${model}_pruned.pt" --json > "$work/${model}_prune.json" 2> "$work/${model}_prune.err" ||
-            { tail -1 "$work/${model}_prune.err"; continue; }
-        cut=$(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(1 - j['after']['gflops'] / j['before']['gflops'])" "$work/${model}_prune.json")
+        "$T" prune --weights "$work/runs/${model}_sparse_$recipe/weights/last.pt" --ratio "$ratio" --imgsz "$imgsz" \
+            --out "$work/${model}_pruned_$recipe.pt" --json > "$work/${model}_prune_$recipe.json" 2> "$work/${model}_prune_$recipe.err" ||
+            { tail -1 "$work/${model}_prune_$recipe.err"; continue; }
+        cut=$(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(1 - j['after']['gflops'] / j['before']['gflops'])" "$work/${model}_prune_$recipe.json")
         python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.30 else 1)" "$cut" && break
-        rm -f "$work/${model}_pruned.pt"
+        rm -f "$work/${model}_pruned_$recipe.pt"
       done
-      [ -f "$work/${model}_pruned.pt" ] || { echo "RESULT $model: no ratio up to 0.70 prunes 30% of the GFLOPs"; continue; }
-      python3 - "$work/${model}_prune.json" "$model" <<'PY'
+      [ -f "$work/${model}_pruned_$recipe.pt" ] || { echo "RESULT $model: no ratio up to 0.70 prunes 30% of the GFLOPs"; continue; }
+      python3 - "$work/${model}_prune_$recipe.json" "$model" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 b, a = j["before"], j["after"]
@@ -55,16 +85,23 @@ print(f"RESULT {sys.argv[2]} prune --ratio {j['ratio']}: parameters {b['paramete
       f"({1 - a['parameters'] / b['parameters']:.1%} fewer), GFLOPs at {j['imgsz']} {b['gflops']:.2f} -> {a['gflops']:.2f} "
       f"({1 - a['gflops'] / b['gflops']:.1%} fewer)")
 PY
-      train "${model}_pruned_ft" "$half" --weights "$work/${model}_pruned.pt"
-      python3 - "$work" "$model" <<'PY'
+      if [ "$recipe" = split ]; then  # the plain run's optimizer as it resolved "auto" (its log's optimizer line)
+        read -r opt lr0 momentum <<<"$(sed -nE 's/^optimizer: ([A-Za-z]+)\(lr=([0-9.e-]+), momentum=([0-9.]+)\).*/\1 \2 \3/p' \
+                                      "$work/${model}_plain.log")"
+        finetune_schedule=(--optimizer "$opt" --lr0 "$(python3 -c "print($lr0 * $mid)")" --momentum "$momentum" --warmup-epochs 0
+                           --lrf "$(python3 -c "print(round(0.01 / $mid, 6))")" --close-mosaic 10)
+      fi
+      train "${model}_pruned_ft_$recipe" "$half" --weights "$work/${model}_pruned_$recipe.pt" "${finetune_schedule[@]}"
+      python3 - "$work" "$model" "$recipe" <<'PY'
 import re, sys
 def map5095(name):
     rows = [l for l in open(f"{sys.argv[1]}/{name}.log") if re.match(r"^epoch \d+:", l)]
     return float(re.search(r"mAP50-95 ([\d.]+)", rows[-1])[1])
-plain, pruned = map5095(f"{sys.argv[2]}_plain"), map5095(f"{sys.argv[2]}_pruned_ft")
+plain, pruned = map5095(f"{sys.argv[2]}_plain"), map5095(f"{sys.argv[2]}_pruned_ft_{sys.argv[3]}")
 print(f"RESULT {sys.argv[2]} mAP50-95 plain {plain:.4f}, sparse + pruned + fine-tuned {pruned:.4f}: {pruned - plain:+.4f}")
 PY
-      cp "$work/runs/${model}_pruned_ft/weights/best.pt" "$out/${model}_pruned_best.pt"
+      cp "$work/runs/${model}_pruned_ft_$recipe/weights/best.pt" "$out/${model}_pruned_${recipe}_best.pt"
+      onnx_latency "$model" "$work/runs/${model}_plain/weights/best.pt" "$work/runs/${model}_pruned_ft_$recipe/weights/best.pt"
       ;;
     distill)
       teacher=$work/teacher.pt
