@@ -164,6 +164,32 @@ def test_errors_are_python_exceptions_with_the_commands_message(dataset, tmp_pat
     assert not (tmp_path / "runs").exists()
 
 
+def test_prune_gives_a_smaller_model_that_validates_and_leaves_its_input(dataset, tmp_path, monkeypatch):
+    import yolocache
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="untrained"):
+        yolocache.YOLO("yolov8n.yaml").prune(ratio=0.3)
+    model = yolocache.YOLO("yolov8n.yaml")
+    model.train(data=str(dataset), sparsity=0.05, project=str(tmp_path / "runs"), name="sparse", **TRAIN)
+    source = Path(model.ckpt_path)
+    original = source.read_bytes()
+    small = model.prune(ratio=0.3)
+    report = small.prune_report
+    assert Path(small.ckpt_path) == source.with_name(source.stem + "-pruned.pt")
+    assert report["after"]["parameters"] < report["before"]["parameters"]
+    assert report["after"]["gflops"] < report["before"]["gflops"]
+    assert report["multiple_of"] == 8 and report["channels"]
+    assert all(width % 8 == 0 for width in report["channels"].values())
+    assert source.read_bytes() == original  # the input is never written
+    metrics = small.val(data=str(dataset), imgsz=64, batch=4, device="cpu", workers=1, plots=False)
+    assert 0.0 <= metrics.box.map <= 1.0
+    exact = model.prune(ratio=0.3, multiple_of=1, out=str(tmp_path / "exact.pt"))
+    assert exact.prune_report["removed_channels"] > report["removed_channels"]
+    with pytest.raises(ValueError, match="--ratio 1.5: must be in"):
+        model.prune(ratio=1.5)
+
+
 def test_one_cache_folder_rule_for_the_clis_and_python(tmp_path):
     probe = "import yolocache; print(yolocache.default_cache_root())"
 

@@ -6,6 +6,7 @@
     metrics = model.val()                          # the trained best.pt on the training data
     results = model.predict('bus.jpg')             # [Results]: .boxes.xyxy / .conf / .cls tensors
     path = model.export(format='onnx')             # the exported file
+    small = model.prune(ratio=0.5)                 # after train(sparsity=...): a YOLO of the pruned weights
 
 Each call is the `yolocache-train train|val|predict|export` command line with the keywords as
 Ultralytics `key=value` tokens (yolocache/_args.py), parsed by the same C++ parser, so what the CLI
@@ -99,6 +100,7 @@ class YOLO:
         self.overrides = {}  # what later calls inherit (train's data, device and cache_dir), as Ultralytics' overrides
         self.metrics = None
         self.trainer_summary = None  # train's closing summary as the C++ wrote it
+        self.prune_report = None  # on a YOLO that prune() returned: the command's JSON
 
     def __repr__(self):
         return f"yolocache.YOLO({self.ckpt_path or self.model_name!r})"
@@ -108,11 +110,14 @@ class YOLO:
             return [f"model={self.ckpt_path}"]
         return [f"model={self.model_name}"]
 
-    def _weights_tokens(self, what):
+    def _weights(self, what):
         if not self.ckpt_path:
             raise ValueError(f"{what} needs weights: {self.model_name} is an untrained architecture "
                              "(train it first, or give YOLO() a .pt file)")
-        return [f"model={self.ckpt_path}"]
+        return self.ckpt_path
+
+    def _weights_tokens(self, what):
+        return [f"model={self._weights(what)}"]
 
     def _inherited(self, kwargs, keys):
         return {**{k: v for k, v in self.overrides.items() if k in keys}, **kwargs}
@@ -169,6 +174,23 @@ class YOLO:
         """Exports the weights (yolocache-train export); returns the exported file's path."""
         doc = run("export", self._weights_tokens("export()") + tokens(kwargs))
         return doc["file"]
+
+    def prune(self, ratio=None, threshold=None, min_keep=None, multiple_of=None, imgsz=None, out=None):
+        """Prunes the weights (yolocache-train prune; Ultralytics has no such call): removes the channels
+        with the smallest BatchNorm scales, best after train(sparsity=...). Returns a YOLO of the pruned
+        checkpoint (default: <stem>-pruned.pt beside the weights, which are never written), to fine-tune
+        with train() or use as any weights; its .prune_report is the command's JSON (parameters and
+        GFLOPs before and after, per-layer channels). One of ratio and threshold, as the CLI's options."""
+        options = {"--ratio": ratio, "--threshold": threshold, "--min-keep": min_keep, "--multiple-of": multiple_of,
+                   "--imgsz": imgsz, "--out": out}
+        args = ["--weights", str(self._weights("prune()"))]
+        for flag, value in options.items():
+            if value is not None:
+                args += [flag, str(value)]
+        doc = run("prune", args)
+        pruned = YOLO(doc["file"])
+        pruned.prune_report = doc
+        return pruned
 
     @property
     def names(self):
