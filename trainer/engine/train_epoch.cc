@@ -2,6 +2,9 @@
 // one, train this one, report progress at log points, then the stop checks (NaN/inf, cancel; agreed
 // across ranks under DDP) and, on a cancel, the interrupt checkpoint.
 #include <algorithm>
+#include <string>
+
+#include "base/format.h"
 
 #include "trainer/engine/multi_scale.h"
 #include "trainer/engine/train_run.h"
@@ -27,6 +30,7 @@ Status TrainRun::TrainEpoch(int epoch, size_t first_batch, bool* interrupted) {
     YC_ASSIGN_OR_RETURN(DeviceBatch db, feed_->Take());
     const int64_t steps_before = state_.optimizer_steps;
     YC_RETURN_IF_ERROR(TrainBatch(db, &c));
+    if (epoch == session_start_epoch_) MarkWarmup(c);
     const bool last = feed_->staged() == 0;
     const bool log_point = (c.i - first_batch) % static_cast<size_t>(o_.log_every) == 0 || last;
     if (hooks_.observer && log_point) ReportProgress(c, db);
@@ -200,10 +204,35 @@ Status TrainRun::SaveInterrupted(const EpochCursor& c) {
   return SaveLast(pending);
 }
 
+// The first and the 10th batch of the session's first epoch: where its first-use costs (CUDA's lazy kernel
+// loading, cuDNN's plans, allocator growth, the graphs' eager batches and captures) fall. Two device
+// synchronisations per run.
+void TrainRun::MarkWarmup(const EpochCursor& c) {
+  const size_t done = c.i - c.first;
+  if (done != 1 && done != kWarmupBatches) return;
+  SynchronizeDevice(stack_.target.device);
+  warmup_marks_.push_back(Seconds(c.t_train));
+}
+
+// "first epoch: batch 1 2.31 s, batches 2-10 0.95 s, batches 11-80 3.20 s (0.046 s each)".
+std::string TrainRun::WarmupText(const EpochCursor& c) const {
+  const size_t done = c.i - c.first;
+  std::string text = "first epoch: batch 1 " + FormatNumber("%.2f", warmup_marks_[0]) + " s";
+  if (warmup_marks_.size() < 2) return text;
+  text += ", batches 2-" + std::to_string(kWarmupBatches) + " " + FormatNumber("%.2f", warmup_marks_[1] - warmup_marks_[0]) + " s";
+  if (done > kWarmupBatches) {
+    const double rest = epoch_train_s_ - warmup_marks_[1];
+    text += ", batches " + std::to_string(kWarmupBatches + 1) + "-" + std::to_string(done) + " " + FormatNumber("%.2f", rest) +
+            " s (" + FormatNumber("%.3f", rest / static_cast<double>(done - kWarmupBatches)) + " s each)";
+  }
+  return text;
+}
+
 void TrainRun::FinishEpoch(const EpochCursor& c) {
   SynchronizeDevice(stack_.target.device);
   if (gpu_) gpu_->Stop();
   epoch_train_s_ = Seconds(c.t_train);
+  if (c.epoch == session_start_epoch_ && !warmup_marks_.empty() && IsMain()) Say(WarmupText(c));
   summary_.train_seconds += epoch_train_s_;
   summary_.train_images += c.images;
   state_.images_seen += c.images;

@@ -46,6 +46,8 @@ void WarnIfNotPlotted(const Status& st);
 
 // Label tables the synthetic-input probe cycles through (from the run's last epoch).
 constexpr size_t kProbeBatches = 8;
+// The session's first epoch is timed to its first batch and to this one (TrainRun::MarkWarmup).
+constexpr size_t kWarmupBatches = 10;
 
 class TrainRun {
  public:
@@ -108,6 +110,8 @@ class TrainRun {
   Result<bool> CheckStop(const EpochCursor& c, bool log_point, bool stepped);
   Status SaveInterrupted(const EpochCursor& c);
   void FinishEpoch(const EpochCursor& c);
+  void MarkWarmup(const EpochCursor& c);
+  std::string WarmupText(const EpochCursor& c) const;
 
   // After an epoch (end_epoch.cc).
   Status EndEpoch(int epoch, bool* stop);
@@ -211,6 +215,9 @@ class TrainRun {
   Clock::time_point epoch_t0_;
   double epoch_train_s_ = 0;
   double epoch_data_wait_s_ = 0;
+  // The session's first epoch: seconds from its start to the end of its first batch and of its 10th (device
+  // synchronised there), for the warm-up line FinishEpoch prints (issue 29's first-epoch tax).
+  std::vector<double> warmup_marks_;
   nlohmann::json last_metrics_ = nlohmann::json::object();
   bool plot_disabled_ = false;
   std::vector<double> last_confusion_;  // of the last validation, for the final plots
