@@ -11,7 +11,8 @@ Printed here, as RESULT lines:
   ratio to the steady rate (issue 29's goal: >= 0.9, and >= 0.85 for the 3,000-image run);
 - the first epoch's training time over the median steady epoch's (goal: <= 1.3), and where the wall time
   beyond the epochs' training went: every validation (the first apart), every checkpoint, and the rest
-  (set-up before the first epoch, the final validation of best.pt after the last);
+  (set-up before the first epoch, the final validation of best.pt after the last), and the trainer's own
+  `set-up:`, `first epoch:` and `validated in` lines;
 - the last mAP50-95.
 """
 import argparse
@@ -31,10 +32,12 @@ def main():
     p.add_argument("--label", default="")
     p.add_argument("--steady-from", type=int, default=0)
     a = p.parse_args()
-    epochs, wall, images = [], None, None
+    epochs, wall, images, said = [], None, None, []
     for line in open(a.log, errors="replace"):
         line = line.strip()
-        if m := EPOCH.match(line):
+        if line.startswith(("set-up: ", "first epoch: ", "validated in ")):
+            said.append(line)  # the trainer's own account of the time outside the steady epochs
+        elif m := EPOCH.match(line):
             epochs.append((int(m[1]), float(m[2]), float(m[3]), float(m[4]), float(m[5]), float(m[6])))
         elif m := WALL.match(line):
             wall = float(m[2])
@@ -58,6 +61,8 @@ def main():
     print(f"RESULT {tag}beyond training: validation {val:.1f} s (the first {epochs[0][4]:.2f} s, then median "
           f"{statistics.median(e[4] for e in epochs[1:]) if len(epochs) > 1 else 0:.2f} s), checkpoints {save:.1f} s, "
           f"set-up and final validation {rest:.1f} s")
+    for line in said:
+        print(f"RESULT {tag}{line}")
 
 
 if __name__ == "__main__":
