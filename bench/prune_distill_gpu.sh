@@ -13,6 +13,8 @@
 #                 (--lrf 0.505 --close-mosaic 0), the fine-tune starts there without warm-up (the plain run's
 #                 optimizer at lr0 x 0.505, --lrf 0.01/0.505, --warmup-epochs 0) and closes Mosaic at the
 #                 same epoch. RECIPE=restart: each half is a run of its own (warm-up, decay, close_mosaic).
+#                 RECIPE=inrun: one run of EPOCHS with --prune-at EPOCHS/2 at the ratio the split recipe chose
+#                 (its prune JSON in WORKDIR; else PRUNE_RATIO, default 0.5).
 #   distill       yolov8n EPOCHS epochs alone against --teacher (prune:yolov8s's plain yolov8s), seeds 0 and 1.
 set -euo pipefail
 build=$(realpath "$1") work=$2
@@ -61,12 +63,34 @@ print(f'RESULT $model ONNX latency at $size (onnxruntime CPU, batch 1, median of
     echo "RESULT $model ONNX latency at $size: not measured (export or onnxruntime failed)"
   done
 }
+report_pruned() {  # MODEL RUN: the pruned run's mAP50-95 against the plain run's, its best.pt (OUT), ONNX latency
+  local model=$1 run=$2
+  python3 - "$work" "$model" "$run" <<'PY'
+import re, sys
+def map5095(name):
+    rows = [l for l in open(f"{sys.argv[1]}/{name}.log") if re.match(r"^epoch \d+:", l)]
+    return float(re.search(r"mAP50-95 ([\d.]+)", rows[-1])[1])
+plain, pruned = map5095(f"{sys.argv[2]}_plain"), map5095(sys.argv[3])
+print(f"RESULT {sys.argv[2]} mAP50-95 plain {plain:.4f}, {sys.argv[3]} (sparse + pruned + fine-tuned) {pruned:.4f}: "
+      f"{pruned - plain:+.4f}")
+PY
+  cp "$work/runs/$run/weights/best.pt" "$out/${run}_best.pt"
+  onnx_latency "$model" "$work/runs/${model}_plain/weights/best.pt" "$work/runs/$run/weights/best.pt"
+}
 for part in "$@"; do
   case $part in
     prune:*)
       model=${part#prune:}
       train "${model}_plain" "$epochs" --model "$model"
       [ "$model" = yolov8s ] && cp "$work/runs/${model}_plain/weights/best.pt" "$work/teacher.pt"
+      if [ "$recipe" = inrun ]; then  # one run: --prune-at, at the ratio the split recipe found (else PRUNE_RATIO)
+        ratio=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ratio'])" "$work/${model}_prune_split.json" \
+                2>/dev/null || echo "${PRUNE_RATIO:-0.5}")
+        train "${model}_inrun" "$epochs" --model "$model" --sparsity "$sr" --prune-at "$half" --prune-ratio "$ratio"
+        grep "^pruned after" "$work/${model}_inrun.log" | sed "s/^/RESULT ${model}_inrun: /"
+        report_pruned "$model" "${model}_inrun"
+        continue
+      fi
       train "${model}_sparse_$recipe" "$half" --model "$model" --sparsity "$sr" "${sparse_schedule[@]}"
       for ratio in 0.30 0.35 0.40 0.45 0.50 0.55 0.60 0.65 0.70; do
         "$T" prune --weights "$work/runs/${model}_sparse_$recipe/weights/last.pt" --ratio "$ratio" --imgsz "$imgsz" \
@@ -92,16 +116,7 @@ PY
                            --lrf "$(python3 -c "print(round(0.01 / $mid, 6))")" --close-mosaic 10)
       fi
       train "${model}_pruned_ft_$recipe" "$half" --weights "$work/${model}_pruned_$recipe.pt" "${finetune_schedule[@]}"
-      python3 - "$work" "$model" "$recipe" <<'PY'
-import re, sys
-def map5095(name):
-    rows = [l for l in open(f"{sys.argv[1]}/{name}.log") if re.match(r"^epoch \d+:", l)]
-    return float(re.search(r"mAP50-95 ([\d.]+)", rows[-1])[1])
-plain, pruned = map5095(f"{sys.argv[2]}_plain"), map5095(f"{sys.argv[2]}_pruned_ft_{sys.argv[3]}")
-print(f"RESULT {sys.argv[2]} mAP50-95 plain {plain:.4f}, sparse + pruned + fine-tuned {pruned:.4f}: {pruned - plain:+.4f}")
-PY
-      cp "$work/runs/${model}_pruned_ft_$recipe/weights/best.pt" "$out/${model}_pruned_${recipe}_best.pt"
-      onnx_latency "$model" "$work/runs/${model}_plain/weights/best.pt" "$work/runs/${model}_pruned_ft_$recipe/weights/best.pt"
+      report_pruned "$model" "${model}_pruned_ft_$recipe"
       ;;
     distill)
       teacher=$work/teacher.pt

@@ -188,6 +188,13 @@ def test_prune_gives_a_smaller_model_that_validates_and_leaves_its_input(dataset
     assert exact.prune_report["removed_channels"] > report["removed_channels"]
     with pytest.raises(ValueError, match="--ratio 1.5: must be in"):
         model.prune(ratio=1.5)
+    # prune_at= / prune_ratio=: the prune inside a run (train --prune-at); its best.pt is the pruned model.
+    inrun = yolocache.YOLO("yolov8n.yaml")
+    inrun.train(data=str(dataset), sparsity=0.05, prune_at=1, prune_ratio=0.3, project=str(tmp_path / "runs"),
+                name="inrun", **TRAIN)
+    assert "prune_at: 1" in (Path(inrun.trainer_summary["save_dir"]) / "args.yaml").read_text()
+    again = inrun.prune(ratio=0.01, multiple_of=1, out=str(tmp_path / "again.pt"))
+    assert again.prune_report["before"]["parameters"] < report["before"]["parameters"]
 
 
 def test_one_cache_folder_rule_for_the_clis_and_python(tmp_path):

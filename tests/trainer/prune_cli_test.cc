@@ -2,10 +2,12 @@
 // before/after report, exit codes for bad criteria (2), bad files (3); then the pruned file through every
 // command: val, predict, export (TorchScript, whose forward equals the pruned model's, and ONNX where the
 // build has libonnx), a two-epoch CPU fine-tune with train --weights, and --resume of its epoch1.pt; and
-// Ultralytics' own YOLO() opening the pruned file of both families with the same forward.
+// Ultralytics' own YOLO() opening the pruned file of both families with the same forward; and train
+// --prune-at, the prune inside a run.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
@@ -15,6 +17,7 @@
 #include "tests/trainer/cache_checkpoint.h"
 #include "tests/trainer/train_test_util.h"
 #include "tests/trainer/ultralytics_fixture.h"
+#include "trainer/io/checkpoint.h"
 #include "trainer/io/onnx/onnx_export.h"
 #include "trainer/io/pretrained.h"
 #include "trainer/io/torchscript_model.h"
@@ -173,6 +176,72 @@ TEST(PruneCli, PrunedCheckpointRunsThroughValPredictExportTrainAndResume) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(Has(r.out, "convolutions cut)")) << r.out;
   EXPECT_TRUE(fs::exists(tmp / "resumed" / "weights" / "best.pt"));
+}
+
+// train --prune-at: one run of sparsity epochs, the prune, and the pruned model's epochs. Its best.pt is
+// the pruned model; a run resumed from the last checkpoint before the prune (epoch2.pt, exact form)
+// prunes the same channels and ends with the same results.csv, as does one resumed after it (epoch3.pt:
+// the pruned architecture rebuilt from the recorded widths, sparsity off). Bad values are refused before
+// any work.
+TEST(PruneCli, PruneInsideARunTrainsThePrunedModelAndResumesExactly) {
+  TempDir tmp;
+  const fs::path cache = testutil::MakeSynthCache(tmp.path(), testutil::Images(16, 8));
+  const fs::path run = tmp / "run";
+  const std::vector<std::string> train = Cpu({"train", "--model", "yolov8n", "--data", cache.string(), "--imgsz", "64",
+                                              "--epochs", "4", "--batch", "4", "--torch-threads", "1", "--sparsity",
+                                              "0.05", "--prune-at", "2", "--prune-ratio", "0.3", "--save-every", "1",
+                                              "exact_resume=True", "--no-plots"});
+  std::vector<std::string> args = train;
+  args.insert(args.end(), {"--out", run.string()});
+  CliRun r = YolocacheTrain(tmp, args);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Has(r.out, "sparsity: 0.05")) << r.out;
+  const size_t pruned_at = r.out.find("pruned after epoch 2 (--prune-ratio 0.3): ");
+  ASSERT_NE(pruned_at, std::string::npos) << r.out;
+  EXPECT_LT(r.out.find("epoch 2:"), pruned_at);
+  EXPECT_GT(r.out.find("epoch 3:"), pruned_at);
+  Result<std::unique_ptr<CheckpointReader>> best = CheckpointReader::Open(run / "weights" / "best.pt", at::Device(at::kCPU));
+  ASSERT_TRUE(best.ok()) << best.status().ToString();
+  EXPECT_FALSE((*best)->meta().options.channels.empty());
+  EXPECT_GE((*best)->meta().state.best_epoch, 3);  // chosen among the pruned model's epochs
+  const std::string results = testing::ReadFile(run / "results.csv");
+
+  // Same rows: epoch, then the losses and metrics (column 2 is the time).
+  auto rows = [](const std::string& csv) {
+    std::vector<std::string> out;
+    std::istringstream in(csv);
+    for (std::string line; std::getline(in, line);) {
+      const size_t a = line.find(','), b = line.find(',', a + 1);
+      out.push_back(line.substr(0, a) + line.substr(b));
+    }
+    return out;
+  };
+  for (const char* from : {"epoch2.pt", "epoch3.pt"}) {
+    const fs::path again = tmp / (std::string("again_") + from);
+    fs::copy(run, again, fs::copy_options::recursive);
+    fs::remove(again / "weights" / "last.pt");
+    r = YolocacheTrain(tmp, Cpu({"train", "--resume", (again / "weights" / from).string(), "--torch-threads", "1"}));
+    ASSERT_EQ(r.exit_code, 0) << from << "\n" << r.out << r.err;
+    EXPECT_EQ(Has(r.out, "pruned after epoch 2"), std::string(from) == "epoch2.pt") << r.out;
+    EXPECT_FALSE(Has(r.out, "sparsity: ")) << from << ": no penalty after the prune\n" << r.out;
+    EXPECT_EQ(rows(testing::ReadFile(again / "results.csv")), rows(results)) << from;
+  }
+
+  const std::vector<std::pair<std::vector<std::string>, std::string>> usage = {
+      {{"--prune-at", "2"}, "--prune-at 2 needs --prune-ratio"},
+      {{"--prune-at", "4", "--prune-ratio", "0.3"}, "--prune-at 4 must be below --epochs 4"},
+      {{"--prune-ratio", "0.3"}, "--prune-ratio needs --prune-at"},
+      {{"--prune-at", "2", "--prune-ratio", "1.5"}, "needs --prune-ratio R in (0, 1)"},
+  };
+  for (const auto& [extra, message] : usage) {
+    std::vector<std::string> bad = Cpu({"train", "--model", "yolov8n", "--data", cache.string(), "--epochs", "4",
+                                        "--out", (tmp / "refused").string()});
+    bad.insert(bad.end(), extra.begin(), extra.end());
+    r = YolocacheTrain(tmp, bad);
+    EXPECT_EQ(r.exit_code, 2) << message << "\n" << r.err;
+    EXPECT_TRUE(Has(r.err, message)) << message << "\n" << r.err;
+  }
+  EXPECT_FALSE(fs::exists(tmp / "refused"));
 }
 
 void WriteFloats(const fs::path& path, const at::Tensor& t) {

@@ -170,6 +170,8 @@ std::vector<Field> MakeFields() {
       Num("dfl", &TrainOptions::dfl),
       Num("clip_grad", &TrainOptions::clip_grad),
       Num("sparsity", &TrainOptions::sparsity),
+      Num("prune_at", &TrainOptions::prune_at),
+      Num("prune_ratio", &TrainOptions::prune_ratio),
       Str("teacher", &TrainOptions::teacher),
       Num("distill", &TrainOptions::distill),
       Num("distill_temp", &TrainOptions::distill_temp),
@@ -345,6 +347,16 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   }
   if (!(o.clip_grad > 0) || !finite(o.clip_grad)) return bad("--clip-grad must be > 0");
   if (!(o.sparsity >= 0) || !finite(o.sparsity)) return bad("--sparsity must be >= 0 (0: off)");
+  if (o.prune_at < 0) return bad("--prune-at must be >= 0 (0: off)");
+  if (o.prune_at > 0 && !(o.prune_ratio > 0 && o.prune_ratio < 1)) {
+    return bad("--prune-at " + std::to_string(o.prune_at) + " needs --prune-ratio R in (0, 1): the share of the "
+               "prunable channels removed after that epoch");
+  }
+  if (o.prune_at == 0 && o.prune_ratio != 0) return bad("--prune-ratio needs --prune-at E: the epoch after which to prune");
+  if (o.prune_at > 0 && o.time <= 0 && o.prune_at >= o.epochs) {
+    return bad("--prune-at " + std::to_string(o.prune_at) + " must be below --epochs " + std::to_string(o.epochs) +
+               ": the pruned model trains the epochs after it");
+  }
   if (!(o.distill >= 0) || !finite(o.distill)) return bad("--distill-weight must be >= 0");
   // Beyond ~20 the softened bin distributions are flat whatever the logits; T^2 would then scale noise.
   if (!(o.distill_temp >= 0.1 && o.distill_temp <= 20)) return bad("--distill-temp must be in [0.1, 20]");

@@ -398,6 +398,16 @@ Status TrainRun::BuildModel() {
   DetectionModel& model = stack_.model;
   if (resume_) YC_RETURN_IF_ERROR(resume_->LoadModule("model", *model));
   if (pretrained_) TransferPretrained();
+  YC_RETURN_IF_ERROR(PrepareModelForTraining());
+  Say("model: " + ModelNameString(model_name_) + ", " + std::to_string(nc_) + " classes, " +
+      std::to_string(CountParameters(*model)) + " parameters" +
+      (o_.channels.empty() ? std::string() : " (pruned: " + std::to_string(o_.channels.size()) + " convolutions cut)"));
+  return Status::OK();
+}
+
+// The model's weights are in place: frozen layers, the ranks' identical start and the gradient all-reduce.
+Status TrainRun::PrepareModelForTraining() {
+  DetectionModel& model = stack_.model;
   if (const std::vector<int> layers = FrozenLayers(o_); !layers.empty()) {
     // Before the optimizer is built: frozen parameters join no group (resume too).
     const int64_t frozen = FreezeLayers(*model, layers);
@@ -413,9 +423,6 @@ Status TrainRun::BuildModel() {
     reducer_ = std::make_unique<GradReducer>(*model, dist_->group());
   }
   model->train();
-  Say("model: " + ModelNameString(model_name_) + ", " + std::to_string(nc_) + " classes, " +
-      std::to_string(CountParameters(*model)) + " parameters" +
-      (o_.channels.empty() ? std::string() : " (pruned: " + std::to_string(o_.channels.size()) + " convolutions cut)"));
   return Status::OK();
 }
 
@@ -498,14 +505,17 @@ void TrainRun::PlotLabelsInBackground(std::shared_ptr<const RecordSource> train_
 
 // The training stack around the model (Ultralytics build_optimizer, EMA, scaler, loss, step;
 // trainer/engine/training_stack.h), the lr schedule and early stopping.
-Status TrainRun::BuildTraining() {
+Status TrainRun::BuildTraining() { return BuildTrainingFrom(resume_.get()); }
+
+// `restore`: the checkpoint whose optimizer, EMA and scaler state the step continues (null: fresh).
+Status TrainRun::BuildTrainingFrom(const CheckpointReader* restore) {
   const int64_t iterations =
       OptimizerIterations(static_cast<int64_t>(loader_->dataset_size()), o_.batch, o_.nbs, o_.epochs);
   YC_RETURN_IF_ERROR(BuildStackOptimizer(&stack_, o_, nc_, iterations));
   Say(DescribeOptimizer(stack_));
-  YC_RETURN_IF_ERROR(BuildStep(&stack_, o_, nc_, StackRestore{resume_.get(), &state_},
+  YC_RETURN_IF_ERROR(BuildStep(&stack_, o_, nc_, StackRestore{restore, &state_},
                                StepSync{reducer_.get(), dist_->world_size()}));
-  if (o_.sparsity > 0) {
+  if (o_.sparsity > 0 && !PrunedInRun()) {  // --prune-at: the penalty serves the epochs before the prune
     std::vector<at::Tensor> gammas = SparsityTargets(*stack_.model);
     char s[32];
     std::snprintf(s, sizeof s, "%g", o_.sparsity);

@@ -76,13 +76,19 @@ class TrainRun {
   Status PrepareRunDir();
   Status WriteArgs();
   Status BuildModel();
+  Status PrepareModelForTraining();
   Status ChooseAutoBatch();
   void TransferPretrained();
   Status BuildLoader();
   void PlotLabelsInBackground(std::shared_ptr<const RecordSource> train_source);
   Status BuildTraining();
+  Status BuildTrainingFrom(const CheckpointReader* restore);
   Status BuildValidator();
   Status OpenRecords();
+
+  // --prune-at (prune_in_run.cc): whether the run's epochs have reached the prune, and the prune itself.
+  bool PrunedInRun() const { return o_.prune_at > 0 && state_.epoch >= o_.prune_at; }
+  Status PruneInRun();
 
   // The epoch loop (trainer.cc).
   Status RunEpochs();

@@ -111,6 +111,8 @@ Status TrainRun::RunEpochs() {
     if (first > nb_) {
       return Status::InvalidArgument(Status::At(hooks_.resume.string(), "resume position is past the epoch's end"));
     }
+    // --prune-at E: at the start of epoch E + 1 (index E), also when a run resumes from epoch E's last.pt.
+    if (o_.prune_at > 0 && epoch == o_.prune_at && first == 0) YC_RETURN_IF_ERROR(PruneInRun());
     bool interrupted = false;
     YC_RETURN_IF_ERROR(TrainEpoch(epoch, first, &interrupted));
     if (interrupted) {

@@ -4,7 +4,7 @@
 
 #include "trainer/io/checkpoint.h"
 #include "trainer/io/pretrained.h"
-#include "trainer/model/prune/channel_widths.h"
+#include "trainer/model/prune/prune_model.h"
 
 namespace yc::trainer {
 
@@ -62,30 +62,15 @@ Result<PruneReport> PruneWeights(const PruneRequest& req) {
   report.source = w.description;
   report.before = MeasureModel(*model, req.imgsz);
 
-  const ChannelGraph graph = GraphOf(*model);
-  std::map<std::string, std::vector<float>> gammas;
-  const auto params = model->named_parameters(/*recurse=*/true);
-  for (const ConvNode& n : graph.convs) {
-    if (!n.prunable) continue;
-    const at::Tensor* g = params.find(n.path + ".bn.weight");
-    if (g == nullptr) return Status::IOError(Status::At(req.weights.string(), "no BatchNorm weight for " + n.path));
-    const at::Tensor c = g->detach().to(at::kFloat).contiguous();
-    gammas[n.path].assign(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-  }
-  YC_ASSIGN_OR_RETURN(PrunePlan plan, PlanPrune(graph, gammas, req.criterion));
-  ApplyChannelKeep(*model, graph, plan.keep);
-  report.prunable = plan.prunable;
-  report.removed = plan.removed;
-  report.cut = plan.cut;
-  report.floored = plan.floored;
-  report.kept_back = plan.kept_back;
+  YC_ASSIGN_OR_RETURN(ModelPrune pruned, PruneModel(*model, req.criterion, w.channels));
+  report.prunable = pruned.plan.prunable;
+  report.removed = pruned.plan.removed;
+  report.cut = pruned.plan.cut;
+  report.floored = pruned.plan.floored;
+  report.kept_back = pruned.plan.kept_back;
   report.after = MeasureModel(*model, req.imgsz);
-
-  // The architecture recorded: what the input already had cut, then this cut's widths.
-  std::map<std::string, int64_t> channels = w.channels;
-  for (const auto& [path, kept] : plan.keep) channels[path] = static_cast<int64_t>(kept.size());
-  report.channels = channels;
-  meta.options.channels = channels;
+  report.channels = pruned.channels;
+  meta.options.channels = pruned.channels;
   YC_RETURN_IF_ERROR(WriteCheckpoint(report.out, ReleaseContents(std::move(meta), *model)));
   return report;
 }
