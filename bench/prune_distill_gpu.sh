@@ -46,7 +46,7 @@ train() {  # NAME EPOCHS [train options...]: the run's steady img/s and last mAP
   "$T" train --data "$work/cache" --epochs "$n" --batch 64 --imgsz "$imgsz" --device "$device" --amp --val-every 1 \
       --out "$work/runs/$name" --exist-ok "$@" > "$work/$name.log" 2>&1 || { tail -5 "$work/$name.log"; return 1; }
   grep -E "^cuda graphs: ([0-9]|off)" "$work/$name.log" | sed "s/^/RESULT $name: /" || true
-  python3 "$repo/bench/run_rates.py" "$work/$name.log" --label "$name" | tail -2
+  python3 "$repo/bench/run_rates.py" "$work/$name.log" --label "$name" | grep -v "img/s per epoch"
 }
 onnx_latency() {  # MODEL PLAIN.pt PRUNED.pt: both exported to ONNX at IMGSZ and 640, onnxruntime on the CPU, batch 1
   local model=$1 plain=$2 pruned=$3 size runner
