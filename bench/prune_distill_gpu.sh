@@ -4,8 +4,8 @@
 # Data: `yolocache synth` (8 classes, 3000 train / 300 val images, seed 7), cached at 320; batch 64, AMP, seed 0 (distill: 0, 1),
 # val every epoch. 320 rather than 640 keeps every run of a part inside one 10-minute device call.
 #   prune:MODEL   MODEL (yolov8s, yolo11s) trained EPOCHS (default 30) epochs plain, against EPOCHS/2 epochs with
-#                 --sparsity SR (default 5e-4), pruned by the smallest --ratio (0.30, 0.35, ...) that removes
-#                 >= 30% of the GFLOPs, then fine-tuned EPOCHS/2 epochs from the pruned checkpoint: the same
+#                 --sparsity SR (default 5e-4), pruned with --gflops CUT (the smallest ratio that removes 30% of
+#                 the GFLOPs), then fine-tuned EPOCHS/2 epochs from the pruned checkpoint: the same
 #                 total epochs. Parameters, GFLOPs, mAP50-95, train img/s and ONNX latency (onnxruntime on
 #                 the CPU, batch 1, at IMGSZ and 640: bench/onnx_latency.py, or .js where only node has it) of both.
 #                 RECIPE=split (default): the two halves are the plain run's schedule cut at the prune: the
@@ -13,8 +13,7 @@
 #                 (--lrf 0.505 --close-mosaic 0), the fine-tune starts there without warm-up (the plain run's
 #                 optimizer at lr0 x 0.505, --lrf 0.01/0.505, --warmup-epochs 0) and closes Mosaic at the
 #                 same epoch. RECIPE=restart: each half is a run of its own (warm-up, decay, close_mosaic).
-#                 RECIPE=inrun: one run of EPOCHS with --prune-at EPOCHS/2 at the ratio the split recipe chose
-#                 (its prune JSON in WORKDIR; else PRUNE_RATIO, default 0.5).
+#                 RECIPE=inrun: one run of EPOCHS with --prune-at EPOCHS/2 --prune-gflops CUT.
 #   distill       yolov8n EPOCHS epochs alone against --teacher (prune:yolov8s's plain yolov8s), seeds 0 and 1.
 set -euo pipefail
 build=$(realpath "$1") work=$2
@@ -25,8 +24,9 @@ mkdir -p "$work"
 work=$(realpath "$work")
 out=${OUT:-$work/out}
 mkdir -p "$out"
-# EPOCHS, SR, and for a smoke test elsewhere DEVICE (cuda), IMGSZ (320), IMAGES (3000 train images).
-T=$build/tools/yolocache-train epochs=${EPOCHS:-30} sr=${SR:-5e-4} device=${DEVICE:-cuda} imgsz=${IMGSZ:-320}
+# EPOCHS, SR, CUT (the share of the GFLOPs pruned, 0.30), and for a smoke test elsewhere DEVICE (cuda), IMGSZ
+# (320), IMAGES (3000 train images).
+T=$build/tools/yolocache-train epochs=${EPOCHS:-30} sr=${SR:-5e-4} cut=${CUT:-0.30} device=${DEVICE:-cuda} imgsz=${IMGSZ:-320}
 images=${IMAGES:-3000} recipe=${RECIPE:-split}
 half=$((epochs / 2))
 # The plain schedule cut at HALF (Ultralytics' linear lf(x) = 1 - (1 - lrf) x / epochs, lrf 0.01): the fraction
@@ -54,13 +54,17 @@ onnx_latency() {  # MODEL PLAIN.pt PRUNED.pt: both exported to ONNX at IMGSZ and
   else runner=(env NODE_PATH="$repo/.deps/onnxruntime/node_modules" node "$repo/bench/onnx_latency.js"); fi
   for size in $imgsz 640; do
     "$T" export --weights "$plain" --format onnx --imgsz $size --out "$work/${model}_plain_$size.onnx" >/dev/null &&
-    "$T" export --weights "$pruned" --format onnx --imgsz $size --out "$work/${model}_pruned_$size.onnx" >/dev/null &&
-    "${runner[@]}" --runs 100 "$work/${model}_plain_$size.onnx" "$work/${model}_pruned_$size.onnx" | python3 -c "
+    "$T" export --weights "$pruned" --format onnx --imgsz $size --out "$work/${model}_pruned_$size.onnx" >/dev/null ||
+    { echo "RESULT $model ONNX latency at $size: not measured (export failed)"; continue; }
+    for threads in 0 1; do  # 0: onnxruntime's own count (all cores); 1: steadier where the cores are shared
+      "${runner[@]}" --runs 100 --threads $threads "$work/${model}_plain_$size.onnx" "$work/${model}_pruned_$size.onnx" |
+        python3 -c "
 import json, sys
 before, after = (json.loads(l) for l in sys.stdin)
-print(f'RESULT $model ONNX latency at $size (onnxruntime CPU, batch 1, median of 100): plain {before[\"median_ms\"]:.2f} ms, '
-      f'pruned {after[\"median_ms\"]:.2f} ms ({after[\"median_ms\"] / before[\"median_ms\"]:.2f}x)')" ||
-    echo "RESULT $model ONNX latency at $size: not measured (export or onnxruntime failed)"
+print(f'RESULT $model ONNX latency at $size, threads $threads (onnxruntime CPU, batch 1, median of 100): '
+      f'plain {before[\"median_ms\"]:.2f} ms, pruned {after[\"median_ms\"]:.2f} ms ({after[\"median_ms\"] / before[\"median_ms\"]:.2f}x)')" ||
+        echo "RESULT $model ONNX latency at $size: not measured (onnxruntime failed)"
+    done
   done
 }
 report_pruned() {  # MODEL RUN: the pruned run's mAP50-95 against the plain run's, its best.pt (OUT), ONNX latency
@@ -83,29 +87,21 @@ for part in "$@"; do
       model=${part#prune:}
       train "${model}_plain" "$epochs" --model "$model"
       [ "$model" = yolov8s ] && cp "$work/runs/${model}_plain/weights/best.pt" "$work/teacher.pt"
-      if [ "$recipe" = inrun ]; then  # one run: --prune-at, at the ratio the split recipe found (else PRUNE_RATIO)
-        ratio=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ratio'])" "$work/${model}_prune_split.json" \
-                2>/dev/null || echo "${PRUNE_RATIO:-0.5}")
-        train "${model}_inrun" "$epochs" --model "$model" --sparsity "$sr" --prune-at "$half" --prune-ratio "$ratio"
+      if [ "$recipe" = inrun ]; then  # one run: --prune-at, the same GFLOPs cut
+        train "${model}_inrun" "$epochs" --model "$model" --sparsity "$sr" --prune-at "$half" --prune-gflops "$cut"
         grep "^pruned after" "$work/${model}_inrun.log" | sed "s/^/RESULT ${model}_inrun: /"
         report_pruned "$model" "${model}_inrun"
         continue
       fi
       train "${model}_sparse_$recipe" "$half" --model "$model" --sparsity "$sr" "${sparse_schedule[@]}"
-      for ratio in 0.30 0.35 0.40 0.45 0.50 0.55 0.60 0.65 0.70; do
-        "$T" prune --weights "$work/runs/${model}_sparse_$recipe/weights/last.pt" --ratio "$ratio" --imgsz "$imgsz" \
-            --out "$work/${model}_pruned_$recipe.pt" --json > "$work/${model}_prune_$recipe.json" 2> "$work/${model}_prune_$recipe.err" ||
-            { tail -1 "$work/${model}_prune_$recipe.err"; continue; }
-        cut=$(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(1 - j['after']['gflops'] / j['before']['gflops'])" "$work/${model}_prune_$recipe.json")
-        python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.30 else 1)" "$cut" && break
-        rm -f "$work/${model}_pruned_$recipe.pt"
-      done
-      [ -f "$work/${model}_pruned_$recipe.pt" ] || { echo "RESULT $model: no ratio up to 0.70 prunes 30% of the GFLOPs"; continue; }
+      "$T" prune --weights "$work/runs/${model}_sparse_$recipe/weights/last.pt" --gflops "$cut" --imgsz "$imgsz" \
+          --out "$work/${model}_pruned_$recipe.pt" --json > "$work/${model}_prune_$recipe.json" ||
+          { echo "RESULT $model: prune --gflops $cut refused"; continue; }
       python3 - "$work/${model}_prune_$recipe.json" "$model" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 b, a = j["before"], j["after"]
-print(f"RESULT {sys.argv[2]} prune --ratio {j['ratio']}: parameters {b['parameters'] / 1e6:.2f}M -> {a['parameters'] / 1e6:.2f}M "
+print(f"RESULT {sys.argv[2]} prune --gflops {j['gflops_target']} (--ratio {j['ratio']:.3f}): parameters {b['parameters'] / 1e6:.2f}M -> {a['parameters'] / 1e6:.2f}M "
       f"({1 - a['parameters'] / b['parameters']:.1%} fewer), GFLOPs at {j['imgsz']} {b['gflops']:.2f} -> {a['gflops']:.2f} "
       f"({1 - a['gflops'] / b['gflops']:.1%} fewer)")
 PY

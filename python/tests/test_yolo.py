@@ -186,13 +186,16 @@ def test_prune_gives_a_smaller_model_that_validates_and_leaves_its_input(dataset
     assert 0.0 <= metrics.box.map <= 1.0
     exact = model.prune(ratio=0.3, multiple_of=1, out=str(tmp_path / "exact.pt"))
     assert exact.prune_report["removed_channels"] > report["removed_channels"]
+    by_cost = model.prune(gflops=0.25, out=str(tmp_path / "cost.pt")).prune_report
+    assert 1 - by_cost["after"]["gflops"] / by_cost["before"]["gflops"] >= 0.25
     with pytest.raises(ValueError, match="--ratio 1.5: must be in"):
         model.prune(ratio=1.5)
-    # prune_at= / prune_ratio=: the prune inside a run (train --prune-at); its best.pt is the pruned model.
+    # prune_at= / prune_gflops=: the prune inside a run (train --prune-at); its best.pt is the pruned model.
     inrun = yolocache.YOLO("yolov8n.yaml")
-    inrun.train(data=str(dataset), sparsity=0.05, prune_at=1, prune_ratio=0.3, project=str(tmp_path / "runs"),
+    inrun.train(data=str(dataset), sparsity=0.05, prune_at=1, prune_gflops=0.3, project=str(tmp_path / "runs"),
                 name="inrun", **TRAIN)
-    assert "prune_at: 1" in (Path(inrun.trainer_summary["save_dir"]) / "args.yaml").read_text()
+    args = (Path(inrun.trainer_summary["save_dir"]) / "args.yaml").read_text()
+    assert "prune_at: 1" in args and "prune_gflops: 0.3" in args
     again = inrun.prune(ratio=0.01, multiple_of=1, out=str(tmp_path / "again.pt"))
     assert again.prune_report["before"]["parameters"] < report["before"]["parameters"]
 

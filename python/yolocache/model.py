@@ -175,14 +175,15 @@ class YOLO:
         doc = run("export", self._weights_tokens("export()") + tokens(kwargs))
         return doc["file"]
 
-    def prune(self, ratio=None, threshold=None, min_keep=None, multiple_of=None, imgsz=None, out=None):
+    def prune(self, ratio=None, threshold=None, gflops=None, min_keep=None, multiple_of=None, imgsz=None, out=None):
         """Prunes the weights (yolocache-train prune; Ultralytics has no such call): removes the channels
         with the smallest BatchNorm scales, best after train(sparsity=...). Returns a YOLO of the pruned
         checkpoint (default: <stem>-pruned.pt beside the weights, which are never written), to fine-tune
         with train() or use as any weights; its .prune_report is the command's JSON (parameters and
-        GFLOPs before and after, per-layer channels). One of ratio and threshold, as the CLI's options."""
-        options = {"--ratio": ratio, "--threshold": threshold, "--min-keep": min_keep, "--multiple-of": multiple_of,
-                   "--imgsz": imgsz, "--out": out}
+        GFLOPs before and after, per-layer channels). One of ratio, threshold and gflops (the share of the
+        GFLOPs to remove), as the CLI's options."""
+        options = {"--ratio": ratio, "--threshold": threshold, "--gflops": gflops, "--min-keep": min_keep,
+                   "--multiple-of": multiple_of, "--imgsz": imgsz, "--out": out}
         args = ["--weights", str(self._weights("prune()"))]
         for flag, value in options.items():
             if value is not None:

@@ -83,6 +83,18 @@ TEST(PruneCli, PrunesWithoutTouchingTheInputAndRefusesBadArguments) {
   EXPECT_TRUE(fs::exists(tmp / "w-pruned.pt"));
   EXPECT_EQ(testing::ReadFile(weights), original);  // the input is never written
 
+  // --gflops: the smallest ratio that removes that share of the GFLOPs.
+  r = YolocacheTrain(tmp, {"prune", "--weights", weights.string(), "--gflops", "0.3", "--out", (tmp / "g.pt").string(),
+                           "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json g = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(g.is_discarded()) << r.out;
+  EXPECT_EQ(g["gflops_target"], 0.3);
+  const double cut = 1 - g["after"]["gflops"].get<double>() / g["before"]["gflops"].get<double>();
+  EXPECT_GE(cut, 0.3);
+  EXPECT_LT(cut, 0.4) << "not the smallest ratio";
+  EXPECT_GT(g["ratio"].get<double>(), 0);
+
   r = YolocacheTrain(tmp, {"prune", "--weights", weights.string(), "--threshold", "0.2", "--out", (tmp / "t.pt").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Has(r.out, "parameters: ")) << r.out;
@@ -90,13 +102,16 @@ TEST(PruneCli, PrunesWithoutTouchingTheInputAndRefusesBadArguments) {
   EXPECT_TRUE(Has(r.out, "C2f")) << r.out;
 
   const std::vector<std::pair<std::vector<std::string>, std::string>> usage = {
-      {{"--ratio", "0"}, "give one of --ratio R and --threshold T"},
+      {{"--ratio", "0"}, "give one of --ratio R, --threshold T and --gflops G"},
       {{"--ratio", "1"}, "--ratio 1: must be in (0, 1)"},
       {{"--ratio", "1.5"}, "--ratio 1.5: must be in (0, 1)"},
       {{"--threshold", "-0.1"}, "--threshold -0.1: must be in (0, 1)"},
       {{"--ratio", "0.3", "--min-keep", "0"}, "--min-keep 0: must be in (0, 1]"},
       {{"--ratio", "0.3", "--multiple-of", "0"}, "--multiple-of"},
-      {{}, "give one of --ratio R and --threshold T"},
+      {{"--gflops", "1"}, "--gflops 1: must be in (0, 1)"},
+      {{"--gflops", "0.99"}, "of the GFLOPs can go (every output keeps --min-keep 0.1"},
+      {{"--gflops", "0.3", "--threshold", "0.1"}, "excludes"},
+      {{}, "give one of --ratio R, --threshold T and --gflops G"},
       {{"--ratio", "0.2", "--threshold", "0.1"}, "excludes"},
       {{"--ratio", "0.2", "--out", weights.string()}, "prune never overwrites them"},
   };
@@ -228,10 +243,12 @@ TEST(PruneCli, PruneInsideARunTrainsThePrunedModelAndResumesExactly) {
   }
 
   const std::vector<std::pair<std::vector<std::string>, std::string>> usage = {
-      {{"--prune-at", "2"}, "--prune-at 2 needs --prune-ratio"},
+      {{"--prune-at", "2"}, "--prune-at 2 needs one of --prune-ratio R"},
+      {{"--prune-at", "2", "--prune-ratio", "0.3", "--prune-gflops", "0.3"}, "--prune-at 2 needs one of --prune-ratio R"},
+      {{"--prune-gflops", "0.3"}, "--prune-gflops needs --prune-at"},
       {{"--prune-at", "4", "--prune-ratio", "0.3"}, "--prune-at 4 must be below --epochs 4"},
       {{"--prune-ratio", "0.3"}, "--prune-ratio needs --prune-at"},
-      {{"--prune-at", "2", "--prune-ratio", "1.5"}, "needs --prune-ratio R in (0, 1)"},
+      {{"--prune-at", "2", "--prune-ratio", "1.5"}, "--prune-ratio 1.5: must be in (0, 1)"},
   };
   for (const auto& [extra, message] : usage) {
     std::vector<std::string> bad = Cpu({"train", "--model", "yolov8n", "--data", cache.string(), "--epochs", "4",

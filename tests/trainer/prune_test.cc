@@ -185,7 +185,9 @@ TEST(Prune, RefusesBadCriteria) {
   for (const PruneCriterion& c : {PruneCriterion{0, 0}, PruneCriterion{0.3, 0.1}, PruneCriterion{-0.1, 0},
                                   PruneCriterion{1.0, 0}, PruneCriterion{1.5, 0}, PruneCriterion{0, -1},
                                   PruneCriterion{0, 1.0}, PruneCriterion{0.3, 0, 0}, PruneCriterion{0.3, 0, 1.5},
-                                  PruneCriterion{0.3, 0, 0.1, 0}}) {
+                                  PruneCriterion{0.3, 0, 0.1, 0}, PruneCriterion{0.3, 0, 0.1, 8, 0.3},
+                                  PruneCriterion{0, 0, 0.1, 8, 1.0},
+                                  PruneCriterion{0, 0, 0.1, 8, 0.3}}) {  // valid, but a GFLOPs target is PruneModel's
     Result<PrunePlan> plan = PlanPrune(g, gammas, c);
     ASSERT_FALSE(plan.ok()) << c.ratio << " " << c.threshold << " " << c.min_keep;
     EXPECT_EQ(plan.status().code(), Status::Code::kInvalidArgument);

@@ -35,8 +35,9 @@ nlohmann::json PruneJson(const PruneArgs& a, const PruneReport& r) {
   SetPathField(j, "weights", a.weights);
   j["model"] = r.model;
   j["source"] = r.source;
-  if (a.r.criterion.ratio > 0) j["ratio"] = a.r.criterion.ratio;
+  if (r.ratio > 0) j["ratio"] = r.ratio;
   if (a.r.criterion.threshold > 0) j["threshold"] = a.r.criterion.threshold;
+  if (a.r.criterion.gflops > 0) j["gflops_target"] = a.r.criterion.gflops;
   j["prunable_channels"] = r.prunable;
   j["removed_channels"] = r.removed;
   j["cut"] = r.cut;
@@ -59,7 +60,10 @@ void PrintText(const PruneArgs& a, const PruneReport& r) {
   std::cout << "pruned " << r.source << " -> " << r.out.string() << "\n"
             << "  channels removed: " << r.removed << " of " << r.prunable << " prunable ("
             << F("%.1f", r.prunable > 0 ? 100.0 * static_cast<double>(r.removed) / static_cast<double>(r.prunable) : 0.0)
-            << "%), |gamma| cut " << F("%.4g", r.cut) << "\n";
+            << "%), |gamma| cut " << F("%.4g", r.cut)
+            << (a.r.criterion.gflops > 0 ? " (--ratio " + F("%.3f", r.ratio) + " reaches --gflops " + F("%g", a.r.criterion.gflops) + ")"
+                                         : std::string())
+            << "\n";
   if (!r.floored.empty()) {
     std::cout << "  held at --min-keep " << F("%g", a.r.criterion.min_keep) << " of their channels (the cut wanted more): "
               << r.floored.size() << " outputs, " << r.floored.front() << (r.floored.size() > 1 ? ", ..." : "") << "\n";
@@ -113,7 +117,11 @@ Registration reg("prune",
                        "whole model");
                    CLI::Option* threshold = app.add_option(
                        "--threshold", a->r.criterion.threshold, "Remove the prunable channels whose |gamma| is below this (0..1)");
-                   ratio->excludes(threshold);
+                   CLI::Option* gflops = app.add_option(
+                       "--gflops", a->r.criterion.gflops,
+                       "Remove at least this share (0..1) of the GFLOPs at --imgsz: the smallest --ratio that does");
+                   ratio->excludes(threshold)->excludes(gflops);
+                   threshold->excludes(gflops);
                    app.add_option("--min-keep", a->r.criterion.min_keep,
                                   "Each output keeps at least this share (0..1] of its channels, its largest |gamma| "
                                   "(at least one); --ratio takes the channels a floor saves from the next smallest elsewhere")

@@ -105,7 +105,7 @@ void AddRunOptions(CLI::App& app, TrainArgs& a) {
                  "optimizer step (e.g. 1e-3; then `prune`); --sr / sr= as the YOLOv5 pruning forks; 0: off")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  // Not default.yaml keys: key=value maps prune_at= and prune_ratio= to these.
+  // Not default.yaml keys: key=value maps prune_at=, prune_ratio= and prune_gflops= to these.
   app.add_option("--prune-at", o.prune_at,
                  "Prune after this epoch: the EMA's smallest-|gamma| channels go (--prune-ratio) and the later epochs "
                  "train the pruned model on the same schedule, sparsity off (docs/TRAINER.md, \"Pruning inside a "
@@ -115,6 +115,10 @@ void AddRunOptions(CLI::App& app, TrainArgs& a) {
   app.add_option("--prune-ratio", o.prune_ratio,
                  "With --prune-at: the share (0..1) of the prunable channels removed, as `prune --ratio` "
                  "(--min-keep 0.1, --multiple-of 8)")
+      ->capture_default_str();
+  app.add_option("--prune-gflops", o.prune_gflops,
+                 "With --prune-at, instead of --prune-ratio: remove at least this share (0..1) of the GFLOPs at "
+                 "--imgsz, as `prune --gflops`")
       ->capture_default_str();
   // Not default.yaml keys either: key=value maps teacher=, distill= and distill_temp= to these.
   app.add_option("--teacher", o.teacher,
@@ -136,7 +140,8 @@ void AddRunOptions(CLI::App& app, TrainArgs& a) {
 // may change.
 Result<TrainOptions> ResumedOptions(const CLI::App& app, const TrainOptions& given, const std::string& resume) {
   YC_ASSIGN_OR_RETURN(TrainOptions r, ResumeOptions(resume));
-  for (const char* fixed : {"--model", "--weights", "--freeze", "--sparsity", "--prune-at", "--prune-ratio", "--teacher", "--distill-weight",
+  for (const char* fixed : {"--model", "--weights", "--freeze", "--sparsity", "--prune-at", "--prune-ratio", "--prune-gflops",
+                            "--teacher", "--distill-weight",
                             "--distill-temp", "--epochs", "--time", "--multi-scale", "--batch",
                             "--imgsz", "--optimizer", "--lr0", "--seed", "--order", "--window", "--project", "--name",
                             "--fraction", "--single-cls", "--classes"}) {

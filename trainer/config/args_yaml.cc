@@ -185,9 +185,10 @@ nlohmann::ordered_json UltralyticsArgs(const TrainOptions& o) {
   // Not a default.yaml key: written only for a sparsity run (Ultralytics' cfg check refuses unknown keys),
   // under the YOLOv5 pruning forks' name, which `cfg=args.yaml` reads back as --sr.
   if (o.sparsity > 0) a["sr"] = o.sparsity;
-  if (o.prune_at > 0) {  // likewise: read back as --prune-at / --prune-ratio
+  if (o.prune_at > 0) {  // likewise: read back as --prune-at / --prune-ratio / --prune-gflops
     a["prune_at"] = o.prune_at;
-    a["prune_ratio"] = o.prune_ratio;
+    if (o.prune_ratio > 0) a["prune_ratio"] = o.prune_ratio;
+    if (o.prune_gflops > 0) a["prune_gflops"] = o.prune_gflops;
   }
   // Likewise only for a distillation run; `cfg=args.yaml` reads them back as --teacher, --distill (the
   // weight) and --distill-temp.

@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/format.h"
 #include "libcache/source/decode.h"  // kMaxImgsz: the bound every command shares
 #include "libcache/base/path_json.h"
 #include "libcache/base/thread_limit.h"
@@ -172,6 +173,7 @@ std::vector<Field> MakeFields() {
       Num("sparsity", &TrainOptions::sparsity),
       Num("prune_at", &TrainOptions::prune_at),
       Num("prune_ratio", &TrainOptions::prune_ratio),
+      Num("prune_gflops", &TrainOptions::prune_gflops),
       Str("teacher", &TrainOptions::teacher),
       Num("distill", &TrainOptions::distill),
       Num("distill_temp", &TrainOptions::distill_temp),
@@ -348,11 +350,18 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (!(o.clip_grad > 0) || !finite(o.clip_grad)) return bad("--clip-grad must be > 0");
   if (!(o.sparsity >= 0) || !finite(o.sparsity)) return bad("--sparsity must be >= 0 (0: off)");
   if (o.prune_at < 0) return bad("--prune-at must be >= 0 (0: off)");
-  if (o.prune_at > 0 && !(o.prune_ratio > 0 && o.prune_ratio < 1)) {
-    return bad("--prune-at " + std::to_string(o.prune_at) + " needs --prune-ratio R in (0, 1): the share of the "
-               "prunable channels removed after that epoch");
+  const bool by_ratio = o.prune_ratio != 0, by_gflops = o.prune_gflops != 0;
+  if (o.prune_at > 0 && by_ratio == by_gflops) {
+    return bad("--prune-at " + std::to_string(o.prune_at) + " needs one of --prune-ratio R (the share of the prunable "
+               "channels removed after that epoch) and --prune-gflops G (the share of the GFLOPs)");
   }
-  if (o.prune_at == 0 && o.prune_ratio != 0) return bad("--prune-ratio needs --prune-at E: the epoch after which to prune");
+  const double share = by_ratio ? o.prune_ratio : o.prune_gflops;
+  if (o.prune_at > 0 && !(share > 0 && share < 1)) {
+    return bad(std::string(by_ratio ? "--prune-ratio " : "--prune-gflops ") + FormatNumber("%g", share) + ": must be in (0, 1)");
+  }
+  if (o.prune_at == 0 && (by_ratio || by_gflops)) {
+    return bad(std::string(by_ratio ? "--prune-ratio" : "--prune-gflops") + " needs --prune-at E: the epoch after which to prune");
+  }
   if (o.prune_at > 0 && o.time <= 0 && o.prune_at >= o.epochs) {
     return bad("--prune-at " + std::to_string(o.prune_at) + " must be below --epochs " + std::to_string(o.epochs) +
                ": the pruned model trains the epochs after it");

@@ -109,12 +109,13 @@ struct TrainOptions {
   // of every prunable BatchNorm weight after backward, before the optimizer step (trainer/model/prune/
   // sparsity.h; which BatchNorms are exempt: trainer/model/prune/channel_graph.h). 0 = off.
   double sparsity = 0;
-  // Pruning inside the run (--prune-at E --prune-ratio R): once epoch E is done, the EMA's channels with the
+  // Pruning inside the run (--prune-at E --prune-ratio R | --prune-gflops G): once epoch E is done, the EMA's channels with the
   // smallest BatchNorm scales are removed (the `prune` command's plan, trainer/model/prune/prune_model.h)
   // and epochs E+1.. train the pruned model on the same schedule, sparsity off (trainer/engine/
   // prune_in_run.cc). 0 = off. Sparsity training, pruning and fine-tuning in one run of `epochs`.
   int prune_at = 0;
-  double prune_ratio = 0;
+  double prune_ratio = 0;   // the share of the prunable channels removed (prune --ratio), or
+  double prune_gflops = 0;  // the share of the GFLOPs removed (prune --gflops)
   // The pruned architecture the run trains (ModelOptions::channels): taken from --weights when that file
   // is pruned (yolocache-train prune) and --model is its architecture; kept in the checkpoints, so
   // --resume, val, predict and export rebuild it. Empty: the scale's own widths.

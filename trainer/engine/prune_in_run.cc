@@ -1,4 +1,4 @@
-// TrainRun::PruneInRun: --prune-at E --prune-ratio R (trainer/engine/train_run.h). Network slimming's
+// TrainRun::PruneInRun: --prune-at E --prune-ratio R | --prune-gflops G (trainer/engine/train_run.h). Network slimming's
 // prune and fine-tune inside one run: the epochs before E train with the sparsity penalty, then the EMA
 // (what a checkpoint's weights are) is pruned as `yolocache-train prune --ratio R` would prune it, and the
 // later epochs train that model on the run's own schedule, learning rate and momentum following the epoch
@@ -43,11 +43,14 @@ Status TrainRun::PruneInRun() {
   const ModelCost before = MeasureModel(*pruned, o_.imgsz);
   PruneCriterion criterion;
   criterion.ratio = o_.prune_ratio;
-  YC_ASSIGN_OR_RETURN(ModelPrune cut, PruneModel(*pruned, criterion, o_.channels));
+  criterion.gflops = o_.prune_gflops;
+  YC_ASSIGN_OR_RETURN(ModelPrune cut, PruneModel(*pruned, criterion, o_.channels, o_.imgsz));
   const ModelCost after = MeasureModel(*pruned, o_.imgsz);
   o_.channels = cut.channels;
-  Say("pruned after epoch " + std::to_string(o_.prune_at) + " (--prune-ratio " + FormatNumber("%g", o_.prune_ratio) +
-      "): " + std::to_string(cut.plan.removed) + " of " + std::to_string(cut.plan.prunable) + " prunable channels, " +
+  const std::string rule = o_.prune_gflops > 0 ? "--prune-gflops " + FormatNumber("%g", o_.prune_gflops) + ": --ratio " +
+                                                     FormatNumber("%.3f", cut.ratio)
+                                               : "--prune-ratio " + FormatNumber("%g", o_.prune_ratio);
+  Say("pruned after epoch " + std::to_string(o_.prune_at) + " (" + rule + "): " + std::to_string(cut.plan.removed) + " of " + std::to_string(cut.plan.prunable) + " prunable channels, " +
       CostText(before, after) + " at " + std::to_string(o_.imgsz) + "; epochs " + std::to_string(o_.prune_at + 1) +
       "-" + std::to_string(o_.epochs) + " train it, sparsity off");
 

@@ -62,7 +62,8 @@ Result<PruneReport> PruneWeights(const PruneRequest& req) {
   report.source = w.description;
   report.before = MeasureModel(*model, req.imgsz);
 
-  YC_ASSIGN_OR_RETURN(ModelPrune pruned, PruneModel(*model, req.criterion, w.channels));
+  YC_ASSIGN_OR_RETURN(ModelPrune pruned, PruneModel(*model, req.criterion, w.channels, req.imgsz));
+  report.ratio = pruned.ratio;
   report.prunable = pruned.plan.prunable;
   report.removed = pruned.plan.removed;
   report.cut = pruned.plan.cut;

@@ -24,7 +24,7 @@ struct PruneRequest {
   std::filesystem::path weights;  // the input; never written
   std::filesystem::path out;      // "" -> <weights' stem>-pruned.pt beside it
   PruneCriterion criterion;
-  int imgsz = 640;                // GFLOPs at this size
+  int imgsz = 640;                // GFLOPs at this size (and --gflops's target)
 };
 
 struct PruneReport {
@@ -32,6 +32,7 @@ struct PruneReport {
   std::string model;              // "yolov8n"
   std::string source;             // the input's description (ModelWeights::description)
   ModelCost before, after;
+  double ratio = 0;               // the --ratio planned with (with --gflops: the one found), 0 under --threshold
   int64_t prunable = 0, removed = 0;
   double cut = 0;                 // the |gamma| cut (PrunePlan::cut)
   std::vector<std::string> floored;  // outputs held at the --min-keep floor (PrunePlan::floored)

@@ -27,7 +27,11 @@ struct ModelCost {
   std::vector<LayerCost> layers;
 };
 
-// `imgsz`: a multiple of 32. Runs one small forward on the CPU (64 x 64) to read the layers' widths.
+// `imgsz`: a multiple of 32. Runs one small forward (64 x 64, on the model's device) to read the layers'
+// widths.
 ModelCost MeasureModel(DetectionModelImpl& model, int imgsz = 640);
+
+// MeasureModel's GFLOPs alone, from the weights (no forward).
+double ModelGflops(DetectionModelImpl& model, int imgsz = 640);
 
 }  // namespace yc::trainer

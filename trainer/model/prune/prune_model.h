@@ -19,11 +19,15 @@ namespace yc::trainer {
 
 struct ModelPrune {
   PrunePlan plan;
+  double ratio = 0;  // the ratio planned with (a gflops criterion's, found; else the criterion's own)
   std::map<std::string, int64_t> channels;  // the architecture to record: `recorded` plus this cut's widths
 };
 
-// InvalidArgument: a bad criterion (CheckPruneCriterion). The model is changed only when the result is ok.
+// A gflops criterion becomes the smallest ratio (bisection to 0.005) whose cut removes at least that share
+// of the model's GFLOPs at `imgsz` (ModelGflops), each ratio tried on a copy. InvalidArgument: a bad
+// criterion (CheckPruneCriterion), or a GFLOPs share the --min-keep floors do not allow (naming the most
+// that can go). The model is changed only when the result is ok.
 Result<ModelPrune> PruneModel(DetectionModelImpl& model, const PruneCriterion& criterion,
-                              const std::map<std::string, int64_t>& recorded);
+                              const std::map<std::string, int64_t>& recorded, int imgsz = 640);
 
 }  // namespace yc::trainer

@@ -58,19 +58,22 @@ std::vector<int64_t> RoundedUp(std::vector<int64_t> kept, const std::vector<bool
 }
 
 std::string CriterionText(const PruneCriterion& c) {
-  return c.ratio != 0 ? "--ratio " + FormatNumber("%g", c.ratio) : "--threshold " + FormatNumber("%g", c.threshold);
+  if (c.ratio != 0) return "--ratio " + FormatNumber("%g", c.ratio);
+  if (c.threshold != 0) return "--threshold " + FormatNumber("%g", c.threshold);
+  return "--gflops " + FormatNumber("%g", c.gflops);
 }
 
 }  // namespace
 
 Status CheckPruneCriterion(const PruneCriterion& c) {
-  const bool by_ratio = c.ratio != 0, by_threshold = c.threshold != 0;
-  if (by_ratio == by_threshold) return Status::InvalidArgument("give one of --ratio R and --threshold T");
-  const double value = by_ratio ? c.ratio : c.threshold;
+  const int given = (c.ratio != 0) + (c.threshold != 0) + (c.gflops != 0);
+  if (given != 1) return Status::InvalidArgument("give one of --ratio R, --threshold T and --gflops G");
+  const double value = c.ratio != 0 ? c.ratio : c.threshold != 0 ? c.threshold : c.gflops;
   if (!(value > 0 && value < 1)) {
-    return Status::InvalidArgument(CriterionText(c) + ": must be in (0, 1) (" +
-                                   (by_ratio ? "the share of the prunable channels removed)"
-                                             : "the BatchNorm scale |gamma| below which channels are removed)"));
+    const char* meaning = c.ratio != 0       ? "the share of the prunable channels removed"
+                          : c.threshold != 0 ? "the BatchNorm scale |gamma| below which channels are removed"
+                                             : "the share of the model's GFLOPs removed";
+    return Status::InvalidArgument(CriterionText(c) + ": must be in (0, 1) (" + meaning + ")");
   }
   if (!(c.min_keep > 0 && c.min_keep <= 1)) {
     return Status::InvalidArgument("--min-keep " + FormatNumber("%g", c.min_keep) +
@@ -86,6 +89,7 @@ Status CheckPruneCriterion(const PruneCriterion& c) {
 Result<PrunePlan> PlanPrune(const ChannelGraph& graph, const std::map<std::string, std::vector<float>>& gammas,
                             const PruneCriterion& c) {
   YC_RETURN_IF_ERROR(CheckPruneCriterion(c));
+  if (c.gflops != 0) return Status::InvalidArgument("--gflops: a GFLOPs target is planned by PruneModel, not PlanPrune");
   const bool by_ratio = c.ratio != 0;
   std::vector<const ConvNode*> nodes;
   std::vector<std::vector<float>> scales;

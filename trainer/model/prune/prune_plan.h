@@ -26,12 +26,15 @@
 
 namespace yc::trainer {
 
-// Exactly one of ratio and threshold is > 0; each must be in (0, 1); min_keep in (0, 1]; multiple_of >= 1.
+// Exactly one of ratio, threshold and gflops is > 0; each must be in (0, 1); min_keep in (0, 1];
+// multiple_of >= 1. PlanPrune takes a ratio or a threshold; PruneModel (prune_model.h) turns gflops into the
+// ratio that reaches it.
 struct PruneCriterion {
   double ratio = 0;       // share of the prunable channels removed, globally
   double threshold = 0;   // remove channels with |gamma| below this
   double min_keep = 0.1;  // each output keeps at least ceil(min_keep * width) channels, at least 1
   int64_t multiple_of = 8;  // kept counts rounded up to a multiple of this (capped at the width); 1: exact
+  double gflops = 0;      // remove at least this share of the model's GFLOPs: the smallest ratio that does
 };
 
 struct PrunePlan {
@@ -43,12 +46,12 @@ struct PrunePlan {
   int64_t kept_back = 0;       // channels the cut chose that stay after all: equal halves, multiple_of
 };
 
-// InvalidArgument naming the option and value unless exactly one of ratio and threshold is given, in (0, 1),
-// min_keep is in (0, 1] and multiple_of >= 1.
+// InvalidArgument naming the option and value unless exactly one of ratio, threshold and gflops is given, in
+// (0, 1), min_keep is in (0, 1] and multiple_of >= 1.
 Status CheckPruneCriterion(const PruneCriterion& criterion);
 
 // InvalidArgument (the CLI's exit 2) names the option and value: a ratio or threshold outside (0, 1), none
-// or both given, a min_keep outside (0, 1], a multiple_of below 1.
+// or both given, a min_keep outside (0, 1], a multiple_of below 1; a gflops criterion (PruneModel's).
 // `gammas`: |gamma| (or gamma) per channel of every prunable node of `graph`, by path.
 Result<PrunePlan> PlanPrune(const ChannelGraph& graph, const std::map<std::string, std::vector<float>>& gammas,
                             const PruneCriterion& criterion);
