@@ -1,6 +1,7 @@
-// TrainRun::PruneInRun: --prune-at E --prune-ratio R | --prune-gflops G (trainer/engine/train_run.h). Network slimming's
-// prune and fine-tune inside one run: the epochs before E train with the sparsity penalty, then the EMA
-// (what a checkpoint's weights are) is pruned as `yolocache-train prune --ratio R` would prune it, and the
+// TrainRun::PruneInRun: --prune-at E --prune-ratio R | --prune-gflops G (trainer/engine/train_run.h).
+// Network slimming's prune and fine-tune inside one run: the epochs up to E train with the sparsity penalty,
+// then the EMA (what a checkpoint's weights are) is pruned as `yolocache-train prune --ratio R` (or
+// --gflops G) would prune it, and the
 // later epochs train that model on the run's own schedule, learning rate and momentum following the epoch
 // as before. Measured on the CPU (docs/TRAINER.md, "The recipe"), continuing the schedule is what keeps
 // the pruned model's mAP; two self-contained runs lost 0.039 mAP50-95 where the continued one lost 0.006.
