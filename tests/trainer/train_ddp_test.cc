@@ -115,6 +115,32 @@ TEST(TrainDdp, TwoRanksIdenticalAndMoveLikeOneProcess) {
   std::cout << "update norm: one process " << moved_one << ", 2 ranks " << moved_ddp << ", gap " << gap << "\n";
 }
 
+// --prune-at under two ranks: both prune the same channels of their identical EMA after epoch 1, rebuild
+// the gradient all-reduce for the pruned model, and end with equal (pruned) weights.
+TEST(TrainDdp, TwoRanksPruneInsideTheRunAlike) {
+  TempDir tmp;
+  const testutil::SynthCacheSpec spec = testutil::Images(8, 4);
+  const fs::path cache = testutil::MakeSynthCache(tmp.path(), spec);
+  std::vector<std::string> args = TrainArgs(cache, tmp / "ddp", 3);
+  args.insert(args.end(), {"--sparsity", "0.05", "--prune-at", "1", "--prune-gflops", "0.3"});
+  std::vector<RankRun> ddp = Launch(2, args, tmp.path());
+  ASSERT_EQ(ddp.size(), 2u);
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(ddp[r].exit_code, 0) << "rank " << r << ":\n" << ddp[r].log;
+  EXPECT_NE(ddp[0].log.find("pruned after epoch 1 (--prune-gflops 0.3"), std::string::npos) << ddp[0].log;
+  const auto w0 = LoadParams(tmp / "ddp" / "rank_weights" / "rank0.pt");
+  const auto w1 = LoadParams(tmp / "ddp" / "rank_weights" / "rank1.pt");
+  ASSERT_EQ(w0.size(), w1.size());
+  int64_t count = 0;
+  for (size_t i = 0; i < w0.size(); ++i) {
+    ASSERT_TRUE(at::equal(w0[i], w1[i])) << "parameter " << i << " differs across ranks";
+    count += w0[i].numel();
+  }
+  const std::vector<at::Tensor> init = InitialWeights(3, spec.classes);
+  int64_t unpruned = 0;
+  for (const at::Tensor& t : init) unpruned += t.numel();
+  EXPECT_LT(count, unpruned);  // the ranks trained the pruned model
+}
+
 // --sync-bn: BatchNorm statistics and the loss normaliser over the global batch, so two ranks compute what
 // one process computes with the same global batch (up to float summation order).
 TEST(TrainDdp, SyncBnTwoRanksEqualOneProcess) {
