@@ -351,20 +351,21 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (!(o.sparsity >= 0) || !finite(o.sparsity)) return bad("--sparsity must be >= 0 (0: off)");
   if (o.prune_at < 0) return bad("--prune-at must be >= 0 (0: off)");
   const bool by_ratio = o.prune_ratio != 0, by_gflops = o.prune_gflops != 0;
-  if (o.prune_at > 0 && by_ratio == by_gflops) {
-    return bad("--prune-at " + std::to_string(o.prune_at) + " needs one of --prune-ratio R (the share of the prunable "
-               "channels removed after that epoch) and --prune-gflops G (the share of the GFLOPs)");
-  }
-  const double share = by_ratio ? o.prune_ratio : o.prune_gflops;
-  if (o.prune_at > 0 && !(share > 0 && share < 1)) {
-    return bad(std::string(by_ratio ? "--prune-ratio " : "--prune-gflops ") + FormatNumber("%g", share) + ": must be in (0, 1)");
-  }
+  const std::string share_option = by_ratio ? "--prune-ratio" : "--prune-gflops";
   if (o.prune_at == 0 && (by_ratio || by_gflops)) {
-    return bad(std::string(by_ratio ? "--prune-ratio" : "--prune-gflops") + " needs --prune-at E: the epoch after which to prune");
+    return bad(share_option + " needs --prune-at E: the epoch after which to prune");
   }
-  if (o.prune_at > 0 && o.time <= 0 && o.prune_at >= o.epochs) {
-    return bad("--prune-at " + std::to_string(o.prune_at) + " must be below --epochs " + std::to_string(o.epochs) +
-               ": the pruned model trains the epochs after it");
+  if (o.prune_at > 0) {
+    if (by_ratio == by_gflops) {
+      return bad("--prune-at " + std::to_string(o.prune_at) + " needs one of --prune-ratio R (the share of the "
+                 "prunable channels removed after that epoch) and --prune-gflops G (the share of the GFLOPs)");
+    }
+    const double share = by_ratio ? o.prune_ratio : o.prune_gflops;
+    if (!(share > 0 && share < 1)) return bad(share_option + " " + FormatNumber("%g", share) + ": must be in (0, 1)");
+    if (o.time <= 0 && o.prune_at >= o.epochs) {
+      return bad("--prune-at " + std::to_string(o.prune_at) + " must be below --epochs " + std::to_string(o.epochs) +
+                 ": the pruned model trains the epochs after it");
+    }
   }
   if (!(o.distill >= 0) || !finite(o.distill)) return bad("--distill-weight must be >= 0");
   // Beyond ~20 the softened bin distributions are flat whatever the logits; T^2 would then scale noise.
