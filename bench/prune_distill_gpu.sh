@@ -24,10 +24,11 @@ mkdir -p "$work"
 work=$(realpath "$work")
 out=${OUT:-$work/out}
 mkdir -p "$out"
-# EPOCHS, SR, CUT (the share of the GFLOPs pruned, 0.30), and for a smoke test elsewhere DEVICE (cuda), IMGSZ
-# (320), IMAGES (3000 train images).
+# EPOCHS, SR, CUT (the share of the GFLOPs pruned, 0.30), ONNX_SIZES (the export sizes timed, "IMGSZ 640";
+# empty: no ONNX latency), ONNX_RUNS (timed forwards per model, 100), and for a smoke test elsewhere DEVICE
+# (cuda), IMGSZ (320), IMAGES (3000 train images).
 T=$build/tools/yolocache-train epochs=${EPOCHS:-30} sr=${SR:-5e-4} cut=${CUT:-0.30} device=${DEVICE:-cuda} imgsz=${IMGSZ:-320}
-images=${IMAGES:-3000} recipe=${RECIPE:-split}
+images=${IMAGES:-3000} recipe=${RECIPE:-split} onnx_sizes=${ONNX_SIZES-${IMGSZ:-320} 640} onnx_runs=${ONNX_RUNS:-100}
 half=$((epochs / 2))
 # The plain schedule cut at HALF (Ultralytics' linear lf(x) = 1 - (1 - lrf) x / epochs, lrf 0.01): the fraction
 # of lr0 at the cut, and what each half needs to follow it (recipe split).
@@ -52,16 +53,16 @@ onnx_latency() {  # MODEL PLAIN.pt PRUNED.pt: both exported to ONNX at IMGSZ and
   local model=$1 plain=$2 pruned=$3 size runner
   if python3 -c "import onnxruntime" 2>/dev/null; then runner=(python3 "$repo/bench/onnx_latency.py")
   else runner=(env NODE_PATH="$repo/.deps/onnxruntime/node_modules" node "$repo/bench/onnx_latency.js"); fi
-  for size in $imgsz 640; do
+  for size in $onnx_sizes; do
     "$T" export --weights "$plain" --format onnx --imgsz $size --out "$work/${model}_plain_$size.onnx" >/dev/null &&
     "$T" export --weights "$pruned" --format onnx --imgsz $size --out "$work/${model}_pruned_$size.onnx" >/dev/null ||
     { echo "RESULT $model ONNX latency at $size: not measured (export failed)"; continue; }
     for threads in 0 1; do  # 0: onnxruntime's own count (all cores); 1: steadier where the cores are shared
-      "${runner[@]}" --runs 100 --threads $threads "$work/${model}_plain_$size.onnx" "$work/${model}_pruned_$size.onnx" |
+      "${runner[@]}" --runs "$onnx_runs" --threads $threads "$work/${model}_plain_$size.onnx" "$work/${model}_pruned_$size.onnx" |
         python3 -c "
 import json, sys
 before, after = (json.loads(l) for l in sys.stdin)
-print(f'RESULT $model ONNX latency at $size, threads $threads (onnxruntime CPU, batch 1, median of 100): '
+print(f'RESULT $model ONNX latency at $size, threads $threads (onnxruntime CPU, batch 1, median of $onnx_runs): '
       f'plain {before[\"median_ms\"]:.2f} ms, pruned {after[\"median_ms\"]:.2f} ms ({after[\"median_ms\"] / before[\"median_ms\"]:.2f}x)')" ||
         echo "RESULT $model ONNX latency at $size: not measured (onnxruntime failed)"
     done

@@ -4,7 +4,8 @@
 # Data: coco128 train x40 (5120 images) / the 128 originals for val (bench/coco128_x40.sh); 640, batch 64,
 # AMP, seed 0. Rates and ratios from each run's log: bench/run_rates.py.
 #   whole        yolo11n, 30 epochs, Ultralytics' recipe (close_mosaic 10, val every epoch), --cuda-graphs auto
-#                and off: steady rate, whole-run rate / steady, first epoch / steady epoch, mAP50-95 of both.
+#                and off (GRAPHS in the environment, default "auto off"): steady rate, whole-run rate / steady,
+#                first epoch / steady epoch, mAP50-95 of each.
 #   synth        yolo11n, 25 epochs on a 3,000-image set (yolocache synth, 8 classes, 3000 + 300 images,
 #                cache built before the run): whole-run rate / steady.
 #   ultralytics  yolov8n and yolo11n: ours (6 epochs, close_mosaic 0, val every epoch) against Ultralytics'
@@ -30,7 +31,7 @@ train() {  # NAME DATA MODEL EPOCHS [train options...]
 for part in "$@"; do
   case $part in
     whole)
-      for g in auto off; do train "yolo11n_30ep_graphs_$g" "$work/cache" yolo11n 30 --cuda-graphs "$g"; done
+      for g in ${GRAPHS:-auto off}; do train "yolo11n_30ep_graphs_$g" "$work/cache" yolo11n 30 --cuda-graphs "$g"; done
       ;;
     synth)
       [ -f "$work/synth/data.yaml" ] || "$build/tools/yolocache" synth "$work/synth" --train 3000 --val 300 --classes 8 --seed 5 >/dev/null
