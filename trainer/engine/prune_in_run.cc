@@ -29,14 +29,7 @@ void CopyTensors(torch::nn::Module& from, torch::nn::Module& to) {
   for (auto& b : to.named_buffers(/*recurse=*/true)) b.value().copy_(buffers[b.key()]);
 }
 
-// What the message reports of a model: its parameters and GFLOPs (no forward, unlike MeasureModel).
-struct Size {
-  int64_t parameters;
-  double gflops;
-};
-Size SizeOf(DetectionModelImpl& model, int imgsz) { return {CountParameters(model), ModelGflops(model, imgsz)}; }
-
-std::string SizeChange(const Size& before, const Size& after) {
+std::string SizeChange(const ModelCost& before, const ModelCost& after) {
   return std::to_string(before.parameters) + " -> " + std::to_string(after.parameters) + " parameters, " +
          FormatNumber("%.2f", before.gflops) + " -> " + FormatNumber("%.2f", after.gflops) + " GFLOPs";
 }
@@ -48,12 +41,12 @@ Status TrainRun::PruneInRun() {
   SynchronizeDevice(stack_.target.device);
   auto pruned = std::dynamic_pointer_cast<DetectionModelImpl>(stack_.ema->module()->clone());
   if (pruned == nullptr) return Status::InvalidArgument("--prune-at: the EMA is not a detection model");
-  const Size before = SizeOf(*pruned, o_.imgsz);
+  const ModelCost before = MeasureModelSize(*pruned, o_.imgsz);
   PruneCriterion criterion;
   criterion.ratio = o_.prune_ratio;
   criterion.gflops = o_.prune_gflops;
   YC_ASSIGN_OR_RETURN(ModelPrune cut, PruneModel(*pruned, criterion, o_.channels, o_.imgsz));
-  const Size after = SizeOf(*pruned, o_.imgsz);
+  const ModelCost after = MeasureModelSize(*pruned, o_.imgsz);
   o_.channels = cut.channels;
   const std::string rule = o_.prune_gflops > 0 ? "--prune-gflops " + FormatNumber("%g", o_.prune_gflops) + ": --ratio " +
                                                      FormatNumber("%.3f", cut.ratio)

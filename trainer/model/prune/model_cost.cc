@@ -29,6 +29,13 @@ double ModelGflops(DetectionModelImpl& model, int imgsz) {
   return SumConvGflops(model, imgsz, [](const ConvNode&) {});
 }
 
+ModelCost MeasureModelSize(DetectionModelImpl& model, int imgsz) {
+  ModelCost cost;
+  cost.parameters = CountParameters(model);
+  cost.gflops = ModelGflops(model, imgsz);
+  return cost;
+}
+
 ModelCost MeasureModel(DetectionModelImpl& model, int imgsz) {
   ModelCost cost;
   cost.parameters = CountParameters(model);

@@ -34,4 +34,7 @@ ModelCost MeasureModel(DetectionModelImpl& model, int imgsz = 640);
 // MeasureModel's GFLOPs alone, from the weights (no forward).
 double ModelGflops(DetectionModelImpl& model, int imgsz = 640);
 
+// MeasureModel's parameters and GFLOPs, from the weights (no forward); `layers` stays empty.
+ModelCost MeasureModelSize(DetectionModelImpl& model, int imgsz = 640);
+
 }  // namespace yc::trainer
