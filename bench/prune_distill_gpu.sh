@@ -14,6 +14,8 @@
 #                 optimizer at lr0 x 0.505, --lrf 0.01/0.505, --warmup-epochs 0) and closes Mosaic at the
 #                 same epoch. RECIPE=restart: each half is a run of its own (warm-up, decay, close_mosaic).
 #                 RECIPE=inrun: one run of EPOCHS with --prune-at EPOCHS/2 --prune-gflops CUT.
+#   pruned:MODEL  prune:MODEL's sparse half and its prune only; the pruned checkpoint goes to OUT, for ONNX
+#                 latency where this build cannot export ONNX (the GPU host's sysroot has no libonnx).
 #   distill       yolov8n EPOCHS epochs alone against --teacher (prune:yolov8s's plain yolov8s), seeds 0 and 1.
 set -euo pipefail
 build=$(realpath "$1") work=$2
@@ -82,6 +84,21 @@ PY
   cp "$work/runs/$run/weights/best.pt" "$out/${run}_best.pt"
   onnx_latency "$model" "$work/runs/${model}_plain/weights/best.pt" "$work/runs/$run/weights/best.pt"
 }
+sparse_and_prune() {  # MODEL: the sparse half (--sparsity SR), then prune --gflops CUT -> WORKDIR/MODEL_pruned_RECIPE.pt
+  local model=$1
+  train "${model}_sparse_$recipe" "$half" --model "$model" --sparsity "$sr" "${sparse_schedule[@]}"
+  "$T" prune --weights "$work/runs/${model}_sparse_$recipe/weights/last.pt" --gflops "$cut" --imgsz "$imgsz" \
+      --out "$work/${model}_pruned_$recipe.pt" --json > "$work/${model}_prune_$recipe.json" ||
+      { echo "RESULT $model: prune --gflops $cut refused"; return 1; }
+  python3 - "$work/${model}_prune_$recipe.json" "$model" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+b, a = j["before"], j["after"]
+print(f"RESULT {sys.argv[2]} prune --gflops {j['gflops_target']} (--ratio {j['ratio']:.3f}): parameters {b['parameters'] / 1e6:.2f}M -> {a['parameters'] / 1e6:.2f}M "
+  f"({1 - a['parameters'] / b['parameters']:.1%} fewer), GFLOPs at {j['imgsz']} {b['gflops']:.2f} -> {a['gflops']:.2f} "
+  f"({1 - a['gflops'] / b['gflops']:.1%} fewer)")
+PY
+}
 for part in "$@"; do
   case $part in
     prune:*)
@@ -94,18 +111,7 @@ for part in "$@"; do
         report_pruned "$model" "${model}_inrun"
         continue
       fi
-      train "${model}_sparse_$recipe" "$half" --model "$model" --sparsity "$sr" "${sparse_schedule[@]}"
-      "$T" prune --weights "$work/runs/${model}_sparse_$recipe/weights/last.pt" --gflops "$cut" --imgsz "$imgsz" \
-          --out "$work/${model}_pruned_$recipe.pt" --json > "$work/${model}_prune_$recipe.json" ||
-          { echo "RESULT $model: prune --gflops $cut refused"; continue; }
-      python3 - "$work/${model}_prune_$recipe.json" "$model" <<'PY'
-import json, sys
-j = json.load(open(sys.argv[1]))
-b, a = j["before"], j["after"]
-print(f"RESULT {sys.argv[2]} prune --gflops {j['gflops_target']} (--ratio {j['ratio']:.3f}): parameters {b['parameters'] / 1e6:.2f}M -> {a['parameters'] / 1e6:.2f}M "
-      f"({1 - a['parameters'] / b['parameters']:.1%} fewer), GFLOPs at {j['imgsz']} {b['gflops']:.2f} -> {a['gflops']:.2f} "
-      f"({1 - a['gflops'] / b['gflops']:.1%} fewer)")
-PY
+      sparse_and_prune "$model" || continue
       if [ "$recipe" = split ]; then  # the plain run's optimizer as it resolved "auto" (its log's optimizer line)
         read -r opt lr0 momentum <<<"$(sed -nE 's/^optimizer: ([A-Za-z]+)\(lr=([0-9.e-]+), momentum=([0-9.]+)\).*/\1 \2 \3/p' \
                                       "$work/${model}_plain.log")"
@@ -114,6 +120,10 @@ PY
       fi
       train "${model}_pruned_ft_$recipe" "$half" --weights "$work/${model}_pruned_$recipe.pt" "${finetune_schedule[@]}"
       report_pruned "$model" "${model}_pruned_ft_$recipe"
+      ;;
+    pruned:*)  # the sparse half and the prune only, the pruned checkpoint to OUT (ONNX latency measured elsewhere)
+      model=${part#pruned:}
+      sparse_and_prune "$model" && cp "$work/${model}_pruned_$recipe.pt" "$out/"
       ;;
     distill)
       teacher=$work/teacher.pt

@@ -5,7 +5,8 @@
 # AMP, seed 0. Rates and ratios from each run's log: bench/run_rates.py.
 #   whole        yolo11n, 30 epochs, Ultralytics' recipe (close_mosaic 10, val every epoch), --cuda-graphs auto
 #                and off (GRAPHS in the environment, default "auto off"): steady rate, whole-run rate / steady,
-#                first epoch / steady epoch, mAP50-95 of each.
+#                first epoch / steady epoch, mAP50-95 of each. DEPTHWISE (default "auto"): the --depthwise-kernel
+#                values to run each with (whole and synth), e.g. "auto cudnn".
 #   synth        yolo11n, 25 epochs on a 3,000-image set (yolocache synth, 8 classes, 3000 + 300 images,
 #                cache built before the run): whole-run rate / steady.
 #   ultralytics  yolov8n and yolo11n: ours (6 epochs, close_mosaic 0, val every epoch) against Ultralytics'
@@ -31,12 +32,16 @@ train() {  # NAME DATA MODEL EPOCHS [train options...]
 for part in "$@"; do
   case $part in
     whole)
-      for g in ${GRAPHS:-auto off}; do train "yolo11n_30ep_graphs_$g" "$work/cache" yolo11n 30 --cuda-graphs "$g"; done
+      for g in ${GRAPHS:-auto off}; do
+        for d in ${DEPTHWISE:-auto}; do
+          train "yolo11n_30ep_graphs_${g}_dw_$d" "$work/cache" yolo11n 30 --cuda-graphs "$g" --depthwise-kernel "$d"
+        done
+      done
       ;;
     synth)
       [ -f "$work/synth/data.yaml" ] || "$build/tools/yolocache" synth "$work/synth" --train 3000 --val 300 --classes 8 --seed 5 >/dev/null
       [ -f "$work/synth_cache/manifest.json" ] || "$build/tools/yolocache" build "$work/synth/data.yaml" -o "$work/synth_cache" --imgsz 640 -j 16 >/dev/null
-      train yolo11n_synth_25ep "$work/synth_cache" yolo11n 25
+      for d in ${DEPTHWISE:-auto}; do train "yolo11n_synth_25ep_dw_$d" "$work/synth_cache" yolo11n 25 --depthwise-kernel "$d"; done
       ;;
     ultralytics)
       for model in yolov8n yolo11n; do

@@ -103,6 +103,11 @@ void AddResourceOptions(CLI::App& app, TrainArgs& a) {
                  "optimizer step, one process) | on (refuse a run that cannot) | off")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  app.add_option("--depthwise-kernel", o.depthwise_kernel,
+                 "CUDA: the kernel of depthwise convs (YOLO11): auto (cuDNN for the steady train batch, PyTorch's "
+                 "depthwise kernel for shapes met a few times, which cuDNN would first plan for seconds) | cudnn | direct")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cudnn", "direct"}));
   app.add_flag("--cudnn-benchmark", o.cudnn_benchmark,
                "CUDA: cuDNN autotuning (off by default, as in Ultralytics: it pauses to tune each new input shape)");
   app.add_flag("--sync-bn", o.sync_bn,

@@ -155,6 +155,7 @@ std::vector<Field> MakeFields() {
       Bool("fused_optimizer", &TrainOptions::fused_optimizer),
       Bool("cudnn_benchmark", &TrainOptions::cudnn_benchmark),
       Str("cuda_graphs", &TrainOptions::cuda_graphs),
+      Str("depthwise_kernel", &TrainOptions::depthwise_kernel),
       Bool("sync_bn", &TrainOptions::sync_bn),
       Str("optimizer", &TrainOptions::optimizer),
       Num("lr0", &TrainOptions::lr0),
@@ -334,6 +335,9 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (!ParseWindowIo(o.window_io, 1).ok()) return bad("--window-io must be auto, direct or page-cache");
   if (o.cuda_graphs != "auto" && o.cuda_graphs != "on" && o.cuda_graphs != "off") {
     return bad("--cuda-graphs must be auto, on or off");
+  }
+  if (o.depthwise_kernel != "auto" && o.depthwise_kernel != "cudnn" && o.depthwise_kernel != "direct") {
+    return bad("--depthwise-kernel must be auto, cudnn or direct");
   }
   if (Result<std::optional<OptimizerKind>> kind = ParseOptimizerName(o.optimizer); !kind.ok()) return kind.status();
   if (!(o.lr0 > 0) || !finite(o.lr0)) return bad("--lr0 must be > 0");

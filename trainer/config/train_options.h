@@ -90,6 +90,10 @@ struct TrainOptions {
   // CUDA graphs of the train step (trainer/engine/graphed_step.h): auto | on | off. auto: on where the run
   // allows it (CUDA, the fused optimizer step, one process); on: the same, refusing a run that cannot.
   std::string cuda_graphs = "auto";
+  // CUDA: the kernel of depthwise convs (YOLO11's; trainer/model/depthwise_kernel.h): auto | cudnn | direct.
+  // auto: cuDNN for the steady train batch only, PyTorch's depthwise kernel for the shapes a run meets a few
+  // times, for which cuDNN would first spend 0.2-2 s building a plan per shape.
+  std::string depthwise_kernel = "auto";
   bool sync_bn = false;          // data-parallel: BatchNorm and loss normaliser over the global batch
 
   // Optimisation (engine/trainer.py).

@@ -7,6 +7,7 @@
 #include "libcache/format/manifest.h"
 #include "trainer/config/args_yaml.h"
 #include "trainer/engine/train_run.h"
+#include "trainer/model/depthwise_kernel.h"
 #include "trainer/plots/charts.h"
 
 namespace yc::trainer {
@@ -162,6 +163,7 @@ Status TrainRun::Validate(int epoch, EpochRecord* rec, bool* stop, bool* improve
   // when the trainer turns its plots on (ultralytics/engine/validator.py: the final epoch).
   const ValSamplePlots samples{out_, names_};
   const bool draw = o_.plots && (epoch + 1 >= o_.epochs || time_up_);
+  const DepthwiseKernelScope depthwise(stack_.step->depthwise_policy().Otherwise());
   YC_ASSIGN_OR_RETURN(ValResult v, validator_->Run(*ema_model, progress, nullptr, draw ? &samples : nullptr));
   rec->validated = true;
   rec->precision = v.metrics.precision;

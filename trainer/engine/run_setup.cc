@@ -25,6 +25,7 @@
 #include "trainer/engine/autobatch.h"
 #include "trainer/engine/run_identity.h"
 #include "trainer/engine/train_run.h"
+#include "trainer/model/depthwise_kernel.h"
 #include "trainer/model/prune/sparsity.h"
 #include "trainer/model/sync_batch_norm.h"
 #include "trainer/plots/charts.h"
@@ -515,6 +516,7 @@ Status TrainRun::BuildTrainingFrom(const CheckpointReader* restore) {
   Say(DescribeOptimizer(stack_));
   YC_RETURN_IF_ERROR(BuildStep(&stack_, o_, nc_, StackRestore{restore, &state_},
                                StepSync{reducer_.get(), dist_->world_size()}));
+  if (stack_.target.device.is_cuda() && HasDepthwiseConvs(*stack_.model)) Say(stack_.step->depthwise_policy().Describe());
   if (o_.sparsity > 0 && !PrunedInRun()) {  // --prune-at: the penalty serves the epochs before the prune
     std::vector<at::Tensor> gammas = SparsityTargets(*stack_.model);
     char s[32];

@@ -79,6 +79,7 @@ Result<at::Tensor> TrainStep::RunForwardBackward(const at::Tensor& images, const
   StartPart();
   {
     AutocastGuard autocast(device_type_, amp_.enabled, amp_.dtype);
+    DepthwiseKernelScope depthwise(depthwise_.For(images));
     out = model_->forward(images);
     // The same input tensor and autocast region: the two heads see the very same pixels and precision.
     if (teacher_ != nullptr) teacher_feats = teacher_->Forward(images);

@@ -22,6 +22,7 @@
 #include "trainer/engine/teacher.h"
 #include "trainer/loss/distill_loss.h"
 #include "trainer/loss/loss.h"
+#include "trainer/model/depthwise_kernel.h"
 #include "trainer/model/detection_model.h"
 
 namespace yc::trainer {
@@ -77,6 +78,11 @@ class TrainStep {
   // How many loss items ForwardBackward returns: 3, or 4 with a teacher.
   int64_t loss_items() const { return teacher_ != nullptr ? 4 : 3; }
 
+  // Which kernel the forward's depthwise convs take for a batch (trainer/model/depthwise_kernel.h;
+  // default: PyTorch's depthwise kernel for every shape).
+  void set_depthwise_policy(DepthwisePolicy policy) { depthwise_ = std::move(policy); }
+  const DepthwisePolicy& depthwise_policy() const { return depthwise_; }
+
   // Times the step's parts into `profile` (null: off, the default; the training loop never sets it).
   // A profiled step runs eagerly (a graph has no parts to time).
   void set_profile(StepProfile* profile) { profile_ = profile; }
@@ -106,6 +112,7 @@ class TrainStep {
   const DistillLoss* distill_ = nullptr;
   double distill_weight_ = 0;
   std::unique_ptr<GraphedStep> graphs_;
+  DepthwisePolicy depthwise_;
 
   bool Graphed() const { return graphs_ != nullptr && profile_ == nullptr; }
   // The step's two halves, run eagerly or recorded by a graph. `targets` (B, M, 5) padded, or undefined:

@@ -10,6 +10,7 @@
 #include "trainer/config/args_yaml.h"
 #include "trainer/engine/stream_report.h"
 #include "trainer/engine/train_run.h"
+#include "trainer/model/depthwise_kernel.h"
 #include "trainer/eval/val_plots.h"
 #include "trainer/runtime/exception_text.h"
 
@@ -84,6 +85,7 @@ Status TrainRun::ValidateBest() {
   Say("Validating " + best_.string() + " (epoch " + std::to_string(state_.best_epoch) + ")...");
   const ValSamplePlots samples{out_, names_};
   const Clock::time_point t0 = Clock::now();
+  const DepthwiseKernelScope depthwise(stack_.step->depthwise_policy().Otherwise());
   YC_ASSIGN_OR_RETURN(ValResult v, validator_->Run(*best, {}, hooks_.cancel, o_.plots ? &samples : nullptr));
   Say("validated in " + FormatNumber("%.2f", Seconds(t0)) + " s");
   summary_.final_metrics = v.metrics;

@@ -7,9 +7,11 @@
 
 namespace yc::trainer {
 
-namespace {
 
-}  // namespace
+std::vector<int64_t> SteadyTrainInput(const TrainOptions& o, int world_size) {
+  if (o.rect || o.multi_scale || world_size < 1) return {};
+  return {o.batch / world_size, 3, o.imgsz, o.imgsz};
+}
 
 Result<TrainDevice> PrepareDevice(const TrainOptions& o, const at::Device& device) {
   TrainDevice d;
@@ -57,6 +59,8 @@ Status BuildStep(TrainingStack* s, const TrainOptions& o, int64_t nc, const Stac
   s->step = std::make_unique<TrainStep>(s->model, *s->optimizer, *s->ema, *s->scaler, *s->loss, s->target.amp,
                                         o.clip_grad, s->target.device.type(), s->fused.get(), sync.reducer,
                                         sync.world_size);
+  YC_ASSIGN_OR_RETURN(const DepthwiseKernelMode depthwise, ParseDepthwiseKernelMode(o.depthwise_kernel));
+  s->step->set_depthwise_policy(DepthwisePolicy(depthwise, SteadyTrainInput(o, sync.world_size)));
   return Status::OK();
 }
 

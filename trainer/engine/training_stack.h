@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <torch/optim/optimizer.h>
@@ -39,6 +40,10 @@ struct TrainDevice {
   std::string tuning;          // ConfigureDevice's account of the settings
 };
 Result<TrainDevice> PrepareDevice(const TrainOptions& options, const at::Device& device);
+
+// The (N, C, H, W) of every full train batch of one rank, or empty where batches change shape (rect,
+// multi_scale): the shape the depthwise policy gives cuDNN (trainer/model/depthwise_kernel.h).
+std::vector<int64_t> SteadyTrainInput(const TrainOptions& options, int world_size);
 
 // A freshly initialised model (from the default generator: seed it first) on `target`'s device and
 // memory format.

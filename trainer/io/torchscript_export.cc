@@ -8,6 +8,7 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
 #include "trainer/io/torchscript_nms.h"
+#include "trainer/model/depthwise_kernel.h"
 #include "trainer/runtime/exception_text.h"
 
 namespace yc::trainer {
@@ -25,6 +26,9 @@ Result<std::string> ExportTorchScript(DetectionModelImpl& model, const at::Tenso
     // Weights that are not inputs are recorded as constants, which the tracer allows only without grad.
     for (auto& p : model.parameters(true)) p.set_requires_grad(false);
     c10::NoGradGuard no_grad;
+    // The portable conv op for depthwise convs too: PyTorch's depthwise kernel has no CPU implementation,
+    // and a file traced on CUDA must load and run anywhere.
+    const DepthwiseKernelScope depthwise(DepthwiseKernel::kConvolution);
     auto traced = torch::jit::tracer::trace(
         {example},
         [&](torch::jit::Stack inputs) -> torch::jit::Stack {

@@ -2,7 +2,6 @@
 
 #include <array>
 #include <set>
-#include <type_traits>
 
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -13,6 +12,7 @@
 
 #include "trainer/model/blocks.h"
 #include "trainer/model/blocks_yolo11.h"
+#include "trainer/model/conv_padding.h"
 #include "trainer/model/detect.h"
 
 namespace yc::trainer {
@@ -21,24 +21,6 @@ namespace nn = torch::nn;
 using OJson = nlohmann::ordered_json;
 
 namespace {
-
-// A Conv2d's padding as numbers. The option is a variant (explicit sizes, kValid or kSame): c10::variant
-// in LibTorch 1.x, std::variant in 2.x; the unqualified visit finds the right one by argument lookup.
-std::array<int64_t, 2> Padding(const nn::detail::ConvNdOptions<2>& o) {
-  return visit(
-      [&o](const auto& p) -> std::array<int64_t, 2> {
-        using P = std::decay_t<decltype(p)>;
-        if constexpr (std::is_same_v<P, torch::ExpandingArray<2>>) {
-          return {(*p)[0], (*p)[1]};
-        } else if constexpr (std::is_same_v<P, torch::enumtype::kSame>) {
-          return {(*o.kernel_size())[0] / 2, (*o.kernel_size())[1] / 2};  // odd kernels, dilation 1 (ours)
-        } else {
-          return {0, 0};  // kValid
-        }
-      },
-      o.padding());
-}
-
 
 // The family's model yaml as Ultralytics' cfg/models/v8/yolov8.yaml and cfg/models/11/yolo11.yaml load
 // (yaml's `None` is the string 'None' there too): the architecture trainer/model/yolov8.cc and yolo11.cc build.
@@ -236,7 +218,7 @@ class ModuleWriter {
 
   void Conv2d(const nn::Conv2dImpl& c) {
     const auto& o = c.options;
-    const std::array<int64_t, 2> pad = Padding(o);
+    const std::array<int64_t, 2> pad = ConvPadding(o);
     Open("torch.nn.modules.conv", "Conv2d", {{"weight", c.weight}, {"bias", c.bias}}, {});
     NoChildren();
     Attr("in_channels", o.in_channels());

@@ -4,6 +4,7 @@
 
 #include <c10/core/GradMode.h>
 
+#include "trainer/model/depthwise_kernel.h"
 #include "trainer/model/fuse.h"
 #include "trainer/model/sync_batch_norm.h"
 
@@ -25,8 +26,10 @@ void ConvImpl::reset() {
 }
 
 at::Tensor ConvImpl::forward(const at::Tensor& x) {
-  if (fused_) return act_ ? at::silu(conv->forward(x)) : conv->forward(x);
-  auto y = sync_bn_ && is_training() ? SyncBatchNorm2d(conv->forward(x), *bn, *sync_bn_) : bn->forward(conv->forward(x));
+  // Conv2dForward: depthwise convs on CUDA take the kernel this thread's scope picks (depthwise_kernel.h).
+  const at::Tensor c = Conv2dForward(*conv, x);
+  if (fused_) return act_ ? at::silu(c) : c;
+  auto y = sync_bn_ && is_training() ? SyncBatchNorm2d(c, *bn, *sync_bn_) : bn->forward(c);
   return act_ ? at::silu(y) : y;
 }
 
