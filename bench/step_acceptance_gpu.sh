@@ -19,8 +19,10 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$work"
 work=$(realpath "$work")
 T=$build/tools/yolocache-train
-bash "$repo/bench/coco128_x40.sh" "$coco" "$work/data"
-[ -f "$work/cache/manifest.json" ] || "$build/tools/yolocache" build "$work/data/data.yaml" -o "$work/cache" --imgsz 640 -j 16 >/dev/null
+coco_x40() {  # coco128 x40 and its cache, for the parts that train on it
+  bash "$repo/bench/coco128_x40.sh" "$coco" "$work/data"
+  [ -f "$work/cache/manifest.json" ] || "$build/tools/yolocache" build "$work/data/data.yaml" -o "$work/cache" --imgsz 640 -j 16 >/dev/null
+}
 train() {  # NAME DATA MODEL EPOCHS [train options...]
   local name=$1 data=$2 model=$3 epochs=$4
   shift 4
@@ -32,6 +34,7 @@ train() {  # NAME DATA MODEL EPOCHS [train options...]
 for part in "$@"; do
   case $part in
     whole)
+      coco_x40
       for g in ${GRAPHS:-auto off}; do
         for d in ${DEPTHWISE:-auto}; do
           train "yolo11n_30ep_graphs_${g}_dw_$d" "$work/cache" yolo11n 30 --cuda-graphs "$g" --depthwise-kernel "$d"
@@ -44,6 +47,7 @@ for part in "$@"; do
       for d in ${DEPTHWISE:-auto}; do train "yolo11n_synth_25ep_dw_$d" "$work/synth_cache" yolo11n 25 --depthwise-kernel "$d"; done
       ;;
     ultralytics)
+      coco_x40
       for model in yolov8n yolo11n; do
         train "${model}_6ep" "$work/cache" "$model" 6 --close-mosaic 0
         mkdir -p "$work/ultralytics"
