@@ -7,7 +7,7 @@
 #                 --sparsity SR (default 5e-4), pruned with --gflops CUT (the smallest ratio that removes 30% of
 #                 the GFLOPs), then fine-tuned EPOCHS/2 epochs from the pruned checkpoint: the same
 #                 total epochs. Parameters, GFLOPs, mAP50-95, train img/s and ONNX latency (onnxruntime on
-#                 the CPU, batch 1, at IMGSZ and 640: bench/onnx_latency.py, or .js where only node has it) of both.
+#                 the CPU, batch 1, at IMGSZ and 640: bench/onnx_before_after.sh) of both.
 #                 RECIPE=split (default): the two halves are the plain run's schedule cut at the prune: the
 #                 sparse half ends at the plain run's mid-run learning rate with Mosaic on throughout
 #                 (--lrf 0.505 --close-mosaic 0), the fine-tune starts there without warm-up (the plain run's
@@ -51,25 +51,6 @@ train() {  # NAME EPOCHS [train options...]: the run's steady img/s and last mAP
   grep -E "^cuda graphs: ([0-9]|off)" "$work/$name.log" | sed "s/^/RESULT $name: /" || true
   python3 "$repo/bench/run_rates.py" "$work/$name.log" --label "$name" | grep -v "img/s per epoch"
 }
-onnx_latency() {  # MODEL PLAIN.pt PRUNED.pt: both exported to ONNX at IMGSZ and 640, onnxruntime on the CPU, batch 1
-  local model=$1 plain=$2 pruned=$3 size runner
-  if python3 -c "import onnxruntime" 2>/dev/null; then runner=(python3 "$repo/bench/onnx_latency.py")
-  else runner=(env NODE_PATH="$repo/.deps/onnxruntime/node_modules" node "$repo/bench/onnx_latency.js"); fi
-  for size in $onnx_sizes; do
-    "$T" export --weights "$plain" --format onnx --imgsz $size --out "$work/${model}_plain_$size.onnx" >/dev/null &&
-    "$T" export --weights "$pruned" --format onnx --imgsz $size --out "$work/${model}_pruned_$size.onnx" >/dev/null ||
-    { echo "RESULT $model ONNX latency at $size: not measured (export failed)"; continue; }
-    for threads in 0 1; do  # 0: onnxruntime's own count (all cores); 1: steadier where the cores are shared
-      "${runner[@]}" --runs "$onnx_runs" --threads $threads "$work/${model}_plain_$size.onnx" "$work/${model}_pruned_$size.onnx" |
-        python3 -c "
-import json, sys
-before, after = (json.loads(l) for l in sys.stdin)
-print(f'RESULT $model ONNX latency at $size, threads $threads (onnxruntime CPU, batch 1, median of $onnx_runs): '
-      f'plain {before[\"median_ms\"]:.2f} ms, pruned {after[\"median_ms\"]:.2f} ms ({after[\"median_ms\"] / before[\"median_ms\"]:.2f}x)')" ||
-        echo "RESULT $model ONNX latency at $size: not measured (onnxruntime failed)"
-    done
-  done
-}
 report_pruned() {  # MODEL RUN: the pruned run's mAP50-95 against the plain run's, its best.pt (OUT), ONNX latency
   local model=$1 run=$2
   python3 - "$work" "$model" "$run" <<'PY'
@@ -82,7 +63,9 @@ print(f"RESULT {sys.argv[2]} mAP50-95 plain {plain:.4f}, {sys.argv[3]} (sparse +
       f"{pruned - plain:+.4f}")
 PY
   cp "$work/runs/$run/weights/best.pt" "$out/${run}_best.pt"
-  onnx_latency "$model" "$work/runs/${model}_plain/weights/best.pt" "$work/runs/$run/weights/best.pt"
+  [ -z "$onnx_sizes" ] ||
+    ONNX_RUNS=$onnx_runs bash "$repo/bench/onnx_before_after.sh" "$T" "$model" "$work/runs/${model}_plain/weights/best.pt" \
+        "$work/runs/$run/weights/best.pt" "$work" $onnx_sizes
 }
 sparse_and_prune() {  # MODEL: the sparse half (--sparsity SR), then prune --gflops CUT -> WORKDIR/MODEL_pruned_RECIPE.pt
   local model=$1
