@@ -13,6 +13,7 @@
 #include "libcache/base/thread_limit.h"
 #include "libcache/remote/object_location.h"
 #include "loader/option_table.h"
+#include "trainer/config/depthwise_kernel_mode.h"
 #include "trainer/config/optimizer_name.h"
 
 namespace yc::trainer {
@@ -336,9 +337,7 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.cuda_graphs != "auto" && o.cuda_graphs != "on" && o.cuda_graphs != "off") {
     return bad("--cuda-graphs must be auto, on or off");
   }
-  if (o.depthwise_kernel != "auto" && o.depthwise_kernel != "cudnn" && o.depthwise_kernel != "direct") {
-    return bad("--depthwise-kernel must be auto, cudnn or direct");
-  }
+  if (Result<DepthwiseKernelMode> mode = ParseDepthwiseKernelMode(o.depthwise_kernel); !mode.ok()) return mode.status();
   if (Result<std::optional<OptimizerKind>> kind = ParseOptimizerName(o.optimizer); !kind.ok()) return kind.status();
   if (!(o.lr0 > 0) || !finite(o.lr0)) return bad("--lr0 must be > 0");
   if (!(o.lrf > 0) || !finite(o.lrf)) return bad("--lrf must be > 0");

@@ -7,7 +7,6 @@
 
 namespace yc::trainer {
 
-
 std::vector<int64_t> SteadyTrainInput(const TrainOptions& o, int world_size) {
   if (o.rect || o.multi_scale || world_size < 1) return {};
   return {o.batch / world_size, 3, o.imgsz, o.imgsz};

@@ -1,6 +1,8 @@
 #include "trainer/model/depthwise_kernel.h"
 
 #include <array>
+#include <atomic>
+#include <cstdio>
 
 #include "trainer/model/conv_padding.h"
 
@@ -8,6 +10,9 @@ namespace yc::trainer {
 
 namespace {
 thread_local DepthwiseKernel current_kernel = DepthwiseKernel::kDirect;
+// Set once PyTorch's depthwise kernel has refused a conv: every later one goes to cuDNN (a run that
+// would otherwise fail keeps going as under --depthwise-kernel cudnn, and says so once).
+std::atomic<bool> direct_kernel_failed{false};
 
 std::string ShapeText(const std::vector<int64_t>& shape) {
   std::string text;
@@ -38,25 +43,47 @@ bool HasDepthwiseConvs(const torch::nn::Module& model) {
   return false;
 }
 
-at::Tensor Conv2dForward(torch::nn::Conv2dImpl& conv, const at::Tensor& input) {
-  if (current_kernel != DepthwiseKernel::kDirect || !IsCudaDepthwise(conv, input)) return conv.forward(input);
+namespace {
+
+at::Tensor DirectDepthwiseForward(torch::nn::Conv2dImpl& conv, const at::Tensor& input) {
   const auto& o = conv.options;
   const at::Tensor weight = conv.weight.to(input.scalar_type());
   // An undefined bias converts to the op's optional as "none" (c10::optional in 1.x, std::optional in 2.x).
   const at::Tensor bias = conv.bias.defined() ? conv.bias.to(input.scalar_type()) : at::Tensor();
   const std::array<int64_t, 2> padding = ConvPadding(o);
-  const at::Tensor out = at::_conv_depthwise2d(input, weight, *o.kernel_size(), bias, *o.stride(), padding,
-                                               *o.dilation());
+  const std::array<int64_t, 2> no_output_padding = {0, 0};
+  // at::_convolution with cudnn_enabled false: PyTorch's own backend choice, as under Python's
+  // torch.backends.cudnn.flags(enabled=False), picks its depthwise kernel, and autograd differentiates it
+  // with the conv's groups. (at::_conv_depthwise2d called directly failed on LibTorch 2.11: "Given groups=1".)
+  // benchmark, deterministic and allow_tf32 are read by cuDNN only.
+  const at::Tensor out = at::_convolution(input, weight, bias, *o.stride(), padding, *o.dilation(),
+                                          /*transposed=*/false, no_output_padding, o.groups(),
+                                          /*benchmark=*/false, /*deterministic=*/false,
+                                          /*cudnn_enabled=*/false, /*allow_tf32=*/false);
   // The kernel writes NCHW; the next conv's plan (and the graphs) expect the layout the input had.
   return out.contiguous(input.suggest_memory_format());
 }
 
-Result<DepthwiseKernelMode> ParseDepthwiseKernelMode(const std::string& text) {
-  if (text == "auto") return DepthwiseKernelMode::kAuto;
-  if (text == "cudnn") return DepthwiseKernelMode::kCudnn;
-  if (text == "direct") return DepthwiseKernelMode::kDirect;
-  return Status::InvalidArgument("--depthwise-kernel: expected auto, cudnn or direct, got '" + text + "'");
+}  // namespace
+
+at::Tensor Conv2dForward(torch::nn::Conv2dImpl& conv, const at::Tensor& input) {
+  if (current_kernel != DepthwiseKernel::kDirect || direct_kernel_failed.load(std::memory_order_relaxed) ||
+      !IsCudaDepthwise(conv, input)) {
+    return conv.forward(input);
+  }
+  try {
+    return DirectDepthwiseForward(conv, input);
+  } catch (const c10::Error& e) {
+    if (!direct_kernel_failed.exchange(true)) {
+      std::fprintf(stderr, "warning: depthwise convs: PyTorch's depthwise kernel failed on input %s (%s); cuDNN "
+                   "from here on, as under --depthwise-kernel cudnn\n",
+                   ShapeText(input.sizes().vec()).c_str(), e.what_without_backtrace());
+    }
+    return conv.forward(input);
+  }
 }
+
+bool DirectDepthwiseKernelFailed() { return direct_kernel_failed.load(); }
 
 DepthwiseKernel DepthwisePolicy::For(const at::Tensor& images) const {
   switch (mode_) {

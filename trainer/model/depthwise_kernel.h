@@ -4,7 +4,7 @@
 // cuDNN 9 builds an execution plan the first time a thread meets a conv shape, and for a depthwise conv
 // that costs 0.2-2.1 s per shape, forward and backward (BENCHMARKS.md, "Where yolo11's warm-up goes":
 // seven of yolo11n's shapes 6 s, nothing kept across processes). PyTorch's own depthwise kernel
-// (at::_conv_depthwise2d) has no per-shape cost but runs ~1.5x slower on those shapes. So cuDNN pays off
+// (what at::_convolution runs with cuDNN off) has no per-shape cost but runs ~1.5x slower on those shapes. So cuDNN pays off
 // only for the one shape a run meets thousands of times, the steady train batch; every other shape
 // (validation, prediction, the epoch's partial last batch, rect and multi-scale batches) is met a few
 // times and goes to PyTorch's kernel. On the CPU and for every other conv nothing changes.
@@ -23,12 +23,12 @@
 #include <ATen/ATen.h>
 #include <torch/nn/modules/conv.h>
 
-#include "base/status.h"
+#include "trainer/config/depthwise_kernel_mode.h"
 
 namespace yc::trainer {
 
 enum class DepthwiseKernel {
-  kDirect,       // at::_conv_depthwise2d: PyTorch's depthwise kernel, nothing to set up per shape
+  kDirect,       // PyTorch's depthwise kernel (at::_convolution, cuDNN off): nothing to set up per shape
   kConvolution,  // at::conv2d as for any conv: cuDNN on CUDA, a plan per thread and shape
 };
 
@@ -55,14 +55,13 @@ bool IsCudaDepthwise(const torch::nn::Conv2dImpl& conv, const at::Tensor& input)
 bool HasDepthwiseConvs(const torch::nn::Module& model);
 
 // conv.forward(input), or PyTorch's depthwise kernel where IsCudaDepthwise and this thread's kernel is
-// kDirect: weight and bias cast to the input's dtype (autocast has no rule for that op, and under autocast
-// the input is already in autocast's dtype), the output in the input's memory format. Differentiable.
+// kDirect: weight and bias cast to the input's dtype (under autocast the input is already in autocast's
+// dtype), the output in the input's memory format. Differentiable. Should PyTorch's kernel refuse a conv,
+// the process warns once and uses cuDNN from then on (as under --depthwise-kernel cudnn).
 at::Tensor Conv2dForward(torch::nn::Conv2dImpl& conv, const at::Tensor& input);
 
-// --depthwise-kernel: auto (cuDNN for the steady train shape only), cudnn (every shape: PyTorch's own
-// choice), direct (PyTorch's kernel for every shape: no plan building at all, a slower steady step).
-enum class DepthwiseKernelMode { kAuto, kCudnn, kDirect };
-Result<DepthwiseKernelMode> ParseDepthwiseKernelMode(const std::string& text);
+// Whether PyTorch's depthwise kernel has refused a conv in this process (Conv2dForward uses cuDNN since).
+bool DirectDepthwiseKernelFailed();
 
 // Which kernel a run's forwards use.
 class DepthwisePolicy {
