@@ -221,6 +221,9 @@ def test_one_cache_folder_rule_for_the_clis_and_python(tmp_path):
 def test_ctrl_c_stops_the_run_and_raises_keyboard_interrupt(dataset, tmp_path, env):
     script = textwrap.dedent(f"""
         import signal, sys
+        # As in an interactive interpreter: a shell's background job starts with SIGINT ignored, Python then
+        # keeps SIG_IGN, and the run hands back whatever was there.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         import yolocache
         try:
             yolocache.YOLO("yolov8n.yaml").train(data={str(dataset)!r}, epochs=500, imgsz=64, batch=4, device="cpu",
