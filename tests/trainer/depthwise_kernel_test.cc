@@ -95,7 +95,8 @@ TEST(DepthwiseKernel, DirectKernelMatchesCudnnOnCuda) {
     EXPECT_TRUE(at::allclose(outs[0], outs[1], 1e-2, 1e-2)) << "stride " << stride;
     EXPECT_TRUE(at::allclose(grads[0], grads[1], 5e-2, 5e-1)) << "stride " << stride;
   }
-  EXPECT_FALSE(DirectDepthwiseKernelFailed()) << "the direct path fell back to cuDNN: the comparison above was cuDNN's twice";
+  EXPECT_FALSE(DirectDepthwiseKernelFailed())
+      << "the direct path fell back to cuDNN: the comparison above was cuDNN's with itself";
 }
 
 }  // namespace

@@ -19,6 +19,25 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
   for (int64_t d : shape) text += (text.empty() ? "" : "x") + std::to_string(d);
   return text;
 }
+
+at::Tensor DirectDepthwiseForward(torch::nn::Conv2dImpl& conv, const at::Tensor& input) {
+  const auto& o = conv.options;
+  const at::Tensor weight = conv.weight.to(input.scalar_type());
+  // An undefined bias converts to the op's optional as "none" (c10::optional in 1.x, std::optional in 2.x).
+  const at::Tensor bias = conv.bias.defined() ? conv.bias.to(input.scalar_type()) : at::Tensor();
+  const std::array<int64_t, 2> padding = ConvPadding(o);
+  const std::array<int64_t, 2> no_output_padding = {0, 0};
+  // at::_convolution with cudnn_enabled false: PyTorch's own backend choice, as under Python's
+  // torch.backends.cudnn.flags(enabled=False), picks its depthwise kernel, and autograd differentiates it
+  // with the conv's groups. (at::_conv_depthwise2d called directly failed on LibTorch 2.11: "Given groups=1".)
+  // benchmark, deterministic and allow_tf32 are read by cuDNN only.
+  const at::Tensor out = at::_convolution(input, weight, bias, *o.stride(), padding, *o.dilation(),
+                                          /*transposed=*/false, no_output_padding, o.groups(),
+                                          /*benchmark=*/false, /*deterministic=*/false,
+                                          /*cudnn_enabled=*/false, /*allow_tf32=*/false);
+  // The kernel writes NCHW; the next conv's plan (and the graphs) expect the layout the input had.
+  return out.contiguous(input.suggest_memory_format());
+}
 }  // namespace
 
 DepthwiseKernel CurrentDepthwiseKernel() { return current_kernel; }
@@ -42,29 +61,6 @@ bool HasDepthwiseConvs(const torch::nn::Module& model) {
   }
   return false;
 }
-
-namespace {
-
-at::Tensor DirectDepthwiseForward(torch::nn::Conv2dImpl& conv, const at::Tensor& input) {
-  const auto& o = conv.options;
-  const at::Tensor weight = conv.weight.to(input.scalar_type());
-  // An undefined bias converts to the op's optional as "none" (c10::optional in 1.x, std::optional in 2.x).
-  const at::Tensor bias = conv.bias.defined() ? conv.bias.to(input.scalar_type()) : at::Tensor();
-  const std::array<int64_t, 2> padding = ConvPadding(o);
-  const std::array<int64_t, 2> no_output_padding = {0, 0};
-  // at::_convolution with cudnn_enabled false: PyTorch's own backend choice, as under Python's
-  // torch.backends.cudnn.flags(enabled=False), picks its depthwise kernel, and autograd differentiates it
-  // with the conv's groups. (at::_conv_depthwise2d called directly failed on LibTorch 2.11: "Given groups=1".)
-  // benchmark, deterministic and allow_tf32 are read by cuDNN only.
-  const at::Tensor out = at::_convolution(input, weight, bias, *o.stride(), padding, *o.dilation(),
-                                          /*transposed=*/false, no_output_padding, o.groups(),
-                                          /*benchmark=*/false, /*deterministic=*/false,
-                                          /*cudnn_enabled=*/false, /*allow_tf32=*/false);
-  // The kernel writes NCHW; the next conv's plan (and the graphs) expect the layout the input had.
-  return out.contiguous(input.suggest_memory_format());
-}
-
-}  // namespace
 
 at::Tensor Conv2dForward(torch::nn::Conv2dImpl& conv, const at::Tensor& input) {
   if (current_kernel != DepthwiseKernel::kDirect || direct_kernel_failed.load(std::memory_order_relaxed) ||

@@ -3,11 +3,11 @@
 //
 // cuDNN 9 builds an execution plan the first time a thread meets a conv shape, and for a depthwise conv
 // that costs 0.2-2.1 s per shape, forward and backward (BENCHMARKS.md, "Where yolo11's warm-up goes":
-// seven of yolo11n's shapes 6 s, nothing kept across processes). PyTorch's own depthwise kernel
-// (what at::_convolution runs with cuDNN off) has no per-shape cost but runs ~1.5x slower on those shapes. So cuDNN pays off
-// only for the one shape a run meets thousands of times, the steady train batch; every other shape
-// (validation, prediction, the epoch's partial last batch, rect and multi-scale batches) is met a few
-// times and goes to PyTorch's kernel. On the CPU and for every other conv nothing changes.
+// seven of yolo11n's shapes 6 s, nothing kept across processes). PyTorch's own depthwise kernel (what
+// at::_convolution runs with cuDNN off) has no per-shape cost but runs ~1.5x slower on those shapes. So
+// cuDNN pays off only for the one shape a run meets thousands of times, the steady train batch; every
+// other shape (validation, prediction, the epoch's partial last batch, rect and multi-scale batches) is
+// met a few times and goes to PyTorch's kernel. On the CPU and for every other conv nothing changes.
 //
 // The choice is thread-local, set by a scope around the forwards it applies to (plans are per thread
 // too), so a model needs no flag of its own and clones (EMA, teacher) follow their caller:
@@ -56,8 +56,8 @@ bool HasDepthwiseConvs(const torch::nn::Module& model);
 
 // conv.forward(input), or PyTorch's depthwise kernel where IsCudaDepthwise and this thread's kernel is
 // kDirect: weight and bias cast to the input's dtype (under autocast the input is already in autocast's
-// dtype), the output in the input's memory format. Differentiable. Should PyTorch's kernel refuse a conv,
-// the process warns once and uses cuDNN from then on (as under --depthwise-kernel cudnn).
+// dtype), the output in the input's memory format. Differentiable. Should PyTorch's kernel refuse a conv's
+// forward, the process warns once and uses cuDNN from then on (as under --depthwise-kernel cudnn).
 at::Tensor Conv2dForward(torch::nn::Conv2dImpl& conv, const at::Tensor& input);
 
 // Whether PyTorch's depthwise kernel has refused a conv in this process (Conv2dForward uses cuDNN since).
