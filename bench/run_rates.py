@@ -12,7 +12,7 @@ Printed here, as RESULT lines:
 - the first epoch's training time over the median steady epoch's (goal: <= 1.3), and where the wall time
   beyond the epochs' training went: every validation (the first apart), every checkpoint, and the rest
   (set-up before the first epoch, the final validation of best.pt after the last), and the trainer's own
-  `set-up:`, `first epoch:` and `validated in` lines;
+  `set-up:`, `first epoch:`, `between epochs:` (the validations' and checkpoints' parts) and `validated in` lines;
 - the last mAP50-95.
 """
 import argparse
@@ -35,7 +35,7 @@ def main():
     epochs, wall, images, said = [], None, None, []
     for line in open(a.log, errors="replace"):
         line = line.strip()
-        if line.startswith(("set-up: ", "first epoch: ", "validated in ")):
+        if line.startswith(("set-up: ", "first epoch: ", "validated in ", "between epochs: ")):
             said.append(line)  # the trainer's own account of the time outside the steady epochs
         elif m := EPOCH.match(line):
             epochs.append((int(m[1]), float(m[2]), float(m[3]), float(m[4]), float(m[5]), float(m[6])))

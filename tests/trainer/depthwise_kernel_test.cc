@@ -1,6 +1,6 @@
 // The depthwise-kernel choice (trainer/model/depthwise_kernel.h): the thread-local scope, the policy's
-// picks, the steady train shape. On a GPU (skipped without one; run on the GPU host): PyTorch's depthwise
-// kernel gives what cuDNN gives, forward and backward, fp16 channels_last.
+// picks, the steady train shape, the cuDNN-free conv's gradients. On a GPU (skipped without one; run on the
+// GPU host): PyTorch's depthwise kernel gives what cuDNN gives, forward and backward, fp16 channels_last.
 #include "trainer/model/depthwise_kernel.h"
 
 #include <thread>
@@ -71,6 +71,30 @@ TEST(DepthwiseKernel, OnlyCudaDepthwiseConvsAreRerouted) {
   EXPECT_TRUE(at::equal(Conv2dForward(*dw->conv, x), dw->conv->forward(x)));
 }
 
+// The cuDNN-free conv on the CPU (the plumbing: geometry, the bias's gradient, the flag put back) gives
+// what at::conv2d gives, forward and backward.
+TEST(DepthwiseKernel, ConvWithoutCudnnEqualsConv2dForwardAndBackward) {
+  at::manual_seed(0);
+  for (const bool with_bias : {true, false}) {
+    const at::Tensor x0 = at::randn({2, 8, 11, 9}, at::kDouble);
+    const at::Tensor w0 = at::randn({8, 1, 3, 3}, at::kDouble), b0 = at::randn({8}, at::kDouble);
+    at::Tensor outs[2], grads[2][3];
+    for (int k = 0; k < 2; ++k) {
+      const at::Tensor x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_();
+      const at::Tensor b = with_bias ? b0.clone().requires_grad_() : at::Tensor();
+      outs[k] = k == 0 ? at::conv2d(x, w, b, {2, 1}, {1, 1}, {1, 1}, 8)
+                       : ConvWithoutCudnn(x, w, b, ConvGeometry{{2, 1}, {1, 1}, {1, 1}, 8});
+      outs[k].square().sum().backward();
+      grads[k][0] = x.grad();
+      grads[k][1] = w.grad();
+      if (with_bias) grads[k][2] = b.grad();
+    }
+    EXPECT_TRUE(at::allclose(outs[0], outs[1]));
+    for (int i = 0; i < (with_bias ? 3 : 2); ++i) EXPECT_TRUE(at::allclose(grads[0][i], grads[1][i])) << i;
+    EXPECT_TRUE(at::globalContext().userEnabledCuDNN());  // the backward's switch is put back
+  }
+}
+
 TEST(DepthwiseKernel, DirectKernelMatchesCudnnOnCuda) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device (run on the GPU host)";
   for (int64_t stride : {1, 2}) {
@@ -95,6 +119,7 @@ TEST(DepthwiseKernel, DirectKernelMatchesCudnnOnCuda) {
     EXPECT_TRUE(at::allclose(outs[0], outs[1], 1e-2, 1e-2)) << "stride " << stride;
     EXPECT_TRUE(at::allclose(grads[0], grads[1], 5e-2, 5e-1)) << "stride " << stride;
   }
+  EXPECT_TRUE(at::globalContext().userEnabledCuDNN());  // the direct backward put the flag back
   EXPECT_FALSE(DirectDepthwiseKernelFailed())
       << "the direct path fell back to cuDNN: the comparison above was cuDNN's with itself";
 }

@@ -1,4 +1,5 @@
 #include "trainer/eval/metrics.h"
+#include "trainer/eval/validator.h"
 
 #include <gtest/gtest.h>
 
@@ -122,6 +123,25 @@ TEST(Metrics, EmptyCases) {
   EXPECT_GT(s2.map50, 0.0);
   m.Reset();
   EXPECT_EQ(m.Compute().images, 0);
+}
+
+// Boxes back to the original image: the host table's in-place loop gives the tensor ops' floats bit for bit
+// (a strided view takes the tensor ops), clipping included.
+TEST(Metrics, ScaleBoxesToOriginalHostLoopEqualsTensorOps) {
+  at::manual_seed(3);
+  const at::Tensor base = at::rand({200, 6}) * 700 - 30;  // some outside the image: clipped on both sides
+  at::Tensor fast = base.clone();
+  at::Tensor wide = at::zeros({200, 12});
+  wide.index_copy_(1, at::arange(0, 12, 2), base);
+  at::Tensor slow = wide.slice(1, 0, 12, 2);  // the same values, column stride 2
+  ASSERT_NE(slow.stride(1), 1);
+  ScaleBoxesToOriginal(fast, 0.6666667, 13.5, 80.25, 612, 418);
+  ScaleBoxesToOriginal(slow, 0.6666667, 13.5, 80.25, 612, 418);
+  EXPECT_TRUE(at::equal(fast, slow.contiguous()));
+  EXPECT_TRUE(at::equal(fast.narrow(1, 4, 2), base.narrow(1, 4, 2)));  // score and class untouched
+  EXPECT_GE(fast.narrow(1, 0, 4).min().item<float>(), 0.0f);
+  EXPECT_LE(fast.select(1, 0).max().item<float>(), 612.0f);
+  EXPECT_LE(fast.select(1, 3).max().item<float>(), 418.0f);
 }
 
 }  // namespace

@@ -135,6 +135,8 @@ TEST(TrainCli, TrainThenValJsonThenPredict) {
   EXPECT_NE(t.out.find("img/s"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("GPU busy: n/a"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("between epochs:"), std::string::npos) << t.out;  // validation + checkpoint time
+  EXPECT_NE(t.out.find("(validation: data "), std::string::npos) << t.out;  // ... and their parts
+  EXPECT_NE(t.out.find("; checkpoints: snapshots "), std::string::npos) << t.out;
   ASSERT_TRUE(fs::exists(run / "weights" / "best.pt"));
   EXPECT_TRUE(fs::exists(run / "results.csv"));
 

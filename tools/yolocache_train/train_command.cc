@@ -170,8 +170,12 @@ void PrintSummary(const TrainSummary& s, const TrainOptions& o) {
             << " train images; GPU busy: " << (s.gpu_busy_percent < 0 ? std::string("n/a") : F("%.1f%%", s.gpu_busy_percent))
             << "\n";
   if (s.epochs_run > 0 && s.train_seconds > 0) {
+    const TrainSummary::GapParts& g = s.gap_parts;
     std::cout << "between epochs: " << F("%.2f", s.epoch_gap_seconds) << " s of validation + checkpoints = "
-              << F("%.1f%%", 100.0 * s.epoch_gap_seconds / s.train_seconds) << " of training time\n";
+              << F("%.1f%%", 100.0 * s.epoch_gap_seconds / s.train_seconds) << " of training time (validation: data "
+              << F("%.2f", g.val_data) << " s, model " << F("%.2f", g.val_model) << " s, NMS " << F("%.2f", g.val_nms)
+              << " s, metrics " << F("%.2f", g.val_metrics) << " s; checkpoints: snapshots " << F("%.2f", g.snapshots)
+              << " s, waiting for the writer " << F("%.2f", g.writer_wait) << " s)\n";
   }
   if (s.synthetic_images_per_second >= 0) {
     const double share = s.synthetic_images_per_second > 0 ? 100.0 * s.images_per_second / s.synthetic_images_per_second : 0.0;

@@ -117,10 +117,14 @@ Status TrainRun::EndEpochMain(int epoch, bool* stop) {
   // results.csv first: the checkpoints' train_results hold this epoch's row, as Ultralytics' save_model reads
   // the csv its save_metrics has just written.
   YC_RETURN_IF_ERROR(results_->Append(rec));
+  const auto t_snap = Clock::now();
   YC_ASSIGN_OR_RETURN(EpochSnapshots snaps, TakeEpochSnapshots(improved));
+  summary_.gap_parts.snapshots += Seconds(t_snap);
   // The files are written while the next epoch trains; the previous epoch's must be complete first
   // (and its error, if any, stops the run here).
+  const auto t_wait = Clock::now();
   YC_RETURN_IF_ERROR(writer_.Wait());
+  summary_.gap_parts.writer_wait += Seconds(t_wait);
   SubmitCheckpoints(epoch, snaps);
   SubmitResultsPlot();
   rec.save_seconds = Seconds(t_save);
@@ -166,6 +170,10 @@ Status TrainRun::Validate(int epoch, EpochRecord* rec, bool* stop, bool* improve
   const DepthwiseKernelScope depthwise(stack_.step->depthwise_policy().Otherwise());
   YC_ASSIGN_OR_RETURN(ValResult v, validator_->Run(*ema_model, progress, nullptr, draw ? &samples : nullptr));
   rec->validated = true;
+  summary_.gap_parts.val_data += v.data_seconds;
+  summary_.gap_parts.val_model += v.model_seconds;
+  summary_.gap_parts.val_nms += v.nms_seconds;
+  summary_.gap_parts.val_metrics += v.metrics_seconds;
   rec->precision = v.metrics.precision;
   rec->recall = v.metrics.recall;
   rec->map50 = v.metrics.map50;

@@ -204,26 +204,39 @@ Status TrainRun::SaveInterrupted(const EpochCursor& c) {
   return SaveLast(pending);
 }
 
-// The first and the 10th batch of the session's first epoch: where its first-use costs (CUDA's lazy kernel
-// loading, cuDNN's plans, allocator growth, the graphs' eager batches and captures) fall. Two device
+// The first and the 10th batch of the session's first epoch, and the one before its last: where its
+// first-use costs (CUDA's lazy kernel loading, cuDNN's plans, allocator growth, the graphs' eager batches and
+// captures) fall, and what the last batch costs apart (a partial one is a shape of its own). Three device
 // synchronisations per run.
 void TrainRun::MarkWarmup(const EpochCursor& c) {
   const size_t done = c.i - c.first;
-  if (done != 1 && done != kWarmupBatches) return;
+  const size_t total = nb_ - c.first;
+  if (done != 1 && done != kWarmupBatches && !(done + 1 == total && done > kWarmupBatches)) return;
   SynchronizeDevice(stack_.target.device);
   warmup_marks_.push_back(Seconds(c.t_train));
+  warmup_images_before_last_ = c.images;
 }
 
-// "first epoch: batch 1 2.31 s, batches 2-10 0.95 s, batches 11-80 3.20 s (0.046 s each)".
+// "first epoch: batch 1 2.31 s, batches 2-10 0.95 s, batches 11-79 3.10 s (0.046 s each), batch 80 (56 images)
+// 0.10 s".
 std::string TrainRun::WarmupText(const EpochCursor& c) const {
   const size_t done = c.i - c.first;
   std::string text = "first epoch: batch 1 " + FormatNumber("%.2f", warmup_marks_[0]) + " s";
   if (warmup_marks_.size() < 2) return text;
   text += ", batches 2-" + std::to_string(kWarmupBatches) + " " + FormatNumber("%.2f", warmup_marks_[1] - warmup_marks_[0]) + " s";
-  if (done > kWarmupBatches) {
-    const double rest = epoch_train_s_ - warmup_marks_[1];
-    text += ", batches " + std::to_string(kWarmupBatches + 1) + "-" + std::to_string(done) + " " + FormatNumber("%.2f", rest) +
-            " s (" + FormatNumber("%.3f", rest / static_cast<double>(done - kWarmupBatches)) + " s each)";
+  if (done <= kWarmupBatches) return text;
+  // Without the mark before the last batch (an epoch stopped early), the rest is one span.
+  const bool last_apart = warmup_marks_.size() > 2;
+  const size_t middle_end = last_apart ? done - 1 : done;
+  const double middle = (last_apart ? warmup_marks_[2] : epoch_train_s_) - warmup_marks_[1];
+  if (middle_end > kWarmupBatches) {
+    text += ", batches " + std::to_string(kWarmupBatches + 1) + "-" + std::to_string(middle_end) + " " +
+            FormatNumber("%.2f", middle) + " s (" +
+            FormatNumber("%.3f", middle / static_cast<double>(middle_end - kWarmupBatches)) + " s each)";
+  }
+  if (last_apart) {
+    text += ", batch " + std::to_string(done) + " (" + std::to_string(c.images - warmup_images_before_last_) +
+            " images) " + FormatNumber("%.2f", epoch_train_s_ - warmup_marks_[2]) + " s";
   }
   return text;
 }

@@ -221,9 +221,11 @@ class TrainRun {
   Clock::time_point epoch_t0_;
   double epoch_train_s_ = 0;
   double epoch_data_wait_s_ = 0;
-  // The session's first epoch: seconds from its start to the end of its first batch and of its 10th (device
-  // synchronised there), for the warm-up line FinishEpoch prints (issue 29's first-epoch tax).
+  // The session's first epoch: seconds from its start to the end of its first batch, its 10th and the one
+  // before its last (device synchronised there), for the warm-up line FinishEpoch prints (issue 29's
+  // first-epoch tax).
   std::vector<double> warmup_marks_;
+  int64_t warmup_images_before_last_ = 0;  // images trained on at the last mark (the last batch's size follows)
   nlohmann::json last_metrics_ = nlohmann::json::object();
   bool plot_disabled_ = false;
   std::vector<double> last_confusion_;  // of the last validation, for the final plots

@@ -81,6 +81,13 @@ struct TrainSummary {
   int64_t train_images = 0;                   // this call
   double images_per_second = 0;               // train_images / train_seconds
   double epoch_gap_seconds = 0;               // this call: validation + checkpoints between epochs (rank 0)
+  // Where epoch_gap_seconds went (rank 0): the validations' parts summed (ValResult's loader wait, model,
+  // NMS, metrics) and the checkpoints' (snapshots taken on the training thread; waiting for the writer to
+  // finish the previous epoch's files).
+  struct GapParts {
+    double val_data = 0, val_model = 0, val_nms = 0, val_metrics = 0;
+    double snapshots = 0, writer_wait = 0;
+  } gap_parts;
   double gpu_busy_percent = -1;               // NVML mean over training epochs; -1 = n/a
   double synthetic_images_per_second = -1;    // --synthetic-input ceiling; -1 = not measured
   bool has_metrics = false;

@@ -36,8 +36,9 @@ void ConfusionMatrix::Update(const at::Tensor& detections, const at::Tensor& gt_
     auto keep = d.select(1, 4) > static_cast<float>(conf_);
     auto kept = d.index({keep});
     det_boxes = kept.narrow(1, 0, 4).contiguous();
-    auto cls = kept.select(1, 5).contiguous();
-    for (int64_t i = 0; i < cls.size(0); ++i) det_cls.push_back(static_cast<int64_t>(cls[i].item<float>()));
+    const auto cls = kept.select(1, 5).contiguous();
+    const float* c = cls.data_ptr<float>();  // read in place: an item() per detection cost microseconds each
+    for (int64_t i = 0; i < cls.size(0); ++i) det_cls.push_back(static_cast<int64_t>(c[i]));
   }
   if (gt.empty()) {
     for (int64_t dc : det_cls) Add(dc, nc_);  // false positives

@@ -1,7 +1,9 @@
 #include "trainer/eval/validator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <utility>
 
 #include <c10/core/GradMode.h>
@@ -91,7 +93,21 @@ void BatchGroundTruth(const Batch& batch, int index, at::Tensor* boxes, at::Tens
 void ScaleBoxesToOriginal(at::Tensor& boxes, double gain, double pad_x, double pad_y, double width, double height) {
   if (!boxes.defined() || boxes.numel() == 0) return;
   // The same float32 operations in the same order as scale_boxes + clip_boxes, so that IoUs on a
-  // threshold fall the same way.
+  // threshold fall the same way: the scalars in float32, as the tensor ops below cast them.
+  if (boxes.device().is_cpu() && boxes.scalar_type() == at::kFloat && boxes.dim() == 2 && boxes.size(1) >= 4 &&
+      boxes.stride(1) == 1) {
+    // A host table (every validation image, twice): in place, without a dozen tensor ops each time.
+    const float px = static_cast<float>(pad_x), py = static_cast<float>(pad_y), g = static_cast<float>(gain);
+    const float w = static_cast<float>(width), h = static_cast<float>(height);
+    float* row = boxes.data_ptr<float>();
+    for (int64_t r = 0; r < boxes.size(0); ++r, row += boxes.stride(0)) {
+      row[0] = std::clamp((row[0] - px) / g, 0.0f, w);
+      row[1] = std::clamp((row[1] - py) / g, 0.0f, h);
+      row[2] = std::clamp((row[2] - px) / g, 0.0f, w);
+      row[3] = std::clamp((row[3] - py) / g, 0.0f, h);
+    }
+    return;
+  }
   auto x1 = boxes.select(-1, 0), y1 = boxes.select(-1, 1), x2 = boxes.select(-1, 2), y2 = boxes.select(-1, 3);
   x1.sub_(pad_x);
   y1.sub_(pad_y);
@@ -109,6 +125,24 @@ void ToOriginalImage(const SampleInfo& s, at::Tensor& boxes) {
 }
 
 namespace {
+
+// The batch's detections on the host in one transfer: the images' rows are joined on the device, copied
+// once and split back into one host tensor each (a copy per image waited for the device each time).
+// The host tensors are new memory: adjusting them in place leaves NMS's output as it was.
+std::vector<at::Tensor> DetectionsOnHost(const std::vector<at::Tensor>& dets) {
+  std::vector<int64_t> rows;
+  rows.reserve(dets.size());
+  for (const at::Tensor& d : dets) {
+    if (d.dim() != 2 || d.size(1) != dets[0].size(1) || d.scalar_type() != dets[0].scalar_type()) {
+      std::vector<at::Tensor> each;  // not one table: each on its own
+      for (const at::Tensor& e : dets) each.push_back(e.to(at::kCPU).clone());
+      return each;
+    }
+    rows.push_back(d.size(0));
+  }
+  if (dets.empty()) return {};
+  return at::cat(dets).to(at::kCPU).split_with_sizes(rows);
+}
 
 // val_batch{k}_labels.jpg and val_batch{k}_pred.jpg of one batch; dets: NMS rows in letterboxed pixels.
 void PlotValBatch(const Batch& batch, const std::vector<at::Tensor>& dets, const ValSamplePlots& plots, size_t k) {
@@ -178,55 +212,75 @@ Result<ValResult> Validator::RunForward(const std::function<DetectOutput(const a
   if (next) YC_RETURN_IF_ERROR(d.feed->Stage(std::move(next)));
   lap(&result.data_seconds);
   size_t done = 0;
+  // A batch between its forward and its metrics. The next batch's forward is queued before the host
+  // matches this one's detections, so the device computes while the host scores.
+  struct InFlight {
+    DeviceBatch db;
+    DetectOutput out;
+  };
+  std::optional<InFlight> pending;
   try {
     c10::NoGradGuard no_grad;
-    while (d.feed->staged() > 0) {
+    while (pending || d.feed->staged() > 0) {
       if (cancel != nullptr && cancel->load()) return Status::Cancelled("validation interrupted");
-      YC_RETURN_IF_ERROR(d.loader->Next(&next));
-      if (next) YC_RETURN_IF_ERROR(d.feed->Stage(std::move(next)));
-      YC_ASSIGN_OR_RETURN(DeviceBatch db, d.feed->Take());
-      lap(&result.data_seconds);
-      DetectOutput out;
-      {
-        AutocastGuard amp(d.device.type(), options_.amp, options_.amp_dtype);
-        out = forward(options_.half ? db.images.to(at::kHalf) : db.images);
-      }
-      if (d.loss) {
-        if (options_.half) {
-          for (at::Tensor& f : out.feats) f = f.to(at::kFloat);  // the loss in fp32, as with autocast
+      // The pending batch's detections on the host (NMS's host reads wait for its forward).
+      std::vector<at::Tensor> dets, host_dets;
+      if (pending) {
+        dets = NonMaxSuppression(pending->out.pred.to(at::kFloat), nms);
+        if (options_.single_cls) {
+          for (at::Tensor& det : dets) det.select(1, 5).zero_();  // before the plots, as Ultralytics' _prepare_pred
         }
-        YC_ASSIGN_OR_RETURN(LossOutput l, (*d.loss)(out.feats, db.labels, db.max_boxes));
-        loss_sum.add_(l.items);
-        ++loss_batches;
+        host_dets = DetectionsOnHost(dets);
+        lap(&result.nms_seconds);
       }
-      SynchronizeDevice(d.device);  // NMS's first host read would wait here anyway
-      lap(&result.model_seconds);
-      std::vector<at::Tensor> dets = NonMaxSuppression(out.pred.to(at::kFloat), nms);
-      if (options_.single_cls) {
-        for (at::Tensor& det : dets) det.select(1, 5).zero_();  // before the plots, as Ultralytics' _prepare_pred
-      }
-      lap(&result.nms_seconds);
-      if (samples != nullptr && done < 3 && db.host) PlotValBatch(*db.host, dets, *samples, done);
-      for (int i = 0; i < db.size; ++i) {
-        // Matched in each original image's pixels, as Ultralytics does: boxes reaching into the letterbox
-        // padding are clipped, which changes IoUs near the image border.
-        const SampleInfo& sample = db.host->samples[static_cast<size_t>(i)];
-        at::Tensor gt_boxes, gt_cls;
-        BatchGroundTruth(*db.host, i, &gt_boxes, &gt_cls);
-        ToOriginalImage(sample, gt_boxes);
-        at::Tensor det;
-        if (i < static_cast<int>(dets.size())) {
-          det = dets[static_cast<size_t>(i)].to(at::kCPU).clone();
-          ToOriginalImage(sample, det);
+      std::optional<InFlight> launched;
+      if (d.feed->staged() > 0) {
+        YC_RETURN_IF_ERROR(d.loader->Next(&next));
+        if (next) YC_RETURN_IF_ERROR(d.feed->Stage(std::move(next)));
+        YC_ASSIGN_OR_RETURN(DeviceBatch db, d.feed->Take());
+        lap(&result.data_seconds);
+        launched.emplace();
+        launched->db = std::move(db);
+        const DeviceBatch& b = launched->db;
+        {
+          AutocastGuard amp(d.device.type(), options_.amp, options_.amp_dtype);
+          launched->out = forward(options_.half ? b.images.to(at::kHalf) : b.images);
         }
-        if (options_.keep_predictions) result.predictions.push_back({sample.source, det});
-        metrics.Update(det, gt_boxes, gt_cls);
-        confusion.Update(det, gt_boxes, gt_cls);
+        if (d.loss) {
+          if (options_.half) {
+            for (at::Tensor& f : launched->out.feats) f = f.to(at::kFloat);  // the loss in fp32, as with autocast
+          }
+          YC_ASSIGN_OR_RETURN(LossOutput l, (*d.loss)(launched->out.feats, b.labels, b.max_boxes));
+          loss_sum.add_(l.items);
+          ++loss_batches;
+        }
+        lap(&result.model_seconds);
       }
-      lap(&result.metrics_seconds);
-      result.images += db.size;
-      ++done;
-      if (progress) progress(done, total);
+      if (pending) {
+        const DeviceBatch& db = pending->db;
+        if (samples != nullptr && done < 3 && db.host) PlotValBatch(*db.host, dets, *samples, done);
+        for (int i = 0; i < db.size; ++i) {
+          // Matched in each original image's pixels, as Ultralytics does: boxes reaching into the letterbox
+          // padding are clipped, which changes IoUs near the image border.
+          const SampleInfo& sample = db.host->samples[static_cast<size_t>(i)];
+          at::Tensor gt_boxes, gt_cls;
+          BatchGroundTruth(*db.host, i, &gt_boxes, &gt_cls);
+          ToOriginalImage(sample, gt_boxes);
+          at::Tensor det;
+          if (i < static_cast<int>(host_dets.size())) {
+            det = host_dets[static_cast<size_t>(i)];
+            ToOriginalImage(sample, det);
+          }
+          if (options_.keep_predictions) result.predictions.push_back({sample.source, det});
+          metrics.Update(det, gt_boxes, gt_cls);
+          confusion.Update(det, gt_boxes, gt_cls);
+        }
+        lap(&result.metrics_seconds);
+        result.images += db.size;
+        ++done;
+        if (progress) progress(done, total);
+      }
+      pending = std::move(launched);
     }
   } catch (const std::exception& e) {
     return Status::IOError(std::string("validation failed: ") + ExceptionLine(e));

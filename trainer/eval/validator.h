@@ -62,8 +62,9 @@ struct ValResult {
   std::vector<ImagePredictions> predictions;
   int64_t images = 0;
   double seconds = 0;
-  // Where `seconds` went (host wall time): waiting for the loader, the model (forward and val loss, up to
-  // a device sync that NMS would otherwise take), NMS, and matching + metrics on the host.
+  // Where `seconds` went (host wall time): waiting for the loader; the model (queuing the forward and val
+  // loss: on a GPU they run while the host scores the batch before); NMS (its host reads wait for what is
+  // left of the forward) and the detections' copy to the host; matching + metrics on the host.
   double data_seconds = 0, model_seconds = 0, nms_seconds = 0, metrics_seconds = 0;
 };
 

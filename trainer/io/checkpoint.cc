@@ -85,12 +85,6 @@ Result<TrainState> StateFromJson(const Json& j) {
   return s;
 }
 
-// A host copy of `t`, taken now (also when it already lives on the host): a snapshot holds host tensors, so
-// serialising it later on another thread touches no device and sees no later training step.
-at::Tensor HostCopy(const at::Tensor& t) {
-  return t.detach().to(t.options().device(at::kCPU), /*non_blocking=*/false, /*copy=*/true);
-}
-
 }  // namespace
 
 Json MetaToJson(const CheckpointMeta& meta) {
@@ -176,9 +170,10 @@ const char* OptimizerKindName(const torch::optim::Optimizer& o) {
   return "";
 }
 
-// The optimizer's state with host copies of its tensors (the optimizer keeps stepping its own).
-// `half`: floating-point state in fp16, as Ultralytics' convert_optimizer_state_dict_to_fp16 stores it.
-Result<SavedOptimizer> CopyOptimizer(const torch::optim::Optimizer& optimizer, bool half) {
+// The optimizer's state with host copies of its tensors (the optimizer keeps stepping its own), queued on
+// `copies`. `half`: floating-point state in fp16, as Ultralytics' convert_optimizer_state_dict_to_fp16
+// stores it.
+Result<SavedOptimizer> CopyOptimizer(const torch::optim::Optimizer& optimizer, bool half, HostCopies* copies) {
   YC_ASSIGN_OR_RETURN(SavedOptimizer saved, CaptureOptimizer(optimizer));
   for (auto& g : saved.groups) {
     for (auto& param : g.params) {
@@ -186,7 +181,7 @@ Result<SavedOptimizer> CopyOptimizer(const torch::optim::Optimizer& optimizer, b
       // A 0-dim state (NAdam's mu_product, a running product) keeps float32: fp16 would cost a resume
       // precision for 2 bytes.
       for (auto& [name, t] : param->tensors) {
-        t = half && t.is_floating_point() && t.dim() > 0 ? HostCopy(t.to(at::kHalf)) : HostCopy(t);
+        t = copies->Queue(half && t.is_floating_point() && t.dim() > 0 ? t.to(at::kHalf) : t);
       }
     }
   }
@@ -283,13 +278,16 @@ void PickleSection(TorchSaveWriter& w, const std::string& key, const std::vector
 }
 
 // A section whose tensors are Ultralytics' fp16 DetectionModel entry of the same name (release `model`, the
-// compact form's `ema`): only listed, and hashed as the reader gets them back (float32).
+// compact form's `ema`): only listed, and hashed as the reader gets them back (float32, copies queued on
+// `copies`).
 void ListUltralyticsSection(const std::string& key, const DetectionModelImpl& module, Json* names,
-                            ChecksumInput* checksum) {
+                            ChecksumInput* checksum, HostCopies* copies) {
   Json list = Json::array();
-  for (const auto& [name, t] : NamedState(module)) {
+  const std::vector<std::pair<std::string, at::Tensor>> state = NamedState(module);
+  const bool fits_half = AllFitHalf(state);
+  for (const auto& [name, t] : state) {
     list.push_back(name);
-    at::Tensor stored = t.is_floating_point() ? ReleaseHalf(t).to(at::kCPU, at::kFloat) : HostCopy(t);
+    at::Tensor stored = copies->Queue(t.is_floating_point() ? ReleaseHalf(t, fits_half).to(at::kFloat) : t);
     checksum->AddTensor(key + "/" + std::to_string(list.size() - 1), stored);
   }
   (*names)[key] = list;
@@ -363,7 +361,7 @@ Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const Check
     fields.half_ema = c.ema == nullptr || compact;
     fields.half_optimizer = false;
     if (c.optimizer != nullptr) {
-      Result<SavedOptimizer> copy = CopyOptimizer(*c.optimizer, compact);
+      Result<SavedOptimizer> copy = CopyOptimizer(*c.optimizer, compact, &w.copies());
       if (!copy.ok()) return Status::IOError("cannot snapshot checkpoint: " + copy.status().message());
       optimizer = std::move(*copy);
       if (model != nullptr) {
@@ -384,12 +382,12 @@ Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const Check
     Json names = Json::object();
     ChecksumInput tensors;  // in the reader's order: meta, model, ema, grads, optimizer
     if (release && model != nullptr) {
-      ListUltralyticsSection("model", *model, &names, &tensors);
+      ListUltralyticsSection("model", *model, &names, &tensors, &w.copies());
     } else if (!compact) {
       PickleSection(w, "model", NamedState(*c.model), c.half, &names, &tensors);
     }
     if (compact) {  // compact implies an EMA
-      ListUltralyticsSection("ema", *ema, &names, &tensors);
+      ListUltralyticsSection("ema", *ema, &names, &tensors, &w.copies());
     } else if (c.ema != nullptr) {
       PickleSection(w, "ema", NamedState(*c.ema), false, &names, &tensors);
     }
@@ -401,6 +399,7 @@ Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const Check
     Json meta = MetaToJson(c.meta);
     meta["tensors"] = names;
     const std::string meta_text = meta.dump();
+    w.WaitForCopies();  // the checksum reads the host copies: one wait for all of them
     ChecksumInput checksum;
     checksum.AddText("meta", meta_text);
     checksum.Append(std::move(tensors));

@@ -133,9 +133,9 @@ CheckpointContents ReleaseContents(CheckpointMeta meta, const torch::nn::Module&
 Status WriteCheckpoint(const std::filesystem::path& path, const CheckpointContents& contents);
 
 // WriteCheckpoint in two halves, so that serialising and writing can run on another thread while training
-// goes on (BackgroundWriter): Take() freezes the contents (host copies of every tensor: one device-to-host
-// copy of the state, tens of milliseconds for yolov8n), Serialize() produces the file's bytes from the copies
-// (pickling, zip and CRC; any thread, once, no device access).
+// goes on (BackgroundWriter): Take() freezes the contents (host copies of every tensor, queued without a
+// wait each and waited for twice: trainer/io/host_copies.h), Serialize() produces the file's bytes from the
+// copies (pickling, zip and CRC; any thread, once, no device access).
 class CheckpointSnapshot {
  public:
   static Result<std::shared_ptr<CheckpointSnapshot>> Take(const CheckpointContents& contents);

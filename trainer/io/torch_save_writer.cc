@@ -36,7 +36,7 @@ at::Tensor TorchSaveWriter::Tensor(const at::Tensor& tensor) {
   auto [it, fresh] = stored_.emplace(id, storages_.size());
   if (fresh) {
     sources_.push_back(tensor);  // its address stays its own while stored_ names it
-    at::Tensor host = tensor.detach().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true).contiguous();
+    at::Tensor host = copies_.Queue(tensor);
     storage_bytes_ += host.nbytes();
     storages_.emplace_back(std::to_string(storages_.size()), std::move(host));
   }
@@ -101,7 +101,10 @@ void TorchSaveWriter::EmptySet() {
   pickle_.Reduce();
 }
 
+void TorchSaveWriter::WaitForCopies() { copies_.Wait(); }
+
 void TorchSaveWriter::EndSharing() {
+  copies_.Wait();
   stored_.clear();
   sources_.clear();
 }

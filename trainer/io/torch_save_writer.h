@@ -25,6 +25,7 @@
 #include <ATen/ATen.h>
 
 #include "base/status.h"
+#include "trainer/io/host_copies.h"
 #include "trainer/io/pickle_writer.h"
 
 namespace yc::trainer {
@@ -33,9 +34,13 @@ class TorchSaveWriter {
  public:
   PickleWriter& pickle() { return pickle_; }
 
-  // Pushes a tensor (any device; copied to the host now) and returns the host copy stored. Unsupported
-  // dtypes (complex, quantized) throw c10::Error, as LibTorch does for bad tensors.
+  // Pushes a tensor (any device) and returns the host copy stored. A device tensor's copy is only queued
+  // (trainer/io/host_copies.h): read it after WaitForCopies() or EndSharing(). Unsupported dtypes (complex,
+  // quantized) throw c10::Error, as LibTorch does for bad tensors.
   at::Tensor Tensor(const at::Tensor& tensor);
+  // The queued host copies: more of them (taken with the writer's), and the wait for all of them.
+  HostCopies& copies() { return copies_; }
+  void WaitForCopies();
   // torch._utils._rebuild_parameter(tensor, requires_grad, OrderedDict()): an nn.Parameter.
   void Parameter(const at::Tensor& tensor, bool requires_grad);
   // collections.OrderedDict() ready for key, value pairs: push them, then EndOrderedDict().
@@ -45,8 +50,9 @@ class TorchSaveWriter {
   // builtins.set() (empty), as nn.Module's _non_persistent_buffers_set.
   void EmptySet();
 
-  // Ends storage sharing: the tensors pushed so far are no longer kept alive (while they are, no other
-  // tensor can take their memory and be mistaken for them). Call once the pickle is complete.
+  // Ends storage sharing: waits for the host copies, and the tensors pushed so far are no longer kept alive
+  // (while they are, no other tensor can take their memory and be mistaken for them). Call once the pickle
+  // is complete.
   void EndSharing();
 
   // Host bytes of every tensor so far.
@@ -62,6 +68,7 @@ class TorchSaveWriter {
   std::map<Identity, size_t> stored_;                         // -> index in storages_
   std::vector<at::Tensor> sources_;                           // the tensors stored_ identifies, kept alive
   uint64_t storage_bytes_ = 0;
+  HostCopies copies_;
 };
 
 }  // namespace yc::trainer

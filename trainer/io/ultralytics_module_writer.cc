@@ -10,6 +10,7 @@
 #include <torch/nn/modules/pooling.h>
 #include <torch/nn/modules/upsampling.h>
 
+#include "trainer/io/named_state.h"
 #include "trainer/model/blocks.h"
 #include "trainer/model/blocks_yolo11.h"
 #include "trainer/model/conv_padding.h"
@@ -63,7 +64,8 @@ struct LayerInfo {
 
 class ModuleWriter {
  public:
-  ModuleWriter(TorchSaveWriter& w, bool half) : w_(w), p_(w.pickle()), half_(half) {}
+  // fits_half: AllFitHalf of every tensor written (ReleaseHalf then checks none).
+  ModuleWriter(TorchSaveWriter& w, bool half, bool fits_half) : w_(w), p_(w.pickle()), half_(half), fits_half_(fits_half) {}
 
   void Model(const DetectionModelImpl& model, const std::vector<std::string>& names) {
     const OJson yaml = UltralyticsModelYaml(model.family(), model.options().scale, model.nc());
@@ -153,7 +155,7 @@ class ModuleWriter {
         p_.None();
         continue;
       }
-      const at::Tensor value = half_ ? ReleaseHalf(t) : t.detach();
+      const at::Tensor value = half_ ? ReleaseHalf(t, fits_half_) : t.detach();
       if (parameters) {
         w_.Parameter(value, /*requires_grad=*/false);
       } else {
@@ -407,15 +409,31 @@ class ModuleWriter {
   TorchSaveWriter& w_;
   PickleWriter& p_;
   bool half_;
+  bool fits_half_;
 };
 
 }  // namespace
 
-at::Tensor ReleaseHalf(const at::Tensor& t) {
+at::Tensor ReleaseHalf(const at::Tensor& t, bool fits_half) {
   if (!t.is_floating_point()) return t.detach();
   at::Tensor half = t.detach().to(at::kHalf);
+  if (fits_half) return half;
   if (!at::isfinite(half).all().item<bool>() && at::isfinite(t).all().item<bool>()) return t.detach();
   return half;
+}
+
+bool AllFitHalf(const std::vector<std::pair<std::string, at::Tensor>>& tensors) {
+  std::vector<at::Tensor> flat;
+  for (const auto& [name, t] : tensors) {
+    if (!t.defined() || !t.is_floating_point() || t.numel() == 0) continue;
+    if (t.scalar_type() == at::kDouble) return false;  // float32 below could overflow where double did not
+    flat.push_back(t.detach().reshape({-1}).to(at::kFloat));
+  }
+  if (flat.empty()) return true;
+  // Element by element: fp16 keeps it finite, or it was not finite to begin with. Every element passing
+  // means every tensor passes ReleaseHalf's own test (a tensor whose values are all finite stays finite).
+  const at::Tensor all = at::cat(flat);
+  return at::logical_or(at::isfinite(all.to(at::kHalf)), at::logical_not(at::isfinite(all))).all().item<bool>();
 }
 
 OJson UltralyticsModelYaml(ModelFamily family, ModelScale scale, int64_t nc) {
@@ -434,7 +452,7 @@ OJson UltralyticsModelYaml(ModelFamily family, ModelScale scale, int64_t nc) {
 
 void WriteUltralyticsModel(TorchSaveWriter& w, const DetectionModelImpl& model, const std::vector<std::string>& names,
                            bool half) {
-  ModuleWriter(w, half).Model(model, names);
+  ModuleWriter(w, half, half && AllFitHalf(NamedState(model))).Model(model, names);
 }
 
 }  // namespace yc::trainer

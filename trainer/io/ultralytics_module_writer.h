@@ -13,6 +13,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,7 +31,11 @@ void WriteUltralyticsModel(TorchSaveWriter& w, const DetectionModelImpl& model, 
 
 // `t` as release weights store it: floating tensors in fp16, except one beyond fp16's range (|x| > 65504,
 // a run about to diverge), which stays as it is rather than turn into infinities; others unchanged.
-at::Tensor ReleaseHalf(const at::Tensor& t);
+// `fits_half`: AllFitHalf said so for a set holding `t`, so the test (two host reads) is skipped.
+at::Tensor ReleaseHalf(const at::Tensor& t, bool fits_half = false);
+
+// Whether no floating tensor of `tensors` needs ReleaseHalf's exception: one host read for all of them.
+bool AllFitHalf(const std::vector<std::pair<std::string, at::Tensor>>& tensors);
 
 // The model yaml dict Ultralytics builds the family from (nc, scales, backbone, head, scale, yaml_file,
 // channels), e.g. for train_args-free readers and tests.

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <cstdio>
 
+#include <torch/autograd.h>
+
 #include "trainer/model/conv_padding.h"
 
 namespace yc::trainer {
@@ -20,25 +22,79 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
   return text;
 }
 
+// cuDNN off for this thread's convolutions while it lives. PyTorch picks a conv's backward kernel from the
+// global flag when the backward runs (convolution_backward has no flag of its own), so the flag that the
+// forward passed to at::_convolution does not reach it. Nothing else runs a convolution meanwhile: the
+// backward engine runs one node at a time and the training thread waits for it.
+class CudnnOff {
+ public:
+  CudnnOff() : was_(at::globalContext().userEnabledCuDNN()) { at::globalContext().setUserEnabledCuDNN(false); }
+  ~CudnnOff() { at::globalContext().setUserEnabledCuDNN(was_); }
+  CudnnOff(const CudnnOff&) = delete;
+  CudnnOff& operator=(const CudnnOff&) = delete;
+
+ private:
+  bool was_;
+};
+
+// A convolution whose forward and backward both run without cuDNN (PyTorch's depthwise kernel on CUDA).
+struct ConvWithoutCudnnFunction : torch::autograd::Function<ConvWithoutCudnnFunction> {
+  // The bias as an optional: autograd's bookkeeping takes an undefined tensor argument for a variable and
+  // fails on it, an empty optional it skips.
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
+                            const c10::optional<at::Tensor>& bias, const ConvGeometry& g) {
+    ctx->save_for_backward({input, weight});
+    ctx->saved_data["stride"] = g.stride;
+    ctx->saved_data["padding"] = g.padding;
+    ctx->saved_data["dilation"] = g.dilation;
+    ctx->saved_data["groups"] = g.groups;
+    ctx->saved_data["bias"] = bias.has_value() ? bias->size(0) : int64_t{-1};
+    const std::vector<int64_t> no_output_padding = {0, 0};
+    // benchmark, deterministic and allow_tf32 are read by cuDNN only.
+    return at::_convolution(input, weight, bias, g.stride, g.padding, g.dilation, /*transposed=*/false,
+                            no_output_padding, g.groups, /*benchmark=*/false, /*deterministic=*/false,
+                            /*cudnn_enabled=*/false, /*allow_tf32=*/false);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const std::vector<int64_t> stride = ctx->saved_data["stride"].toIntVector();
+    const std::vector<int64_t> padding = ctx->saved_data["padding"].toIntVector();
+    const std::vector<int64_t> dilation = ctx->saved_data["dilation"].toIntVector();
+    const int64_t groups = ctx->saved_data["groups"].toInt();
+    const int64_t bias = ctx->saved_data["bias"].toInt();
+    const std::vector<int64_t> bias_sizes = {bias};
+    const std::vector<int64_t> no_output_padding = {0, 0};
+    at::OptionalIntArrayRef bias_shape;  // none: the conv has no bias
+    if (bias >= 0) bias_shape = bias_sizes;
+    CudnnOff cudnn_off;
+    auto [grad_input, grad_weight, grad_bias] =
+        at::convolution_backward(grads[0].contiguous(), saved[0], saved[1], bias_shape, stride, padding, dilation,
+                                 /*transposed=*/false, no_output_padding, groups, {true, true, bias >= 0});
+    return {grad_input, grad_weight, grad_bias, at::Tensor()};
+  }
+};
+
 at::Tensor DirectDepthwiseForward(torch::nn::Conv2dImpl& conv, const at::Tensor& input) {
   const auto& o = conv.options;
   const at::Tensor weight = conv.weight.to(input.scalar_type());
-  // An undefined bias converts to the op's optional as "none" (c10::optional in 1.x, std::optional in 2.x).
   const at::Tensor bias = conv.bias.defined() ? conv.bias.to(input.scalar_type()) : at::Tensor();
   const std::array<int64_t, 2> padding = ConvPadding(o);
-  const std::array<int64_t, 2> no_output_padding = {0, 0};
-  // at::_convolution with cudnn_enabled false: PyTorch's own backend choice, as under Python's
-  // torch.backends.cudnn.flags(enabled=False), picks its depthwise kernel, and autograd differentiates it
-  // with the conv's groups. (at::_conv_depthwise2d called directly failed on LibTorch 2.11: "Given groups=1".)
-  // benchmark, deterministic and allow_tf32 are read by cuDNN only.
-  const at::Tensor out = at::_convolution(input, weight, bias, *o.stride(), padding, *o.dilation(),
-                                          /*transposed=*/false, no_output_padding, o.groups(),
-                                          /*benchmark=*/false, /*deterministic=*/false,
-                                          /*cudnn_enabled=*/false, /*allow_tf32=*/false);
+  const auto& stride = *o.stride();
+  const auto& dilation = *o.dilation();
+  const ConvGeometry g{{stride[0], stride[1]}, {padding[0], padding[1]}, {dilation[0], dilation[1]}, o.groups()};
   // The kernel writes NCHW; the next conv's plan (and the graphs) expect the layout the input had.
-  return out.contiguous(input.suggest_memory_format());
+  return ConvWithoutCudnn(input, weight, bias, g).contiguous(input.suggest_memory_format());
 }
 }  // namespace
+
+at::Tensor ConvWithoutCudnn(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                            const ConvGeometry& geometry) {
+  c10::optional<at::Tensor> optional_bias;
+  if (bias.defined()) optional_bias = bias;
+  return ConvWithoutCudnnFunction::apply(input, weight, optional_bias, geometry);
+}
 
 DepthwiseKernel CurrentDepthwiseKernel() { return current_kernel; }
 

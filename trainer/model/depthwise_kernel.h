@@ -7,7 +7,8 @@
 // at::_convolution runs with cuDNN off) has no per-shape cost but runs ~1.5x slower on those shapes. So
 // cuDNN pays off only for the one shape a run meets thousands of times, the steady train batch; every
 // other shape (validation, prediction, the epoch's partial last batch, rect and multi-scale batches) is
-// met a few times and goes to PyTorch's kernel. On the CPU and for every other conv nothing changes.
+// met a few times and goes to PyTorch's kernel, forward and backward (ConvWithoutCudnn). On the CPU and
+// for every other conv nothing changes.
 //
 // The choice is thread-local, set by a scope around the forwards it applies to (plans are per thread
 // too), so a model needs no flag of its own and clones (EMA, teacher) follow their caller:
@@ -46,6 +47,18 @@ class DepthwiseKernelScope {
  private:
   DepthwiseKernel previous_;
 };
+
+// A 2-d convolution's stride, padding, dilation and groups.
+struct ConvGeometry {
+  std::vector<int64_t> stride, padding, dilation;
+  int64_t groups = 1;
+};
+
+// at::_convolution with cuDNN off in the forward and in the backward (PyTorch's own kernels: on CUDA its
+// depthwise kernel for a depthwise conv), differentiable in input, weight and bias. The backward needs
+// its own switch: PyTorch picks the backward's kernel from the global cuDNN flag when it runs.
+at::Tensor ConvWithoutCudnn(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                            const ConvGeometry& geometry);
 
 // Whether `conv` on `input` is a depthwise conv PyTorch's kernel takes: CUDA, 4-d, groups == input
 // channels > 1, output channels a multiple of them (PyTorch's own test, ConvParams::is_depthwise).

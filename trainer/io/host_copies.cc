@@ -1,0 +1,23 @@
+#include "trainer/io/host_copies.h"
+
+#include "trainer/runtime/device_feed.h"
+
+namespace yc::trainer {
+
+at::Tensor HostCopies::Queue(const at::Tensor& t) {
+  const at::Tensor source = t.detach();
+  if (!source.is_cuda()) return source.to(at::kCPU, /*non_blocking=*/false, /*copy=*/true).contiguous();
+  // Pinned memory makes the transfer asynchronous; pageable memory would make each copy wait.
+  at::Tensor host = at::empty(source.sizes(), source.options().device(at::kCPU).pinned_memory(true));
+  host.copy_(source, /*non_blocking=*/true);
+  in_flight_ = source.device();
+  return host;
+}
+
+void HostCopies::Wait() {
+  if (!in_flight_) return;
+  SynchronizeDevice(*in_flight_);
+  in_flight_.reset();
+}
+
+}  // namespace yc::trainer
