@@ -144,6 +144,28 @@ std::vector<at::Tensor> DetectionsOnHost(const std::vector<at::Tensor>& dets) {
   return at::cat(dets).to(at::kCPU).split_with_sizes(rows);
 }
 
+// A batch's images counted into the metrics and the confusion matrix (and their detections kept, where
+// `predictions` is given). Matched in each original image's pixels, as Ultralytics does: boxes reaching into
+// the letterbox padding are clipped, which changes IoUs near the image border. host_dets: NMS rows on the
+// host in letterboxed pixels, one table per image (changed in place).
+void ScoreBatch(const Batch& batch, const std::vector<at::Tensor>& host_dets, DetectionMetrics* metrics,
+                ConfusionMatrix* confusion, std::vector<ImagePredictions>* predictions) {
+  for (int i = 0; i < batch.size; ++i) {
+    const SampleInfo& sample = batch.samples[static_cast<size_t>(i)];
+    at::Tensor gt_boxes, gt_cls;
+    BatchGroundTruth(batch, i, &gt_boxes, &gt_cls);
+    ToOriginalImage(sample, gt_boxes);
+    at::Tensor det;
+    if (i < static_cast<int>(host_dets.size())) {
+      det = host_dets[static_cast<size_t>(i)];
+      ToOriginalImage(sample, det);
+    }
+    if (predictions != nullptr) predictions->push_back({sample.source, det});
+    metrics->Update(det, gt_boxes, gt_cls);
+    confusion->Update(det, gt_boxes, gt_cls);
+  }
+}
+
 // val_batch{k}_labels.jpg and val_batch{k}_pred.jpg of one batch; dets: NMS rows in letterboxed pixels.
 void PlotValBatch(const Batch& batch, const std::vector<at::Tensor>& dets, const ValSamplePlots& plots, size_t k) {
   std::vector<GridBox> predicted;
@@ -259,22 +281,7 @@ Result<ValResult> Validator::RunForward(const std::function<DetectOutput(const a
       if (pending) {
         const DeviceBatch& db = pending->db;
         if (samples != nullptr && done < 3 && db.host) PlotValBatch(*db.host, dets, *samples, done);
-        for (int i = 0; i < db.size; ++i) {
-          // Matched in each original image's pixels, as Ultralytics does: boxes reaching into the letterbox
-          // padding are clipped, which changes IoUs near the image border.
-          const SampleInfo& sample = db.host->samples[static_cast<size_t>(i)];
-          at::Tensor gt_boxes, gt_cls;
-          BatchGroundTruth(*db.host, i, &gt_boxes, &gt_cls);
-          ToOriginalImage(sample, gt_boxes);
-          at::Tensor det;
-          if (i < static_cast<int>(host_dets.size())) {
-            det = host_dets[static_cast<size_t>(i)];
-            ToOriginalImage(sample, det);
-          }
-          if (options_.keep_predictions) result.predictions.push_back({sample.source, det});
-          metrics.Update(det, gt_boxes, gt_cls);
-          confusion.Update(det, gt_boxes, gt_cls);
-        }
+        ScoreBatch(*db.host, host_dets, &metrics, &confusion, options_.keep_predictions ? &result.predictions : nullptr);
         lap(&result.metrics_seconds);
         result.images += db.size;
         ++done;

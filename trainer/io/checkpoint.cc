@@ -279,8 +279,8 @@ void PickleSection(TorchSaveWriter& w, const std::string& key, const std::vector
 
 // A section whose tensors are Ultralytics' fp16 DetectionModel entry of the same name (release `model`, the
 // compact form's `ema`): only listed, and hashed as the reader gets them back (float32, copies queued on
-// `copies`).
-void ListUltralyticsSection(const std::string& key, const DetectionModelImpl& module, Json* names,
+// `copies`). Returns AllFitHalf of the module, for the writer of that entry.
+bool ListUltralyticsSection(const std::string& key, const DetectionModelImpl& module, Json* names,
                             ChecksumInput* checksum, HostCopies* copies) {
   Json list = Json::array();
   const std::vector<std::pair<std::string, at::Tensor>> state = NamedState(module);
@@ -291,6 +291,7 @@ void ListUltralyticsSection(const std::string& key, const DetectionModelImpl& mo
     checksum->AddTensor(key + "/" + std::to_string(list.size() - 1), stored);
   }
   (*names)[key] = list;
+  return fits_half;
 }
 
 std::vector<std::pair<std::string, at::Tensor>> Grads(const torch::nn::Module& model) {
@@ -382,12 +383,12 @@ Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const Check
     Json names = Json::object();
     ChecksumInput tensors;  // in the reader's order: meta, model, ema, grads, optimizer
     if (release && model != nullptr) {
-      ListUltralyticsSection("model", *model, &names, &tensors, &w.copies());
+      fields.model_fits_half = ListUltralyticsSection("model", *model, &names, &tensors, &w.copies());
     } else if (!compact) {
       PickleSection(w, "model", NamedState(*c.model), c.half, &names, &tensors);
     }
     if (compact) {  // compact implies an EMA
-      ListUltralyticsSection("ema", *ema, &names, &tensors, &w.copies());
+      fields.ema_fits_half = ListUltralyticsSection("ema", *ema, &names, &tensors, &w.copies());
     } else if (c.ema != nullptr) {
       PickleSection(w, "ema", NamedState(*c.ema), false, &names, &tensors);
     }

@@ -167,13 +167,13 @@ void WriteUltralyticsCheckpointItems(TorchSaveWriter& w, const UltralyticsCheckp
   }
   Key(p, "model");
   if (f.model != nullptr) {
-    WriteUltralyticsModel(w, *f.model, f.names, /*half=*/true);
+    WriteUltralyticsModel(w, *f.model, f.names, /*half=*/true, f.model_fits_half);
   } else {
     p.None();
   }
   Key(p, "ema");
   if (f.ema != nullptr) {
-    WriteUltralyticsModel(w, *f.ema, f.names, f.half_ema);
+    WriteUltralyticsModel(w, *f.ema, f.names, f.half_ema, f.ema_fits_half);
   } else {
     p.None();
   }

@@ -54,6 +54,8 @@ struct UltralyticsCheckpointFields {
   // "SGD", "Adam", "AdamW", "RMSProp", "NAdam", "RAdam", "Adamax" (the option names written per group)
   std::string optimizer_kind;
   bool half_ema = true;        // the training form's `ema` in fp16, as Ultralytics
+  // AllFitHalf of `model` / `ema` where the caller has it already (one host read saved); else computed.
+  std::optional<bool> model_fits_half, ema_fits_half;
   bool half_optimizer = true;  // the optimizer's state tensors in fp16 (convert_optimizer_state_dict_to_fp16)
   double initial_lr = 0;
   nlohmann::ordered_json train_args = nlohmann::ordered_json::object();

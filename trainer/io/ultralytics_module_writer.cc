@@ -451,8 +451,8 @@ OJson UltralyticsModelYaml(ModelFamily family, ModelScale scale, int64_t nc) {
 }
 
 void WriteUltralyticsModel(TorchSaveWriter& w, const DetectionModelImpl& model, const std::vector<std::string>& names,
-                           bool half) {
-  ModuleWriter(w, half, half && AllFitHalf(NamedState(model))).Model(model, names);
+                           bool half, std::optional<bool> fits_half) {
+  ModuleWriter(w, half, half && (fits_half ? *fits_half : AllFitHalf(NamedState(model)))).Model(model, names);
 }
 
 }  // namespace yc::trainer

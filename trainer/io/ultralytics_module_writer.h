@@ -12,6 +12,7 @@
 // layout Ultralytics writes.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,8 +27,9 @@ namespace yc::trainer {
 
 // Pushes the model object. `half`: floating tensors as fp16 (Ultralytics' .half(); integer buffers as
 // they are). Parameters are written with requires_grad False (EMA and release weights are frozen).
+// `fits_half`: AllFitHalf of `model` where the caller knows it (else computed here when `half`).
 void WriteUltralyticsModel(TorchSaveWriter& w, const DetectionModelImpl& model, const std::vector<std::string>& names,
-                           bool half);
+                           bool half, std::optional<bool> fits_half = std::nullopt);
 
 // `t` as release weights store it: floating tensors in fp16, except one beyond fp16's range (|x| > 65504,
 // a run about to diverge), which stays as it is rather than turn into infinities; others unchanged.
