@@ -400,7 +400,7 @@ Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const Check
     Json meta = MetaToJson(c.meta);
     meta["tensors"] = names;
     const std::string meta_text = meta.dump();
-    w.WaitForCopies();  // the checksum reads the host copies: one wait for all of them
+    w.copies().Wait();  // the checksum reads the host copies: one wait for all of them
     ChecksumInput checksum;
     checksum.AddText("meta", meta_text);
     checksum.Append(std::move(tensors));

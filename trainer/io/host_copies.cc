@@ -6,7 +6,8 @@ namespace yc::trainer {
 
 at::Tensor HostCopies::Queue(const at::Tensor& t) {
   const at::Tensor source = t.detach();
-  if (!source.is_cuda()) return source.to(at::kCPU, /*non_blocking=*/false, /*copy=*/true).contiguous();
+  // Elsewhere copied now (a host tensor once: to() keeps it, the clone copies it).
+  if (!source.is_cuda()) return source.to(at::kCPU).clone(at::MemoryFormat::Contiguous);
   // Pinned memory makes the transfer asynchronous; pageable memory would make each copy wait.
   at::Tensor host = at::empty(source.sizes(), source.options().device(at::kCPU).pinned_memory(true));
   host.copy_(source, /*non_blocking=*/true);

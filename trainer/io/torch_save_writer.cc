@@ -101,8 +101,6 @@ void TorchSaveWriter::EmptySet() {
   pickle_.Reduce();
 }
 
-void TorchSaveWriter::WaitForCopies() { copies_.Wait(); }
-
 void TorchSaveWriter::EndSharing() {
   copies_.Wait();
   stored_.clear();

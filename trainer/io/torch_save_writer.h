@@ -35,12 +35,11 @@ class TorchSaveWriter {
   PickleWriter& pickle() { return pickle_; }
 
   // Pushes a tensor (any device) and returns the host copy stored. A device tensor's copy is only queued
-  // (trainer/io/host_copies.h): read it after WaitForCopies() or EndSharing(). Unsupported dtypes (complex,
+  // (trainer/io/host_copies.h): read it after copies().Wait() or EndSharing(). Unsupported dtypes (complex,
   // quantized) throw c10::Error, as LibTorch does for bad tensors.
   at::Tensor Tensor(const at::Tensor& tensor);
   // The queued host copies: more of them (taken with the writer's), and the wait for all of them.
   HostCopies& copies() { return copies_; }
-  void WaitForCopies();
   // torch._utils._rebuild_parameter(tensor, requires_grad, OrderedDict()): an nn.Parameter.
   void Parameter(const at::Tensor& tensor, bool requires_grad);
   // collections.OrderedDict() ready for key, value pairs: push them, then EndOrderedDict().

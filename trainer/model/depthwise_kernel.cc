@@ -50,7 +50,9 @@ struct ConvWithoutCudnnFunction : torch::autograd::Function<ConvWithoutCudnnFunc
     ctx->saved_data["groups"] = g.groups;
     ctx->saved_data["bias"] = bias.has_value() ? bias->size(0) : int64_t{-1};
     const std::vector<int64_t> no_output_padding = {0, 0};
-    // benchmark, deterministic and allow_tf32 are read by cuDNN only.
+    // PyTorch's own backend choice with cuDNN off picks its depthwise kernel (at::_conv_depthwise2d called
+    // directly failed on LibTorch 2.11: "Given groups=1"). benchmark, deterministic and allow_tf32 are read
+    // by cuDNN only.
     return at::_convolution(input, weight, bias, g.stride, g.padding, g.dilation, /*transposed=*/false,
                             no_output_padding, g.groups, /*benchmark=*/false, /*deterministic=*/false,
                             /*cudnn_enabled=*/false, /*allow_tf32=*/false);
