@@ -43,21 +43,26 @@ TEST(WorkerStatsTest, SampleInProgressCountsOnlyAsBusyUntilItEnds) {
 // sanitizer build), and a sample's total is its two stages. One batch in flight, so the window
 // starts inside a batch and the next ones render in it (with more in flight a loaded machine can
 // have every timed batch ready before the window opens, and 0 busy is then the right answer).
+// The total is timed from outside the stages, so a worker preempted in the few instructions between
+// them adds to the total alone: the tolerance allows one scheduler slice (a few ms on a loaded 2-core
+// machine; CI once read 0.94 ms over 24 samples of 0.2 ms) spread over the window's samples, which are
+// large enough (320 px) that a slice stays a small part of the window's work.
 TEST(WorkerStatsTest, LoaderBusyFractionStaysWithinTheWindow) {
-  auto source = std::make_shared<testing::FakeSource>(testing::FakeSource::Synthetic(24, 160, 5));
+  auto source = std::make_shared<testing::FakeSource>(testing::FakeSource::Synthetic(24, 320, 5));
   LoaderOptions o;
   o.batch = 8;
-  o.imgsz = 160;
+  o.imgsz = 320;
   o.threads = 8;
   o.prefetch = 1;
   ThroughputRun run;
-  run.batches = 3;
+  run.batches = 4;
+  const double one_slice_per_sample_ms = 4.0 / (run.batches * o.batch);
   for (int i = 0; i < 5; ++i) {
     Result<Throughput> r = MeasureThroughput(source, o, run);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_GT(r->worker_busy, 0.0);
     EXPECT_LE(r->worker_busy, 1.02);
-    EXPECT_NEAR(r->ms_per_sample, r->render_ms + r->finish_ms, 0.05 * r->ms_per_sample + 0.01);
+    EXPECT_NEAR(r->ms_per_sample, r->render_ms + r->finish_ms, 0.05 * r->ms_per_sample + one_slice_per_sample_ms);
   }
 }
 
