@@ -1,6 +1,8 @@
 # Issue 29: is yolo11's warm-up cuDNN building a plan for each new depthwise-conv shape? One fp16 depthwise
 # 3x3 conv, forward + backward, batch 64, at seven of yolo11n's shapes: first call and steady ms, per mode.
 #   python3 bench/depthwise_warmup_gpu.py cudnn|cudnn_nchw|native      (one process per mode: plans are per process)
+#   python3 bench/depthwise_warmup_gpu.py cudnn_thread    (each shape's first call on another thread, then here:
+#                                                          does a plan built on one thread serve another?)
 import sys, time, torch
 mode = sys.argv[1]
 torch.backends.cudnn.benchmark = False
@@ -12,6 +14,10 @@ def run(c, h, w, b=64):
         with torch.autocast('cuda', dtype=torch.float16), torch.backends.cudnn.flags(enabled=mode.startswith('cudnn')):
             y = conv(x)
             y.float().sum().backward()
+    if mode == 'cudnn_thread':
+        import threading
+        t = time.time(); th = threading.Thread(target=lambda: (step(), torch.cuda.synchronize())); th.start(); th.join()
+        print(f"DW {mode} c{c} {h}x{w}: first on another thread {(time.time() - t)*1e3:.0f} ms", flush=True)
     torch.cuda.synchronize(); t = time.time(); step(); torch.cuda.synchronize(); first = time.time() - t
     for _ in range(3): step()
     torch.cuda.synchronize(); t = time.time()
