@@ -3,6 +3,7 @@
   python3 bench/run_rates.py LOG [--label NAME] [--steady-from K]
 
 Per epoch the trainer prints `epoch N: ... | X img/s | ... (train S s of which data wait D s; val V s; save C s)`
+(`; beside the next epoch B s` before the parenthesis closes when --val-overlap made its end on another thread)
 (logs before 2026-12-05: `(epoch S s of which ..., val V s, save C s)`): X is the epoch's train rate, S its
 training time, V and C its validation and checkpoints. At the end it prints `E epochs run (...) in W s wall`.
 Printed here, as RESULT lines:
@@ -21,7 +22,7 @@ import statistics
 import sys
 
 EPOCH = re.compile(r"^epoch (\d+): .*\| ([\d.]+) img/s \|.*mAP50-95 ([\d.]+) \| [\d.]+ s \((?:epoch|train) ([\d.]+) s"
-                   r".* val ([\d.]+) s[;,] save ([\d.]+) s\)")
+                   r".* val ([\d.]+) s[;,] save ([\d.]+) s(?:; beside the next epoch ([\d.]+) s)?\)")
 WALL = re.compile(r"^(\d+) epochs run .* in ([\d.]+) s wall")
 IMAGES = re.compile(r"^data: .*: (\d+) train images")
 
@@ -38,7 +39,8 @@ def main():
         if line.startswith(("set-up: ", "first epoch: ", "validated in ", "between epochs: ")):
             said.append(line)  # the trainer's own account of the time outside the steady epochs
         elif m := EPOCH.match(line):
-            epochs.append((int(m[1]), float(m[2]), float(m[3]), float(m[4]), float(m[5]), float(m[6])))
+            epochs.append((int(m[1]), float(m[2]), float(m[3]), float(m[4]), float(m[5]), float(m[6]),
+                           float(m[7] or 0)))
         elif m := WALL.match(line):
             wall = float(m[2])
         elif m := IMAGES.match(line):
@@ -61,6 +63,10 @@ def main():
     print(f"RESULT {tag}beyond training: validation {val:.1f} s (the first {epochs[0][4]:.2f} s, then median "
           f"{statistics.median(e[4] for e in epochs[1:]) if len(epochs) > 1 else 0:.2f} s), checkpoints {save:.1f} s, "
           f"set-up and final validation {rest:.1f} s")
+    beside = [e[6] for e in epochs if e[6] > 0]
+    if beside:
+        print(f"RESULT {tag}{len(beside)} epoch ends beside the next epoch (--val-overlap): {sum(beside):.1f} s on "
+              f"their own thread (median {statistics.median(beside):.2f} s), not in the wall time above")
     for line in said:
         print(f"RESULT {tag}{line}")
 

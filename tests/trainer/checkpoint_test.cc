@@ -301,6 +301,47 @@ TEST(Checkpoint, SnapshotIsFrozenAtTake) {
   EXPECT_TRUE(SameState(*loaded, *model));
 }
 
+// An optimizer captured and frozen on its device (OptimizerCapture: what EpochShadow keeps while the next
+// epoch trains) is written later, after more steps, as it was at the capture: the file written from the
+// capture resumes exactly like one written from the live optimizer at that point.
+TEST(Checkpoint, FrozenOptimizerCaptureIsWrittenAsItWasAtTheCapture) {
+  TempDir tmp;
+  SteppedModel stepped;
+  DetectionModel& model = stepped.model;
+  auto& opt = stepped.opt;
+  at::manual_seed(7);
+  DetectionModel frozen(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));  // the model at the capture
+  {
+    c10::NoGradGuard no_grad;
+    auto src = model->named_parameters(true);
+    for (auto& p : frozen->named_parameters(true)) p.value().copy_(src[p.key()]);
+    auto bsrc = model->named_buffers(true);
+    for (auto& b : frozen->named_buffers(true)) b.value().copy_(bsrc[b.key()]);
+  }
+  Result<OptimizerCapture> capture = OptimizerCapture::Capture(*opt, model.get());
+  ASSERT_TRUE(capture.ok()) << capture.status().ToString();
+  EXPECT_TRUE(capture->has_ultralytics);
+  EXPECT_EQ(capture->kind, "SGD");
+  capture->Freeze();
+  opt->zero_grad();
+  SgdStep(model, *opt, 12);  // the live optimizer steps on
+
+  CheckpointContents c;
+  c.meta = SampleMeta();
+  c.model = frozen.get();
+  c.optimizer_capture = &*capture;
+  ASSERT_TRUE(WriteCheckpoint(tmp / "captured.pt", c).ok());
+  auto reader = CheckpointReader::Open(tmp / "captured.pt", at::Device(at::kCPU));
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_TRUE((*reader)->has_optimizer());
+  DetectionModel loaded(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));
+  ASSERT_TRUE((*reader)->LoadModule("model", *loaded).ok());
+  auto opt2 = MakeSgd(loaded);
+  ASSERT_TRUE((*reader)->LoadOptimizer(*opt2).ok());
+  SgdStep(loaded, *opt2, 12);  // replaying the step taken after the capture reaches the live model
+  EXPECT_TRUE(SameState(*loaded, *model));
+}
+
 TEST(Checkpoint, ModelOnlyFileIsEnoughForInferenceButNotForResume) {
   TempDir tmp;
   DetectionModel model(ModelOptions(ModelFamily::kV8, ModelScale::kN, 3));

@@ -41,7 +41,7 @@ void ConsoleObserver::OnEpochEnd(const trainer::EpochRecord& r) {
   std::string line = "epoch " + std::to_string(r.epoch) + ": box " + F("%.4f", r.train_loss[0]) + " cls " +
                      F("%.4f", r.train_loss[1]) + " dfl " + F("%.4f", r.train_loss[2]) +
                      (r.has_kd ? " kd " + F("%.4f", r.kd_loss) : std::string()) + " | " +
-                     F("%.1f", last_.images_per_second) + " img/s";
+                     F("%.1f", r.images_per_second > 0 ? r.images_per_second : last_.images_per_second) + " img/s";
   if (r.validated) {
     line += " | P " + F("%.3f", r.precision) + " R " + F("%.3f", r.recall) + " mAP50 " + F("%.3f", r.map50) +
             " mAP50-95 " + F("%.3f", r.map50_95);
@@ -50,7 +50,8 @@ void ConsoleObserver::OnEpochEnd(const trainer::EpochRecord& r) {
   // checkpoints (bench/run_rates.py reads them).
   line += " | " + F("%.1f", r.time) + " s (train " + F("%.2f", r.epoch_train_seconds) + " s of which data wait " +
           F("%.2f", r.data_wait_seconds) + " s; val " + F("%.2f", r.val_seconds) + " s; save " +
-          F("%.2f", r.save_seconds) + " s)";
+          F("%.2f", r.save_seconds) + " s" +
+          (r.beside_seconds > 0 ? "; beside the next epoch " + F("%.2f", r.beside_seconds) + " s" : std::string()) + ")";
   std::cout << line << std::endl;
 }
 

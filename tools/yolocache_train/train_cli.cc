@@ -108,6 +108,11 @@ void AddResourceOptions(CLI::App& app, TrainArgs& a) {
                  "depthwise kernel for shapes met a few times, which cuDNN would first plan for seconds) | cudnn | direct")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "cudnn", "direct"}));
+  app.add_option("--val-overlap", o.val_overlap,
+                 "Validate an epoch and take its checkpoints on another thread while the next epoch trains (same "
+                 "results and files; last.pt lags one epoch meanwhile): auto (CUDA) | on | off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   app.add_flag("--cudnn-benchmark", o.cudnn_benchmark,
                "CUDA: cuDNN autotuning (off by default, as in Ultralytics: it pauses to tune each new input shape)");
   app.add_flag("--sync-bn", o.sync_bn,

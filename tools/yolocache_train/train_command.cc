@@ -175,7 +175,11 @@ void PrintSummary(const TrainSummary& s, const TrainOptions& o) {
               << F("%.1f%%", 100.0 * s.epoch_gap_seconds / s.train_seconds) << " of training time (validation: data "
               << F("%.2f", g.val_data) << " s, model " << F("%.2f", g.val_model) << " s, NMS " << F("%.2f", g.val_nms)
               << " s, metrics " << F("%.2f", g.val_metrics) << " s; checkpoints: snapshots " << F("%.2f", g.snapshots)
-              << " s, waiting for the writer " << F("%.2f", g.writer_wait) << " s)\n";
+              << " s, waiting for the writer " << F("%.2f", g.writer_wait) << " s"
+              << (g.beside > 0 ? "; " + std::to_string(g.beside) + " epoch ends beside the next epoch, " +
+                                     F("%.2f", g.beside_seconds) + " s on their own thread"
+                               : std::string())
+              << ")\n";
   }
   if (s.synthetic_images_per_second >= 0) {
     const double share = s.synthetic_images_per_second > 0 ? 100.0 * s.images_per_second / s.synthetic_images_per_second : 0.0;

@@ -157,6 +157,7 @@ std::vector<Field> MakeFields() {
       Bool("cudnn_benchmark", &TrainOptions::cudnn_benchmark),
       Str("cuda_graphs", &TrainOptions::cuda_graphs),
       Str("depthwise_kernel", &TrainOptions::depthwise_kernel),
+      Str("val_overlap", &TrainOptions::val_overlap),
       Bool("sync_bn", &TrainOptions::sync_bn),
       Str("optimizer", &TrainOptions::optimizer),
       Num("lr0", &TrainOptions::lr0),
@@ -338,6 +339,9 @@ Status ValidateTrainOptions(const TrainOptions& o) {
     return bad("--cuda-graphs must be auto, on or off");
   }
   if (Result<DepthwiseKernelMode> mode = ParseDepthwiseKernelMode(o.depthwise_kernel); !mode.ok()) return mode.status();
+  if (o.val_overlap != "auto" && o.val_overlap != "on" && o.val_overlap != "off") {
+    return bad("--val-overlap must be auto, on or off");
+  }
   if (Result<std::optional<OptimizerKind>> kind = ParseOptimizerName(o.optimizer); !kind.ok()) return kind.status();
   if (!(o.lr0 > 0) || !finite(o.lr0)) return bad("--lr0 must be > 0");
   if (!(o.lrf > 0) || !finite(o.lrf)) return bad("--lrf must be > 0");

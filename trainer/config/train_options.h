@@ -94,6 +94,9 @@ struct TrainOptions {
   // auto: cuDNN for the steady train batch only, PyTorch's depthwise kernel for the shapes a run meets a few
   // times, for which cuDNN would first spend 0.2-2 s building a plan per shape.
   std::string depthwise_kernel = "auto";
+  // An epoch's validation and checkpoints beside the next epoch's training (trainer/engine/end_epoch_overlap.cc):
+  // auto (CUDA) | on (also CPU) | off. The results and files are those of the in-line end.
+  std::string val_overlap = "auto";
   bool sync_bn = false;          // data-parallel: BatchNorm and loss normaliser over the global batch
 
   // Optimisation (engine/trainer.py).

@@ -16,11 +16,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-nlohmann::json SummaryJson(const MetricsSummary& m) {
-  return {{"precision", m.precision}, {"recall", m.recall}, {"mAP50", m.map50}, {"mAP50-95", m.map50_95},
-          {"fitness", m.fitness}};
-}
-
 // Keeps the newest `keep` of the epochN.pt files this run wrote (`own`, oldest first; keep 0: all).
 // Only those are ever deleted: another run's epochN.pt in the folder (--exist-ok), or a stale higher
 // number, is neither deleted nor counted.
@@ -44,6 +39,7 @@ std::string HoursText(double hours) {
 
 Status TrainRun::EndEpoch(int epoch, bool* stop) {
   *stop = false;
+  YC_RETURN_IF_ERROR(FinishOverlappedEpochEnd());  // the previous epoch's, if it was made beside this one
   // Finite losses can still end in inf weights (the epoch's last step); neither they nor an EMA of them
   // are validated or saved. Every rank checks its own (BatchNorm statistics are per rank).
   std::string bad = FindNonFiniteWeights();
@@ -101,6 +97,7 @@ Status TrainRun::EndEpochMain(int epoch, bool* stop) {
   const bool validate =
       validator_ && (final_epoch || time_up_ || (o_.val_every > 0 && (epoch + 1) % o_.val_every == 0));
   *stop = false;
+  if (CanOverlapEpochEnd(epoch, validate, final_epoch)) return BeginOverlappedEpochEnd(epoch, std::move(rec));
   bool improved = false;
   const auto t_val = Clock::now();
   if (validate) YC_RETURN_IF_ERROR(Validate(epoch, &rec, stop, &improved));
@@ -153,6 +150,7 @@ EpochRecord TrainRun::TrainRecord(int epoch) {
   rec.has_kd = mean.size(0) > 3;
   if (rec.has_kd) rec.kd_loss = mean[3].item<double>();
   rec.epoch_train_seconds = epoch_train_s_;
+  rec.images_per_second = epoch_train_s_ > 0 ? static_cast<double>(epoch_images_) / epoch_train_s_ : 0.0;
   rec.data_wait_seconds = epoch_data_wait_s_;
   return rec;
 }
@@ -169,27 +167,39 @@ Status TrainRun::Validate(int epoch, EpochRecord* rec, bool* stop, bool* improve
   const bool draw = o_.plots && (epoch + 1 >= o_.epochs || time_up_);
   const DepthwiseKernelScope depthwise(stack_.step->depthwise_policy().Otherwise());
   YC_ASSIGN_OR_RETURN(ValResult v, validator_->Run(*ema_model, progress, nullptr, draw ? &samples : nullptr));
-  rec->validated = true;
   summary_.gap_parts.val_data += v.data_seconds;
   summary_.gap_parts.val_model += v.model_seconds;
   summary_.gap_parts.val_nms += v.nms_seconds;
   summary_.gap_parts.val_metrics += v.metrics_seconds;
+  RecordMetrics(v, rec);
+  KeepValidation(v, MetricsJson(v.metrics, epoch + 1));
+  *stop = stopper_->Update(epoch + 1, v.metrics.fitness);
+  *improved = stopper_->improved();
+  state_.best_fitness = stopper_->best_fitness();
+  state_.best_epoch = stopper_->best_epoch();
+  return Status::OK();
+}
+
+void TrainRun::RecordMetrics(const ValResult& v, EpochRecord* rec) {
+  rec->validated = true;
   rec->precision = v.metrics.precision;
   rec->recall = v.metrics.recall;
   rec->map50 = v.metrics.map50;
   rec->map50_95 = v.metrics.map50_95;
   rec->has_val_loss = v.has_loss;
   rec->val_loss = v.loss;
+}
+
+nlohmann::json TrainRun::MetricsJson(const MetricsSummary& m, int epoch) {
+  return {{"precision", m.precision}, {"recall", m.recall}, {"mAP50", m.map50}, {"mAP50-95", m.map50_95},
+          {"fitness", m.fitness}, {"epoch", epoch}};
+}
+
+void TrainRun::KeepValidation(const ValResult& v, nlohmann::json metrics) {
   summary_.final_metrics = v.metrics;
   summary_.has_metrics = true;
   last_confusion_ = v.confusion;
-  last_metrics_ = SummaryJson(v.metrics);
-  last_metrics_["epoch"] = epoch + 1;
-  *stop = stopper_->Update(epoch + 1, v.metrics.fitness);
-  *improved = stopper_->improved();
-  state_.best_fitness = stopper_->best_fitness();
-  state_.best_epoch = stopper_->best_epoch();
-  return Status::OK();
+  last_metrics_ = std::move(metrics);
 }
 
 void TrainRun::AdvanceState(int epoch) {

@@ -37,6 +37,7 @@ std::string SizeChange(const ModelCost& before, const ModelCost& after) {
 }  // namespace
 
 Status TrainRun::PruneInRun() {
+  YC_RETURN_IF_ERROR(FinishOverlappedEpochEnd());
   YC_RETURN_IF_ERROR(writer_.Wait());  // the last epoch's checkpoints hold the stack being replaced
   SynchronizeDevice(stack_.target.device);
   auto pruned = std::dynamic_pointer_cast<DetectionModelImpl>(stack_.ema->module()->clone());

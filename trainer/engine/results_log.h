@@ -33,8 +33,11 @@ struct EpochRecord {
   // Not in results.csv (Ultralytics has no such columns); for the console and the run summary.
   double epoch_train_seconds = 0;      // this epoch's training loop
   double data_wait_seconds = 0;        // of which the loop waited for the loader (0: the loader kept up)
-  double val_seconds = 0;              // this epoch's validation
-  double save_seconds = 0;             // checkpoints, results.csv and results.png after it
+  double images_per_second = 0;        // this epoch's training rate
+  double val_seconds = 0;              // this epoch's validation, on the training thread
+  double save_seconds = 0;             // checkpoints, results.csv and results.png after it, likewise
+  // --val-overlap: the validation and snapshots made on another thread beside the next epoch (0: in line).
+  double beside_seconds = 0;
 };
 
 // "epoch,time,train/box_loss,...,lr/pg2" (no newline); kd: with ",train/kd_loss" at the end.

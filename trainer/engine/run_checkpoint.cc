@@ -7,16 +7,16 @@
 
 namespace yc::trainer {
 
-CheckpointMeta TrainRun::Meta() const {
+CheckpointMeta TrainRun::MetaOf(const TrainOptions& options, const TrainState& state, const nlohmann::json& metrics) const {
   CheckpointMeta m;
   m.model_family = ModelFamilyName(model_name_.family);
   m.model_scale = ModelScaleName(model_name_.scale);
   m.nc = nc_;
   m.names = names_;
-  m.options = o_;
-  m.state = state_;
+  m.options = options;
+  m.state = state;
   m.created = ManifestTimestampNow();
-  m.metrics = last_metrics_;
+  m.metrics = metrics;
   m.run_id = run_id_;
   m.data_identity = data_identity_;
   if (cache_) m.data_yaml = cache_->manifest().dataset_yaml;
@@ -52,23 +52,48 @@ Result<std::shared_ptr<CheckpointSnapshot>> TrainRun::SnapshotRelease(const std:
   return snap;
 }
 
-Result<std::shared_ptr<CheckpointSnapshot>> TrainRun::SnapshotLast(bool pending_grads) {
+void TrainRun::RecordStepState() {
   state_.ema_updates = stack_.ema->updates();
   if (stack_.target.amp.scaler) {
     state_.scaler_scale = stack_.scaler->scale_value();
     state_.scaler_growth = stack_.scaler->growth_value();
   }
+  if (stack_.fused) stack_.fused->SyncState();  // Adam step counts live on the device while training
+}
+
+Result<std::shared_ptr<CheckpointSnapshot>> TrainRun::SnapshotLast(bool pending_grads) {
+  RecordStepState();
   CheckpointContents c;
   c.meta = Meta();
   c.model = stack_.model.get();
   c.ema = stack_.ema->module().get();
-  if (stack_.fused) stack_.fused->SyncState();  // Adam step counts live on the device while training
   c.optimizer = stack_.optimizer.get();
   c.grads = pending_grads;
   c.full_precision = o_.exact_resume;
   c.train_results = TrainResults();
   Result<std::shared_ptr<CheckpointSnapshot>> snap = CheckpointSnapshot::Take(c);
   if (!snap.ok()) return Status(snap.status()).WithContext(last_.string());
+  return snap;
+}
+
+Result<std::shared_ptr<CheckpointSnapshot>> TrainRun::SnapshotShadow(const PendingEpochEnd& p, bool release,
+                                                                       const std::filesystem::path& file) const {
+  const CheckpointMeta meta = MetaOf(p.options, p.state, p.metrics);
+  CheckpointContents c;
+  if (release) {
+    c = ReleaseContents(meta, shadow_.ema());
+  } else {
+    c.meta = meta;
+    c.model = &shadow_.model();
+    c.ema = &shadow_.ema();
+    c.optimizer_capture = &shadow_.optimizer();
+    c.full_precision = p.options.exact_resume;
+  }
+  std::vector<EpochRecord> rows = p.records;
+  rows.push_back(p.rec);
+  c.train_results = ResultsColumns(rows);
+  Result<std::shared_ptr<CheckpointSnapshot>> snap = CheckpointSnapshot::Take(c);
+  if (!snap.ok()) return Status(snap.status()).WithContext(file.string());
   return snap;
 }
 

@@ -65,8 +65,10 @@ std::string TrainRun::FindNonFiniteWeights() {
 
 Status TrainRun::Diverged(const std::string& what) {
   if (gpu_) gpu_->Stop();
-  // The last.pt (and best.pt) being written were taken from finite weights; let them land.
-  const Status pending = writer_.Wait();
+  // The last.pt (and best.pt) being written, or still being made beside this epoch, were taken from
+  // finite weights; let them land.
+  Status pending = FinishOverlappedEpochEnd();
+  if (const Status written = writer_.Wait(); pending.ok()) pending = written;
   std::string kept;
   if (!IsMain()) {
     kept = "rank 0 reports what was kept";

@@ -180,6 +180,7 @@ Result<bool> TrainRun::CheckStop(const EpochCursor& c, bool log_point, bool step
 // Stopped inside the epoch: last.pt with the exact position (batch i next), so --resume continues.
 Status TrainRun::SaveInterrupted(const EpochCursor& c) {
   if (gpu_) gpu_->Stop();
+  YC_RETURN_IF_ERROR(FinishOverlappedEpochEnd());  // the previous epoch's row and files before this last.pt
   auto sums = epoch_loss_.to(at::kCPU).to(at::kDouble);
   for (int k = 0; k < 3; ++k) state_.epoch_loss_sum[k] = sums[k].item<double>();
   state_.epoch_kd_sum = sums.size(0) > 3 ? sums[3].item<double>() : 0.0;
@@ -245,6 +246,7 @@ void TrainRun::FinishEpoch(const EpochCursor& c) {
   SynchronizeDevice(stack_.target.device);
   if (gpu_) gpu_->Stop();
   epoch_train_s_ = Seconds(c.t_train);
+  epoch_images_ = c.images;
   if (c.epoch == session_start_epoch_ && !warmup_marks_.empty() && IsMain()) Say(WarmupText(c));
   summary_.train_seconds += epoch_train_s_;
   summary_.train_images += c.images;

@@ -5,6 +5,7 @@
 //                     training stack, validator, records
 //   train_epoch.cc    one epoch's batch loop: train step, plots, progress, the stop checks, the interrupt
 //   end_epoch.cc      after an epoch: validation, results row, checkpoints, plots, early stop
+//   end_epoch_overlap.cc  the same made from a copy of the epoch's state while the next epoch trains
 //   run_guards.cc     what stops a run: the DDP stop vote, NaN/inf scans, divergence
 //   run_checkpoint.cc last.pt / best.pt contents, the resumed data check, gradient averaging
 #pragma once
@@ -19,6 +20,7 @@
 #include "trainer/distributed/distributed.h"
 #include "trainer/distributed/grad_reducer.h"
 #include "trainer/engine/ceiling_probe.h"
+#include "trainer/engine/epoch_shadow.h"
 #include "trainer/engine/lr_schedule.h"
 #include "trainer/engine/time_budget.h"
 #include "trainer/engine/trainer.h"
@@ -29,6 +31,7 @@
 #include "trainer/runtime/background_writer.h"
 #include "trainer/runtime/device_feed.h"
 #include "trainer/runtime/gpu_monitor.h"
+#include "trainer/runtime/side_stream.h"
 
 namespace yc {
 class StreamCache;
@@ -136,6 +139,40 @@ class TrainRun {
   Result<EpochSnapshots> TakeEpochSnapshots(bool improved);
   void SubmitCheckpoints(int epoch, const EpochSnapshots& snaps);
   void SubmitResultsPlot();
+  // A validation's figures: into its epoch's row; as checkpoints record them (last_metrics_); kept for the
+  // run's summary and final plots.
+  static void RecordMetrics(const ValResult& v, EpochRecord* rec);
+  static nlohmann::json MetricsJson(const MetricsSummary& m, int epoch);
+  void KeepValidation(const ValResult& v, nlohmann::json metrics);
+  // What SnapshotLast records beside the tensors: EMA updates, loss scaler, the fused optimizer's step counts.
+  void RecordStepState();
+
+  // The end of an epoch beside the next one (end_epoch_overlap.cc; --val-overlap). Rank 0 copies the
+  // training state on the device (EpochShadow) and returns; a background thread validates the copy's EMA
+  // and takes the epoch's checkpoints from it, with the metrics they record. FinishOverlappedEpochEnd
+  // waits for that and does the rest on this thread (results row, early stop, files, the epoch's line): at
+  // the next epoch's end, before an interrupt's or a prune's checkpoint, and after the last epoch. Only
+  // where its results equal the in-line end's: not the last epoch, not one early stopping could end the
+  // run after, not with gradients pending, time= or a prune next.
+  bool CanOverlapEpochEnd(int epoch, bool validate, bool final_epoch) const;
+  Status BeginOverlappedEpochEnd(int epoch, EpochRecord rec);
+  Status FinishOverlappedEpochEnd();
+  struct PendingEpochEnd {
+    int epoch = 0;
+    EpochRecord rec;
+    TrainOptions options;    // o_ at the epoch's end (the meta's; o_ itself may be written meanwhile)
+    TrainState state;        // after the epoch; best_fitness / best_epoch after its validation once done
+    EarlyStopping stopper{0};  // likewise
+    std::vector<EpochRecord> records;  // results.csv's rows before this epoch's
+    bool improved = false;
+    ValResult val;
+    nlohmann::json metrics;  // last_metrics_ after it
+    EpochSnapshots snaps;
+    double seconds = 0;      // the background thread's time (validation and snapshots)
+    double line_seconds = 0; // this thread's: the copy and the hand-over at the epoch's end
+  };
+  // The background half: validation, verdict, snapshots (on the side stream, after `ready`).
+  Status CompleteEpochEnd(PendingEpochEnd* p, const StreamFence& ready);
 
   // What stops a run (run_guards.cc).
   // Whether any rank was asked to stop (cancel) or found a non-finite loss or weight (diverged; this
@@ -166,7 +203,11 @@ class TrainRun {
   // The release form now (EMA only, fp16; see trainer/io/checkpoint.h): best.pt, and a finished run's
   // last.pt. `file` names the destination in errors.
   Result<std::shared_ptr<CheckpointSnapshot>> SnapshotRelease(const std::filesystem::path& file);
-  CheckpointMeta Meta() const;  // the run as it stands, for either file
+  // The same two from an epoch's copy (EpochShadow), with that epoch's state, metrics and rows.
+  Result<std::shared_ptr<CheckpointSnapshot>> SnapshotShadow(const PendingEpochEnd& p, bool release,
+                                                             const std::filesystem::path& file) const;
+  CheckpointMeta Meta() const { return MetaOf(o_, state_, last_metrics_); }  // the run as it stands, for either file
+  CheckpointMeta MetaOf(const TrainOptions& options, const TrainState& state, const nlohmann::json& metrics) const;
   nlohmann::ordered_json TrainResults() const;  // results.csv so far, as the checkpoints' train_results
   // The resumed checkpoint's cache is --data's, or hooks_.resume_other_data allows another.
   Status CheckResumedData(const CheckpointMeta& meta);
@@ -220,6 +261,7 @@ class TrainRun {
   int64_t last_ni_ = -1;
   Clock::time_point epoch_t0_;
   double epoch_train_s_ = 0;
+  int64_t epoch_images_ = 0;
   double epoch_data_wait_s_ = 0;
   // The session's first epoch: seconds from its start to the end of its first batch, its 10th and the one
   // before its last (device synchronised there), for the warm-up line FinishEpoch prints (issue 29's
@@ -238,6 +280,12 @@ class TrainRun {
   int plot_epochs_ = 0;  // the epoch count the train_batch plots were chosen with (Ultralytics: at the start)
 
   TrainSummary summary_;
+
+  // --val-overlap: the last epoch's end still being made in the background (null: none).
+  EpochShadow shadow_;
+  std::unique_ptr<PendingEpochEnd> pending_end_;
+  // Declared last, so destroyed first: its thread may still read the members above.
+  BackgroundWriter finisher_;
 };
 
 }  // namespace yc::trainer

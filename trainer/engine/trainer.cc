@@ -46,6 +46,7 @@ Result<TrainSummary> TrainRun::Execute() {
   summary_.last = last_;
   summary_.names = names_;
   YC_RETURN_IF_ERROR(RunEpochs());
+  YC_RETURN_IF_ERROR(FinishOverlappedEpochEnd());  // an epoch end still beside (an early exit from the loop)
   if (stream_ != nullptr) {  // --cache-budget: what each rank fetched, said by rank 0
     YC_ASSIGN_OR_RETURN(std::vector<RankFetched> fetched,
                         GatherFetched(*dist_, stream_->counters(), static_cast<uint64_t>(summary_.train_images)));

@@ -84,9 +84,13 @@ struct TrainSummary {
   // Where epoch_gap_seconds went (rank 0): the validations' parts summed (ValResult's loader wait, model,
   // NMS, metrics) and the checkpoints' (snapshots taken on the training thread; waiting for the writer to
   // finish the previous epoch's files).
+  // Epoch ends made beside the next epoch (--val-overlap) count their time on the training thread in
+  // epoch_gap_seconds and apart here: how many, and the background thread's seconds for them.
   struct GapParts {
     double val_data = 0, val_model = 0, val_nms = 0, val_metrics = 0;
     double snapshots = 0, writer_wait = 0;
+    int beside = 0;
+    double beside_seconds = 0;
   } gap_parts;
   double gpu_busy_percent = -1;               // NVML mean over training epochs; -1 = n/a
   double synthetic_images_per_second = -1;    // --synthetic-input ceiling; -1 = not measured

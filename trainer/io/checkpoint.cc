@@ -170,11 +170,10 @@ const char* OptimizerKindName(const torch::optim::Optimizer& o) {
   return "";
 }
 
-// The optimizer's state with host copies of its tensors (the optimizer keeps stepping its own), queued on
+// Captured optimizer state with host copies of its tensors (the optimizer keeps stepping its own), queued on
 // `copies`. `half`: floating-point state in fp16, as Ultralytics' convert_optimizer_state_dict_to_fp16
 // stores it.
-Result<SavedOptimizer> CopyOptimizer(const torch::optim::Optimizer& optimizer, bool half, HostCopies* copies) {
-  YC_ASSIGN_OR_RETURN(SavedOptimizer saved, CaptureOptimizer(optimizer));
+SavedOptimizer CopyOptimizer(SavedOptimizer saved, bool half, HostCopies* copies) {
   for (auto& g : saved.groups) {
     for (auto& param : g.params) {
       if (!param) continue;
@@ -331,6 +330,30 @@ UltralyticsCheckpointFields UltralyticsFields(const CheckpointContents& c, const
 
 }  // namespace
 
+Result<OptimizerCapture> OptimizerCapture::Capture(const torch::optim::Optimizer& optimizer,
+                                                   const DetectionModelImpl* model) {
+  OptimizerCapture c;
+  YC_ASSIGN_OR_RETURN(c.saved, CaptureOptimizer(optimizer));
+  if (model == nullptr) return c;
+  const UltralyticsParamOrder order = UltralyticsParamOrderOf(*model);
+  c.has_ultralytics = true;
+  c.ultralytics_ids = UltralyticsIds(optimizer, order);
+  c.group_sizes = order.group_sizes;
+  c.kind = OptimizerKindName(optimizer);
+  c.initial_lr = optimizer.param_groups().empty() ? 0.0 : optimizer.param_groups()[0].options().get_lr();
+  return c;
+}
+
+void OptimizerCapture::Freeze() {
+  c10::NoGradGuard no_grad;
+  for (auto& g : saved.groups) {
+    for (auto& param : g.params) {
+      if (!param) continue;
+      for (auto& [name, t] : param->tensors) t = t.detach().clone();
+    }
+  }
+}
+
 CheckpointContents ReleaseContents(CheckpointMeta meta, const torch::nn::Module& ema) {
   meta.kind = kCheckpointKindRelease;
   meta.state.finished = true;
@@ -361,17 +384,22 @@ Result<std::shared_ptr<CheckpointSnapshot>> CheckpointSnapshot::Take(const Check
     const bool compact = !release && !c.full_precision && ema != nullptr;
     fields.half_ema = c.ema == nullptr || compact;
     fields.half_optimizer = false;
-    if (c.optimizer != nullptr) {
-      Result<SavedOptimizer> copy = CopyOptimizer(*c.optimizer, compact, &w.copies());
-      if (!copy.ok()) return Status::IOError("cannot snapshot checkpoint: " + copy.status().message());
-      optimizer = std::move(*copy);
-      if (model != nullptr) {
-        const UltralyticsParamOrder order = UltralyticsParamOrderOf(*model);
+    std::optional<OptimizerCapture> live;  // captured here from c.optimizer
+    const OptimizerCapture* captured = c.optimizer_capture;
+    if (captured == nullptr && c.optimizer != nullptr) {
+      Result<OptimizerCapture> now = OptimizerCapture::Capture(*c.optimizer, model);
+      if (!now.ok()) return Status::IOError("cannot snapshot checkpoint: " + now.status().message());
+      live = std::move(*now);
+      captured = &*live;
+    }
+    if (captured != nullptr) {
+      optimizer = CopyOptimizer(captured->saved, compact, &w.copies());
+      if (captured->has_ultralytics) {
         fields.optimizer = &*optimizer;
-        fields.optimizer_ids = UltralyticsIds(*c.optimizer, order);
-        fields.optimizer_group_sizes = order.group_sizes;
-        fields.optimizer_kind = OptimizerKindName(*c.optimizer);
-        fields.initial_lr = c.optimizer->param_groups().empty() ? 0.0 : c.optimizer->param_groups()[0].options().get_lr();
+        fields.optimizer_ids = captured->ultralytics_ids;
+        fields.optimizer_group_sizes = captured->group_sizes;
+        fields.optimizer_kind = captured->kind;
+        fields.initial_lr = captured->initial_lr;
       }
     }
     // Our entry first (its tensors are the archive's first storages), then Ultralytics' keys.

@@ -46,6 +46,7 @@
 
 #include "base/status.h"
 #include "trainer/config/train_options.h"
+#include "trainer/io/optimizer_state.h"
 #include "trainer/model/detection_model.h"
 
 namespace yc::trainer {
@@ -112,11 +113,31 @@ nlohmann::json MetaToJson(const CheckpointMeta& meta);
 std::string MetaModelName(const CheckpointMeta& meta);
 Result<CheckpointMeta> MetaFromJson(const nlohmann::json& json);
 
+// An optimizer's state as a checkpoint stores it, taken from the live optimizer: its groups' options and
+// per-parameter state, and how Ultralytics' optimizer entry names them (its id of each parameter, group sizes,
+// kind, initial lr). Capture shares the live state tensors; Freeze replaces them by copies on their device
+// (queued on the current stream), so that the checkpoint can be taken later while the optimizer steps on.
+struct OptimizerCapture {
+  SavedOptimizer saved;
+  bool has_ultralytics = false;  // captured with the model: the fields below are set
+  std::vector<std::vector<int64_t>> ultralytics_ids;  // per group and parameter; empty: one is not the model's
+  std::vector<int64_t> group_sizes;
+  std::string kind;
+  double initial_lr = 0;
+
+  // `model`: the module the optimizer trains (null: no Ultralytics entry is written for it).
+  static Result<OptimizerCapture> Capture(const torch::optim::Optimizer& optimizer, const DetectionModelImpl* model);
+  void Freeze();
+};
+
 struct CheckpointContents {
   CheckpointMeta meta;
   const torch::nn::Module* model = nullptr;  // required
   const torch::nn::Module* ema = nullptr;
   torch::optim::Optimizer* optimizer = nullptr;  // not changed; its state is swapped for copies while saved
+  // Instead of `optimizer`: its state captured earlier (with `model`'s parameter order, if Ultralytics' entry
+  // is wanted). `model` and `ema` are then the modules the capture belongs with (trainer/engine/epoch_shadow.h).
+  const OptimizerCapture* optimizer_capture = nullptr;
   bool grads = false;  // save the model's defined .grad tensors (gradient accumulation in progress)
   bool half = false;   // store the floating-point tensors of `model` as fp16 (release weights)
   // Training form: keep the fp32 model, EMA and optimizer state for an exact resume. Off: Ultralytics' size,

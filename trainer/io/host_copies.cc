@@ -1,6 +1,6 @@
 #include "trainer/io/host_copies.h"
 
-#include "trainer/runtime/device_feed.h"
+#include "trainer/runtime/side_stream.h"
 
 namespace yc::trainer {
 
@@ -17,7 +17,7 @@ at::Tensor HostCopies::Queue(const at::Tensor& t) {
 
 void HostCopies::Wait() {
   if (!in_flight_) return;
-  SynchronizeDevice(*in_flight_);
+  SynchronizeCurrentStream(*in_flight_);  // the copies' stream only (another thread may be capturing a graph)
   in_flight_.reset();
 }
 

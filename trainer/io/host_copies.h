@@ -20,7 +20,8 @@ class HostCopies {
   // at once; a device one is read by the device in stream order, so later in-place updates queued after
   // this call do not reach the copy.
   at::Tensor Queue(const at::Tensor& t);
-  // Blocks until every copy queued so far has landed; returns at once when none is in flight.
+  // Blocks until every copy queued so far has landed (a wait for the current stream, where they were
+  // queued); returns at once when none is in flight.
   void Wait();
 
  private:

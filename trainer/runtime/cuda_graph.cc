@@ -15,6 +15,8 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/version.h>
+
+#include "trainer/runtime/dedicated_stream.h"
 #endif
 
 namespace yc::trainer {
@@ -35,7 +37,8 @@ Status CudaGraph::Capture(int device_index, GraphMemoryPool& pool, const std::fu
   impl_->graph.reset();
   const auto device = device_index >= 0 ? static_cast<c10::DeviceIndex>(device_index) : c10::cuda::current_device();
   const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device);
-  const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
+  // Not a pool stream: another thread (a validation beside training) may be queuing work on that one.
+  const c10::cuda::CUDAStream side = DedicatedCudaStream(device, DedicatedStreamUse::kGraphCapture);
   at::cuda::CUDAEvent inputs_ready;
   inputs_ready.record(current);
   inputs_ready.block(side);
