@@ -3,9 +3,13 @@
 #   python3 bench/depthwise_warmup_gpu.py cudnn|cudnn_nchw|native      (one process per mode: plans are per process)
 #   python3 bench/depthwise_warmup_gpu.py cudnn_thread    (each shape's first call on another thread, then here:
 #                                                          does a plan built on one thread serve another?)
+#   python3 bench/depthwise_warmup_gpu.py cudnn_det       (cudnn.deterministic, as Ultralytics' default: PyTorch
+#                                                          builds a plan for every engine heuristics offer and
+#                                                          drops the non-deterministic ones first)
 import sys, time, torch
 mode = sys.argv[1]
 torch.backends.cudnn.benchmark = False
+torch.backends.cudnn.deterministic = mode.endswith('_det')
 def run(c, h, w, b=64):
     fmt = torch.contiguous_format if mode.endswith('nchw') else torch.channels_last
     conv = torch.nn.Conv2d(c, c, 3, 1, 1, groups=c, bias=False).cuda().to(memory_format=fmt)
