@@ -11,16 +11,18 @@
 // next one trains, and epoch e's line is printed after epoch e + 1's progress.
 #include <utility>
 
+#include "base/format.h"
 #include "trainer/engine/train_run.h"
 #include "trainer/model/depthwise_kernel.h"
 #include "trainer/runtime/exception_text.h"
 
 namespace yc::trainer {
 
-bool TrainRun::CanOverlapEpochEnd(int epoch, bool validate, bool final_epoch) const {
+bool TrainRun::CanOverlapEpochEnd(int epoch, bool validate, bool final_epoch) {
   if (o_.val_overlap == "off" || !validate || final_epoch || !validator_) return false;
   // Beside a CPU run the validation would take the training's own cores.
   if (o_.val_overlap == "auto" && !stack_.target.device.is_cuda()) return false;
+  if (o_.val_overlap == "auto" && !OverlapFitsInMemory()) return false;
   // time=: whether this epoch is the last depends on the time the end takes.
   if (budget_.enabled() || time_up_) return false;
   // Gradients pending for the next step are not in the copy (last.pt would need them).
@@ -31,6 +33,20 @@ bool TrainRun::CanOverlapEpochEnd(int epoch, bool validate, bool final_epoch) co
   // would already be training when the verdict came.
   if (o_.patience > 0 && epoch + 1 - state_.best_epoch >= o_.patience) return false;
   return true;
+}
+
+// A validation batch (twice the train batch, no gradients) and the copy of the training state need about
+// half the memory the training holds once its first epoch has run; with less free, a validation beside the
+// step could run either out of memory (AutoBatch fills 60% of the device). Decided once, at the first end.
+bool TrainRun::OverlapFitsInMemory() {
+  if (overlap_fits_) return *overlap_fits_;
+  const DeviceMemory m = DeviceMemoryNow(stack_.target.device);
+  overlap_fits_ = m.total <= 0 || m.total - m.reserved >= 0.5 * m.reserved;
+  if (!*overlap_fits_) {
+    Say("val-overlap: epochs end in line: training holds " + FormatNumber("%.1f", m.reserved / 1073741824.0) + " of " +
+        FormatNumber("%.1f", m.total / 1073741824.0) + " GiB of device memory, too little beside it for a validation");
+  }
+  return *overlap_fits_;
 }
 
 Status TrainRun::BeginOverlappedEpochEnd(int epoch, EpochRecord rec) {

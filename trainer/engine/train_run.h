@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -153,8 +154,9 @@ class TrainRun {
   // waits for that and does the rest on this thread (results row, early stop, files, the epoch's line): at
   // the next epoch's end, before an interrupt's or a prune's checkpoint, and after the last epoch. Only
   // where its results equal the in-line end's: not the last epoch, not one early stopping could end the
-  // run after, not with gradients pending, time= or a prune next.
-  bool CanOverlapEpochEnd(int epoch, bool validate, bool final_epoch) const;
+  // run after, not with gradients pending, time= or a prune next; under auto, where the device memory allows.
+  bool CanOverlapEpochEnd(int epoch, bool validate, bool final_epoch);
+  bool OverlapFitsInMemory();  // auto on CUDA: enough device memory free beside the training
   Status BeginOverlappedEpochEnd(int epoch, EpochRecord rec);
   Status FinishOverlappedEpochEnd();
   struct PendingEpochEnd {
@@ -284,6 +286,7 @@ class TrainRun {
   // --val-overlap: the last epoch's end still being made in the background (null: none).
   EpochShadow shadow_;
   std::unique_ptr<PendingEpochEnd> pending_end_;
+  std::optional<bool> overlap_fits_;  // OverlapFitsInMemory's verdict, once made
   // Declared last, so destroyed first: its thread may still read the members above.
   BackgroundWriter finisher_;
 };
