@@ -20,8 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::TempDir;
-using testutil::MakeSynthCache;
-using testutil::SynthCacheSpec;
 using testutil::TinyRun;
 
 DetectionModel SeededModel(uint64_t seed, int64_t nc = 3) {
@@ -75,7 +73,7 @@ class ValOverlapRun : public ::testing::TestWithParam<bool> {};
 TEST_P(ValOverlapRun, SameRowsAndCheckpointsAsInLineEnds) {
   const bool exact = GetParam();
   TempDir tmp;
-  const fs::path cache = MakeSynthCache(tmp.path(), testutil::Images(12, 8));
+  const fs::path cache = testutil::MakeSynthCache(tmp.path(), testutil::Images(12, 8));
   auto run = [&](const std::string& overlap) {
     TrainOptions o = TinyRun(cache, tmp / overlap);
     o.epochs = 4;
@@ -186,7 +184,7 @@ class CancelAt final : public TrainObserver {
 // the interrupt's last.pt are those of the in-line run interrupted at the same batch.
 TEST(ValOverlap, InterruptInsideTheNextEpochKeepsTheEpochsEnd) {
   TempDir tmp;
-  const fs::path cache = MakeSynthCache(tmp.path(), testutil::Images(12, 8));
+  const fs::path cache = testutil::MakeSynthCache(tmp.path(), testutil::Images(12, 8));
   for (const std::string overlap : {"off", "on"}) {
     TrainOptions o = TinyRun(cache, tmp / overlap);
     o.epochs = 3;
