@@ -95,8 +95,9 @@ struct TrainOptions {
   // times, for which cuDNN would first spend 0.2-2 s building a plan per shape.
   std::string depthwise_kernel = "auto";
   // An epoch's validation and checkpoints beside the next epoch's training (trainer/engine/end_epoch_overlap.cc):
-  // auto (CUDA) | on (also CPU) | off. The results and files are those of the in-line end.
-  std::string val_overlap = "auto";
+  // auto (CUDA, where memory allows) | on (also CPU) | off. The results and files are those of the in-line end.
+  // Off by default until its speed and its CUDA run are measured on the GPU host (issue 29).
+  std::string val_overlap = "off";
   bool sync_bn = false;          // data-parallel: BatchNorm and loss normaliser over the global batch
 
   // Optimisation (engine/trainer.py).

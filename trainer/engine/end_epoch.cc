@@ -1,6 +1,7 @@
 // TrainRun::EndEpoch: after an epoch's last batch (trainer/engine/train_run.h): the weight check every
 // rank agrees on, then on rank 0 validation, the results row, last.pt / best.pt / epochN.pt and
-// results.png (written by the background writer while the next epoch trains), and early stopping.
+// results.png (written by the background writer while the next epoch trains), and early stopping; with
+// --val-overlap, rank 0's part is made beside the next epoch where that changes no result (end_epoch_overlap.cc).
 #include <algorithm>
 #include <cstdio>
 
