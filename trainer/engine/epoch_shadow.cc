@@ -33,14 +33,14 @@ bool SameShapes(const std::vector<std::pair<std::string, at::Tensor>>& a,
 
 Status EpochShadow::CopyModule(const torch::nn::Module& source, std::shared_ptr<DetectionModelImpl>* copy) {
   const auto from = NamedState(source);
-  if (*copy == nullptr || !SameShapes(NamedState(**copy), from)) {
+  const auto to = *copy == nullptr ? decltype(from){} : NamedState(**copy);
+  if (*copy == nullptr || !SameShapes(to, from)) {
     auto cloned = std::dynamic_pointer_cast<DetectionModelImpl>(source.clone());
     if (cloned == nullptr) return Status::InvalidArgument("epoch shadow: the model is not a detection model");
     cloned->train(source.is_training());  // as the source: Ultralytics' module pickle records it
     *copy = std::move(cloned);
     return Status::OK();
   }
-  const auto to = NamedState(**copy);
   std::vector<at::Tensor> dst, src;
   dst.reserve(to.size());
   src.reserve(from.size());

@@ -44,12 +44,21 @@ Status TrainRun::CheckResumedData(const CheckpointMeta& meta) {
   return Status::OK();
 }
 
-Result<std::shared_ptr<CheckpointSnapshot>> TrainRun::SnapshotRelease(const std::filesystem::path& file) {
-  CheckpointContents c = ReleaseContents(Meta(), *stack_.ema->module());
-  c.train_results = TrainResults();
+namespace {
+
+// Take() with its errors naming the file the snapshot is for.
+Result<std::shared_ptr<CheckpointSnapshot>> TakeSnapshot(const CheckpointContents& c, const std::filesystem::path& file) {
   Result<std::shared_ptr<CheckpointSnapshot>> snap = CheckpointSnapshot::Take(c);
   if (!snap.ok()) return Status(snap.status()).WithContext(file.string());
   return snap;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<CheckpointSnapshot>> TrainRun::SnapshotRelease(const std::filesystem::path& file) {
+  CheckpointContents c = ReleaseContents(Meta(), *stack_.ema->module());
+  c.train_results = TrainResults();
+  return TakeSnapshot(c, file);
 }
 
 void TrainRun::RecordStepState() {
@@ -71,9 +80,7 @@ Result<std::shared_ptr<CheckpointSnapshot>> TrainRun::SnapshotLast(bool pending_
   c.grads = pending_grads;
   c.full_precision = o_.exact_resume;
   c.train_results = TrainResults();
-  Result<std::shared_ptr<CheckpointSnapshot>> snap = CheckpointSnapshot::Take(c);
-  if (!snap.ok()) return Status(snap.status()).WithContext(last_.string());
-  return snap;
+  return TakeSnapshot(c, last_);
 }
 
 Result<std::shared_ptr<CheckpointSnapshot>> TrainRun::SnapshotShadow(const PendingEpochEnd& p, bool release,
@@ -92,9 +99,7 @@ Result<std::shared_ptr<CheckpointSnapshot>> TrainRun::SnapshotShadow(const Pendi
   std::vector<EpochRecord> rows = p.records;
   rows.push_back(p.rec);
   c.train_results = ResultsColumns(rows);
-  Result<std::shared_ptr<CheckpointSnapshot>> snap = CheckpointSnapshot::Take(c);
-  if (!snap.ok()) return Status(snap.status()).WithContext(file.string());
-  return snap;
+  return TakeSnapshot(c, file);
 }
 
 Status TrainRun::SaveLast(bool pending_grads) {
