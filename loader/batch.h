@@ -23,6 +23,12 @@ struct SampleInfo {
   std::string source;  // image path relative to the dataset root
 };
 
+// What a model's kernels are chosen by: a batch's image count and size.
+struct BatchShape {
+  int size = 0, height = 0, width = 0;
+  bool operator==(const BatchShape& o) const { return size == o.size && height == o.height && width == o.width; }
+};
+
 struct Batch {
   // size x 3 x height x width (NCHW) or size x height x width x 3 (NHWC), uint8 RGB, contiguous.
   uint8_t* images = nullptr;

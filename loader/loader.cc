@@ -279,6 +279,8 @@ const LoaderOptions& Loader::options() const { return impl_->options; }
 size_t Loader::dataset_size() const { return impl_->source->size(); }
 size_t Loader::batches_per_epoch() const { return impl_->sampler->batches_per_epoch(); }
 
+std::vector<BatchShape> Loader::batch_shapes() const { return impl_->sampler->DistinctShapes(); }
+
 Loader::Stats Loader::stats() const { return impl_->worker_stats->Snapshot(); }
 
 Result<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const RecordSource> source, LoaderOptions options) {

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "base/status.h"
 #include "libcache/record_source.h"
@@ -40,6 +41,9 @@ class Loader {
   const LoaderOptions& options() const;
   size_t dataset_size() const;
   size_t batches_per_epoch() const;
+  // Each distinct shape among an epoch's batches (this rank), in order of first appearance: what a model
+  // meets, for warming its kernels up before the first batch (EpochSampler::DistinctShapes).
+  std::vector<BatchShape> batch_shapes() const;
 
   // Work done since Create, for benchmarks (stats.h says what each figure counts).
   using Stats = LoaderStats;

@@ -121,4 +121,31 @@ void EpochSampler::Batch(size_t b, std::vector<SampleSlot>* samples, cv::Size* s
   *shape = rect_.shapes[gb];
 }
 
+// Batch()'s count and shape without listing the samples.
+BatchShape EpochSampler::ShapeOf(size_t b) const {
+  const size_t B = static_cast<size_t>(options_.batch);
+  size_t begin = 0, end = 0;
+  cv::Size shape = max_shape_;
+  if (options_.mode == LoaderMode::kTrain && options_.train_rect) {
+    const size_t gb = (b * static_cast<size_t>(options_.world_size) + static_cast<size_t>(options_.rank)) %
+                      rect_.shapes.size();
+    begin = gb * B, end = std::min(n_, begin + B), shape = rect_.shapes[gb];
+  } else if (options_.mode == LoaderMode::kTrain) {
+    begin = b * B, end = std::min(local_size_, begin + B);
+  } else {
+    const size_t gb = first_global_batch_ + b;
+    begin = gb * B, end = std::min(n_, begin + B), shape = rect_.shapes[gb];
+  }
+  return {static_cast<int>(end - begin), shape.height, shape.width};
+}
+
+std::vector<BatchShape> EpochSampler::DistinctShapes() const {
+  std::vector<BatchShape> shapes;
+  for (size_t b = 0; b < batches_; ++b) {
+    const BatchShape s = ShapeOf(b);
+    if (std::find(shapes.begin(), shapes.end(), s) == shapes.end()) shapes.push_back(s);
+  }
+  return shapes;
+}
+
 }  // namespace yc

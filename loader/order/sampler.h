@@ -26,6 +26,7 @@
 #include <opencv2/core.hpp>
 #include <vector>
 
+#include "loader/batch.h"
 #include "loader/options.h"
 #include "loader/order/rect_batches.h"
 #include "loader/order/window_order.h"
@@ -53,12 +54,16 @@ class EpochSampler {
   void SetEpoch(int epoch);
   // The samples of local batch `b` and its (width, height).
   void Batch(size_t b, std::vector<SampleSlot>* samples, cv::Size* shape) const;
+  // Each distinct shape among this rank's batches of an epoch, in order of first appearance (the same every
+  // epoch): the full batch and a short last one, or Ultralytics' rect shapes.
+  std::vector<BatchShape> DistinctShapes() const;
   // Windowed order: this rank's windows of the current epoch (SampleSlot::window indexes them), shared so that
   // batches of this epoch still in flight keep them when SetEpoch moves on; null for kShuffle and val.
   std::shared_ptr<const WindowedEpoch> windows() const { return windows_; }
 
  private:
   void InitTrainRect(const std::vector<cv::Size>& sizes);
+  BatchShape ShapeOf(size_t b) const;
 
   size_t n_;
   LoaderOptions options_;

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "loader/order/rect_batches.h"
@@ -137,6 +138,49 @@ TEST(SamplerTest, ValRanksTakeContiguousBatches) {
     }
   }
   EXPECT_EQ(got, (std::vector<size_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
+}
+
+// Each distinct (count, shape) of the batches Batch() hands out, in order of first appearance.
+std::vector<BatchShape> ShapesOfEveryBatch(const EpochSampler& s) {
+  std::vector<BatchShape> shapes;
+  std::vector<SampleSlot> b;
+  cv::Size size;
+  for (size_t i = 0; i < s.batches_per_epoch(); ++i) {
+    s.Batch(i, &b, &size);
+    const BatchShape shape{static_cast<int>(b.size()), size.height, size.width};
+    if (std::find(shapes.begin(), shapes.end(), shape) == shapes.end()) shapes.push_back(shape);
+  }
+  return shapes;
+}
+
+TEST(SamplerTest, DistinctShapesAreTheShapesOfTheBatches) {
+  LoaderOptions o = TrainOptions(4, 0, 1);
+  EpochSampler train(10, o, {});
+  EXPECT_EQ(train.DistinctShapes(), (std::vector<BatchShape>{{4, o.imgsz, o.imgsz}, {2, o.imgsz, o.imgsz}}));
+  EXPECT_EQ(train.DistinctShapes(), ShapesOfEveryBatch(train));
+  EXPECT_EQ(EpochSampler(12, o, {}).DistinctShapes(), (std::vector<BatchShape>{{4, o.imgsz, o.imgsz}}));
+  for (int rank = 0; rank < 3; ++rank) {  // 103 over 3 ranks: 35 each (padded), batches of 4 and a last of 3
+    EpochSampler s(103, TrainOptions(4, rank, 3), {});
+    EXPECT_EQ(s.DistinctShapes(), ShapesOfEveryBatch(s));
+    EXPECT_EQ(s.DistinctShapes().back().size, 3);
+  }
+  LoaderOptions windowed = TrainOptions(4, 1, 2);
+  windowed.order = SampleOrder::kWindowed;
+  EpochSampler w(21, windowed, {});
+  EXPECT_EQ(w.DistinctShapes(), ShapesOfEveryBatch(w));
+  std::vector<cv::Size> sizes;
+  for (int i = 0; i < 23; ++i) sizes.emplace_back(640, 200 + 20 * i);
+  LoaderOptions val;
+  val.mode = LoaderMode::kVal;
+  val.batch = 4;
+  val.rect = true;
+  EpochSampler rect(23, val, sizes);
+  EXPECT_GT(rect.DistinctShapes().size(), 2u);
+  EXPECT_EQ(rect.DistinctShapes(), ShapesOfEveryBatch(rect));
+  LoaderOptions train_rect = TrainOptions(4, 1, 2);
+  train_rect.train_rect = true;
+  EpochSampler tr(23, train_rect, sizes);
+  EXPECT_EQ(tr.DistinctShapes(), ShapesOfEveryBatch(tr));
 }
 
 }  // namespace
