@@ -7,6 +7,7 @@
 #include <torch/autograd.h>
 
 #include "trainer/model/conv_padding.h"
+#include "trainer/runtime/cudnn_off.h"
 
 namespace yc::trainer {
 
@@ -22,22 +23,12 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
   return text;
 }
 
-// cuDNN off for this thread's convolutions while it lives. PyTorch picks a conv's backward kernel from the
-// global flag when the backward runs (convolution_backward has no flag of its own), so the flag that the
-// forward passed to at::_convolution does not reach it. Nothing else runs a convolution meanwhile: the
-// backward engine runs one node at a time and the training thread waits for it.
-class CudnnOff {
- public:
-  CudnnOff() : was_(at::globalContext().userEnabledCuDNN()) { at::globalContext().setUserEnabledCuDNN(false); }
-  ~CudnnOff() { at::globalContext().setUserEnabledCuDNN(was_); }
-  CudnnOff(const CudnnOff&) = delete;
-  CudnnOff& operator=(const CudnnOff&) = delete;
-
- private:
-  bool was_;
-};
-
 // A convolution whose forward and backward both run without cuDNN (PyTorch's depthwise kernel on CUDA).
+// PyTorch picks a conv's backward kernel from the global cuDNN flag when the backward runs
+// (convolution_backward has no flag of its own), so the flag that the forward passed to at::_convolution
+// does not reach it: the backward holds a CudnnOff. The backward engine runs one node at a time, so no other
+// training conv sees it; a validation beside training (--val-overlap) that starts a conv in that window
+// runs it without cuDNN too: the same result up to rounding, a little slower.
 struct ConvWithoutCudnnFunction : torch::autograd::Function<ConvWithoutCudnnFunction> {
   // The bias as an optional: autograd's bookkeeping takes an undefined tensor argument for a variable and
   // fails on it, an empty optional it skips.
@@ -139,13 +130,13 @@ at::Tensor Conv2dForward(torch::nn::Conv2dImpl& conv, const at::Tensor& input) {
 
 bool DirectDepthwiseKernelFailed() { return direct_kernel_failed.load(); }
 
-DepthwiseKernel DepthwisePolicy::For(const at::Tensor& images) const {
+DepthwiseKernel DepthwisePolicy::For(at::IntArrayRef image_sizes) const {
   switch (mode_) {
     case DepthwiseKernelMode::kCudnn: return DepthwiseKernel::kConvolution;
     case DepthwiseKernelMode::kDirect: return DepthwiseKernel::kDirect;
     case DepthwiseKernelMode::kAuto: break;
   }
-  return !steady_input_.empty() && images.sizes() == at::IntArrayRef(steady_input_) ? DepthwiseKernel::kConvolution
+  return !steady_input_.empty() && image_sizes == at::IntArrayRef(steady_input_) ? DepthwiseKernel::kConvolution
                                                                                      : DepthwiseKernel::kDirect;
 }
 

@@ -86,7 +86,8 @@ class DepthwisePolicy {
       : mode_(mode), steady_input_(std::move(steady_input)) {}
 
   // For a train batch.
-  DepthwiseKernel For(const at::Tensor& images) const;
+  DepthwiseKernel For(const at::Tensor& images) const { return For(images.sizes()); }
+  DepthwiseKernel For(at::IntArrayRef image_sizes) const;
   // For everything else the run does (validation).
   DepthwiseKernel Otherwise() const;
   // "depthwise convs: cuDNN for the 64x3x640x640 train batch, PyTorch's depthwise kernel for other shapes".
