@@ -119,6 +119,12 @@ TEST(TrainCli, CeilingJson) {
   j = nlohmann::json::parse(r.out, nullptr, false);
   EXPECT_EQ(j["label_tables"], 0);
   EXPECT_EQ(j["nc"], 5);
+  EXPECT_EQ(j["conv_warmup"], "");  // not asked for
+  random.insert(random.end(), {"--conv-warmup", "2"});
+  r = YolocacheTrain(tmp, random);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out, nullptr, false);
+  EXPECT_EQ(j["conv_warmup"], "conv warm-up: none (not CUDA)");
   EXPECT_EQ(YolocacheTrain(tmp, {"ceiling", "--nc", "0"}).exit_code, 2);
 }
 

@@ -60,6 +60,7 @@ void Print(const CeilingArgs& a, const TrainOptions& o, int64_t nc, size_t label
                         {"channels_last", o.channels_last},
                         {"label_tables", label_tables},
                         {"warmup_seconds", r.warmup_seconds},
+                        {"conv_warmup", r.conv_warmup},
                         {"images_per_second", r.images_per_second}};
     if (r.profiled) j["profile"] = ProfileJson(o, r);
     std::cout << JsonText(j) << "\n";
@@ -72,6 +73,7 @@ void Print(const CeilingArgs& a, const TrainOptions& o, int64_t nc, size_t label
             << (r.fused_optimizer ? "fused" : "torch::optim") << " optimizer step, "
             << (r.cuda_graphs ? "CUDA graphs" : "eager") << "; warm-up "
             << F("%.1f", r.warmup_seconds) << " s)\n";
+  if (!r.conv_warmup.empty()) std::cout << r.conv_warmup << "\n";  // made before the warm-up iterations
   if (r.profiled) PrintProfile(o, r);
 }
 

@@ -113,6 +113,11 @@ void AddResourceOptions(CLI::App& app, TrainArgs& a) {
                  "results and files; last.pt lags one epoch meanwhile): auto (CUDA) | on | off")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  app.add_option("--conv-warmup", o.conv_warmup,
+                 "CUDA: run the train step's convolutions once on N threads before the first batch, so that cuDNN's "
+                 "first-call work for each batch shape is done in parallel (0: as the batches come)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
   app.add_flag("--cudnn-benchmark", o.cudnn_benchmark,
                "CUDA: cuDNN autotuning (off by default, as in Ultralytics: it pauses to tune each new input shape)");
   app.add_flag("--sync-bn", o.sync_bn,

@@ -158,6 +158,7 @@ std::vector<Field> MakeFields() {
       Str("cuda_graphs", &TrainOptions::cuda_graphs),
       Str("depthwise_kernel", &TrainOptions::depthwise_kernel),
       Str("val_overlap", &TrainOptions::val_overlap),
+      Num("conv_warmup", &TrainOptions::conv_warmup),
       Bool("sync_bn", &TrainOptions::sync_bn),
       Str("optimizer", &TrainOptions::optimizer),
       Num("lr0", &TrainOptions::lr0),
@@ -342,6 +343,7 @@ Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.val_overlap != "auto" && o.val_overlap != "on" && o.val_overlap != "off") {
     return bad("--val-overlap must be auto, on or off");
   }
+  if (o.conv_warmup < 0 || o.conv_warmup > 256) return bad("--conv-warmup must be a thread count in [0, 256]");
   if (Result<std::optional<OptimizerKind>> kind = ParseOptimizerName(o.optimizer); !kind.ok()) return kind.status();
   if (!(o.lr0 > 0) || !finite(o.lr0)) return bad("--lr0 must be > 0");
   if (!(o.lrf > 0) || !finite(o.lrf)) return bad("--lrf must be > 0");

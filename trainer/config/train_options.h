@@ -98,6 +98,9 @@ struct TrainOptions {
   // auto (CUDA, where memory allows) | on (also CPU) | off. The results and files are those of the in-line end.
   // Off by default until its speed and its CUDA run are measured on the GPU host (issue 29).
   std::string val_overlap = "off";
+  // Threads that run the train step's convolutions once before the first batch, so that cuDNN's per-process
+  // work for each shape is done in parallel (trainer/engine/step_warmup.h; CUDA, fixed batch shapes); 0 = none.
+  int conv_warmup = 0;
   bool sync_bn = false;          // data-parallel: BatchNorm and loss normaliser over the global batch
 
   // Optimisation (engine/trainer.py).

@@ -8,6 +8,7 @@
 
 #include "libcache/cache.h"
 #include "loader/loader.h"
+#include "trainer/engine/step_warmup.h"
 #include "trainer/engine/training_stack.h"
 #include "trainer/runtime/device_feed.h"
 #include "trainer/runtime/exception_text.h"
@@ -79,6 +80,9 @@ Result<SyntheticThroughput> MeasureSyntheticThroughput(const TrainOptions& o, in
     SyntheticThroughput result;
     result.fused_optimizer = stack.fused != nullptr;
     const GraphedStep* graphs = stack.step->graphs();
+    if (o.conv_warmup > 0) {  // as the run's set-up does it, for the one shape the probe steps on
+      result.conv_warmup = WarmUpWhereItApplies(stack, {{o.batch, o.imgsz, o.imgsz}}, false, o.conv_warmup);
+    }
     const auto t_warm = Clock::now();
     YC_RETURN_IF_ERROR(run(std::min(5, iterations), &it));  // CUDA set-up, allocator warm-up, autotuning if on
     SynchronizeDevice(device);

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -26,6 +27,7 @@ struct ProbeLabels {
 struct SyntheticThroughput {
   double images_per_second = 0;
   double warmup_seconds = 0;     // the first few iterations: CUDA set-up, allocator growth, autotuning if on
+  std::string conv_warmup;       // --conv-warmup N: its line, before those iterations (step_warmup.h); else empty
   bool fused_optimizer = false;  // whether the fused optimizer step ran (fused_step.h)
   bool cuda_graphs = false;      // whether the timed steps replayed CUDA graphs (graphed_step.h)
   // With `profile`: a second timed pass with the parts synchronised (step_profile.h), in ms per batch.

@@ -24,6 +24,7 @@
 #include "trainer/config/sample_order.h"
 #include "trainer/engine/autobatch.h"
 #include "trainer/engine/run_identity.h"
+#include "trainer/engine/step_warmup.h"
 #include "trainer/engine/train_run.h"
 #include "trainer/model/depthwise_kernel.h"
 #include "trainer/model/prune/sparsity.h"
@@ -84,7 +85,7 @@ Status TrainRun::Setup() {
       {"run dir", &TrainRun::PrepareRunDir},           {"model", &TrainRun::BuildModel},
       {"autobatch", &TrainRun::ChooseAutoBatch},       {"loader", &TrainRun::BuildLoader},
       {"optimizer", &TrainRun::BuildTraining},         {"validator", &TrainRun::BuildValidator},
-      {"records", &TrainRun::OpenRecords}};
+      {"records", &TrainRun::OpenRecords},           {"conv warm-up", &TrainRun::WarmUpConvolutions}};
   std::string parts;
   for (const auto& [name, step] : kSteps) {
     const Clock::time_point t0 = Clock::now();
@@ -562,6 +563,14 @@ Status TrainRun::BuildTrainingFrom(const CheckpointReader* restore) {
     if (IsMain()) Say(line);
   }));
   stopper_ = std::make_unique<EarlyStopping>(o_.patience, state_.best_fitness, state_.best_epoch);
+  return Status::OK();
+}
+
+// --conv-warmup: the step's convolutions run once on several threads before the first batch (step_warmup.h).
+Status TrainRun::WarmUpConvolutions() {
+  if (o_.conv_warmup == 0) return Status::OK();
+  const std::string line = WarmUpWhereItApplies(stack_, loader_->batch_shapes(), o_.multi_scale, o_.conv_warmup);
+  if (IsMain()) Say(line);
   return Status::OK();
 }
 

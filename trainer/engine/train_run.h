@@ -89,6 +89,7 @@ class TrainRun {
   Status BuildTrainingFrom(const CheckpointReader* restore);
   Status BuildValidator();
   Status OpenRecords();
+  Status WarmUpConvolutions();
 
   // --prune-at (prune_in_run.cc): whether the run's epochs have reached the prune, and the prune itself.
   bool PrunedInRun() const { return o_.prune_at > 0 && state_.epoch >= o_.prune_at; }
