@@ -4,7 +4,12 @@
 # both trainers run), step 1 against step 3, ops ranked by the host time step 1 spent in them.
 #   PYTHONPATH=ULTRALYTICS_SRC YOLO_OFFLINE=1 python3 bench/first_step_profile_gpu.py MODEL cudnn|direct [TOP]
 # direct: depthwise convolutions run PyTorch's own kernel (cuDNN off for them), as --depthwise-kernel direct.
+# pool:K: before step 1, K threads run each distinct conv of the step (shapes taken from a batch-1 forward with
+# cuDNN off) forward and backward once: does cuDNN work done on other threads make the main thread's first
+# step cheaper (PyTorch's plan cache is per thread, cuDNN's own kernel caches and CUDA's lazily loaded modules
+# are per process)?
 import sys, time, torch
+from concurrent.futures import ThreadPoolExecutor
 from torch.profiler import profile, ProfilerActivity
 from ultralytics.nn.tasks import DetectionModel
 from ultralytics.cfg import get_cfg
@@ -26,6 +31,41 @@ if mode == 'direct':
                 with torch.backends.cudnn.flags(enabled=False):
                     return _forward(x)
             mod.forward = off_cudnn.__get__(mod)
+
+def conv_configs(model):
+    """Each distinct conv of a batch-B step: (input shape, weight shape, bias, stride, padding, dilation, groups)."""
+    seen, hooks = {}, []
+    for mod in model.modules():
+        if isinstance(mod, torch.nn.Conv2d):
+            def record(mod, args):
+                seen[((B,) + tuple(args[0].shape[1:]), tuple(mod.weight.shape), mod.bias is not None, mod.stride,
+                      mod.padding, mod.dilation, mod.groups)] = True
+            hooks.append(mod.register_forward_pre_hook(record))
+    with torch.no_grad(), torch.backends.cudnn.flags(enabled=False), torch.autocast('cuda', dtype=torch.float16):
+        model(torch.rand(1, 3, 640, 640, device='cuda').contiguous(memory_format=torch.channels_last))
+    for h in hooks:
+        h.remove()
+    return list(seen)
+
+def warm_conv(cfg):
+    shape, wshape, bias, stride, padding, dilation, groups = cfg
+    cl = torch.channels_last
+    x = torch.randn(shape, device='cuda', dtype=torch.half).contiguous(memory_format=cl).requires_grad_(shape[1] != 3)  # the image needs no dgrad
+    w = torch.randn(wshape, device='cuda', dtype=torch.half).contiguous(memory_format=cl).requires_grad_()
+    b = torch.zeros(wshape[0], device='cuda', dtype=torch.half, requires_grad=True) if bias else None
+    torch.nn.functional.conv2d(x, w, b, stride, padding, dilation, groups).float().sum().backward()
+    torch.cuda.synchronize()
+
+if mode.startswith('pool'):
+    threads = int(mode.split(':')[1]) if ':' in mode else 8
+    t = time.time()
+    configs = conv_configs(m)
+    t_shapes = time.time() - t
+    t = time.time()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(warm_conv, configs))
+    print(f"PROFILE {name} {mode}: {len(configs)} distinct convs: shapes {t_shapes:.2f} s, warmed on {threads} threads "
+          f"in {time.time() - t:.2f} s", flush=True)
 m.args = get_cfg()
 crit = v8DetectionLoss(m)
 opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.937, nesterov=True, foreach=True)

@@ -6,7 +6,9 @@
 #   whole        yolo11n, 30 epochs, Ultralytics' recipe (close_mosaic 10, val every epoch), --cuda-graphs auto
 #                and off (GRAPHS in the environment, default "auto off"): steady rate, whole-run rate / steady,
 #                first epoch / steady epoch, mAP50-95 of each. DEPTHWISE (default "auto"): the --depthwise-kernel
-#                values to run each with (whole and synth), e.g. "auto cudnn".
+#                values to run each with (whole and synth), e.g. "auto cudnn". OVERLAP (default "off"): the
+#                --val-overlap values to run each with (whole and synth), e.g. "auto off". WARMUP (default "0"):
+#                the --conv-warmup thread counts to run each with (whole and synth), e.g. "8 0".
 #   synth        yolo11n, 25 epochs on a 3,000-image set (yolocache synth, 8 classes, 3000 + 300 images,
 #                cache built before the run): whole-run rate / steady.
 #   ultralytics  yolov8n and yolo11n: ours (6 epochs, close_mosaic 0, val every epoch) against Ultralytics'
@@ -28,7 +30,7 @@ train() {  # NAME DATA MODEL EPOCHS [train options...]
   shift 4
   "$T" train --data "$data" --model "$model" --epochs "$epochs" --batch 64 --imgsz 640 --device cuda --amp --seed 0 \
       --val-every 1 --out "$work/runs/$name" --exist-ok "$@" > "$work/$name.log" 2>&1 || { tail -5 "$work/$name.log"; return 1; }
-  grep -E "^cuda graphs: ([0-9]|off)" "$work/$name.log" | sed "s/^/$name: /" || true
+  grep -E "^(cuda graphs: ([0-9]|off)|conv warm-up)" "$work/$name.log" | sed "s/^/$name: /" || true
   python3 "$repo/bench/run_rates.py" "$work/$name.log" --label "$name"
 }
 for part in "$@"; do
@@ -37,14 +39,26 @@ for part in "$@"; do
       coco_x40
       for g in ${GRAPHS:-auto off}; do
         for d in ${DEPTHWISE:-auto}; do
-          train "yolo11n_30ep_graphs_${g}_dw_$d" "$work/cache" yolo11n 30 --cuda-graphs "$g" --depthwise-kernel "$d"
+          for o in ${OVERLAP:-off}; do
+            for w in ${WARMUP:-0}; do
+              train "yolo11n_30ep_graphs_${g}_dw_${d}_overlap_${o}_warmup_$w" "$work/cache" yolo11n 30 --cuda-graphs "$g" \
+                  --depthwise-kernel "$d" --val-overlap "$o" --conv-warmup "$w"
+            done
+          done
         done
       done
       ;;
     synth)
       [ -f "$work/synth/data.yaml" ] || "$build/tools/yolocache" synth "$work/synth" --train 3000 --val 300 --classes 8 --seed 5 >/dev/null
       [ -f "$work/synth_cache/manifest.json" ] || "$build/tools/yolocache" build "$work/synth/data.yaml" -o "$work/synth_cache" --imgsz 640 -j 16 >/dev/null
-      for d in ${DEPTHWISE:-auto}; do train "yolo11n_synth_25ep_dw_$d" "$work/synth_cache" yolo11n 25 --depthwise-kernel "$d"; done
+      for d in ${DEPTHWISE:-auto}; do
+        for o in ${OVERLAP:-off}; do
+          for w in ${WARMUP:-0}; do
+            train "yolo11n_synth_25ep_dw_${d}_overlap_${o}_warmup_$w" "$work/synth_cache" yolo11n 25 --depthwise-kernel "$d" \
+                --val-overlap "$o" --conv-warmup "$w"
+          done
+        done
+      done
       ;;
     ultralytics)
       coco_x40
