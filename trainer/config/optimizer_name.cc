@@ -1,7 +1,8 @@
 #include "trainer/config/optimizer_name.h"
 
 #include <array>
-#include <cctype>
+
+#include "base/ascii.h"
 
 namespace yc::trainer {
 
@@ -10,12 +11,6 @@ namespace {
 constexpr std::array<OptimizerKind, 7> kKinds = {OptimizerKind::kSGD,   OptimizerKind::kAdam,  OptimizerKind::kAdamW,
                                                  OptimizerKind::kRMSProp, OptimizerKind::kNAdam, OptimizerKind::kRAdam,
                                                  OptimizerKind::kAdamax};
-
-std::string Lower(const std::string& s) {
-  std::string out;
-  for (char c : s) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  return out;
-}
 
 }  // namespace
 
@@ -33,11 +28,11 @@ const char* OptimizerName(OptimizerKind kind) {
 }
 
 Result<std::optional<OptimizerKind>> ParseOptimizerName(const std::string& name) {
-  const std::string n = Lower(name);
+  const std::string n = AsciiLower(name);
   if (n == "auto") return std::optional<OptimizerKind>();
   std::string known = "auto";
   for (OptimizerKind kind : kKinds) {
-    if (n == Lower(OptimizerName(kind))) return std::optional<OptimizerKind>(kind);
+    if (n == AsciiLower(OptimizerName(kind))) return std::optional<OptimizerKind>(kind);
     known += std::string(", ") + OptimizerName(kind);
   }
   return Status::InvalidArgument("--optimizer '" + name + "': expected one of " + known + " (any case)");

@@ -1,7 +1,6 @@
 #include "trainer/distributed/distributed.h"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <exception>
@@ -29,14 +28,10 @@
 #define YC_DIST_NCCL 0
 #endif
 
+#include "base/ascii.h"
 
 namespace yc::trainer {
 namespace {
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 // Strict integer parse: the whole string, in [lo, hi].
 Result<int> ParseIntVar(const char* name, const char* value, int lo, int hi) {
@@ -195,7 +190,7 @@ class DistContextFactory {
 const char* DistBackendName(DistBackend backend) { return backend == DistBackend::kNccl ? "nccl" : "gloo"; }
 
 Result<DistBackend> ParseDistBackend(const std::string& name) {
-  const std::string n = Lower(name);
+  const std::string n = AsciiLower(name);
   if (n == "gloo") return DistBackend::kGloo;
   if (n == "nccl") return DistBackend::kNccl;
   return Status::InvalidArgument("distributed backend: '" + name + "' is not gloo or nccl");
@@ -235,7 +230,7 @@ Result<DistEnv> DistEnvFromVariables(const std::function<const char*(const char*
     env.restart_count = c;
   }
   if (const char* agent = lookup("TORCHELASTIC_USE_AGENT_STORE"); agent != nullptr) {
-    env.agent_store = Lower(agent) == "true";  // torchrun writes str(bool)
+    env.agent_store = AsciiLower(agent) == "true";  // torchrun writes str(bool)
   }
   if (env.world_size == 1) return env;
   const char* addr = lookup("MASTER_ADDR");

@@ -10,16 +10,13 @@
 #include "loader/loader.h"
 #include "trainer/engine/step_warmup.h"
 #include "trainer/engine/training_stack.h"
+#include "trainer/runtime/clock.h"
 #include "trainer/runtime/device_feed.h"
 #include "trainer/runtime/exception_text.h"
 
 namespace yc::trainer {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Fixed random labels for the synthetic probe: `per_image` boxes in every image.
 at::Tensor SyntheticLabels(int64_t batch, int64_t nc, int64_t per_image, const at::Device& device) {

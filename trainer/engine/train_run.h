@@ -30,6 +30,7 @@
 #include "trainer/io/checkpoint.h"
 #include "trainer/io/pretrained.h"
 #include "trainer/runtime/background_writer.h"
+#include "trainer/runtime/clock.h"
 #include "trainer/runtime/device_feed.h"
 #include "trainer/runtime/gpu_monitor.h"
 #include "trainer/runtime/side_stream.h"
@@ -39,10 +40,6 @@ class StreamCache;
 }
 
 namespace yc::trainer {
-
-using Clock = std::chrono::steady_clock;
-
-inline double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // A picture that cannot be drawn is not worth stopping a run for; a build without PLplot says so once
 // (in the run summary), not per picture.

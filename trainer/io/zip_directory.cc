@@ -7,6 +7,8 @@
 #include <limits>
 #include <string_view>
 
+#include "base/ascii.h"
+
 namespace yc::trainer {
 
 namespace fs = std::filesystem;
@@ -26,13 +28,6 @@ uint64_t LE(std::string_view b, size_t at, int width) {
   return v;
 }
 
-std::string Lower(std::string s) {
-  for (char& c : s) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return s;
-}
-
 bool ReadAt(std::ifstream& in, uint64_t offset, uint64_t n, std::string* out) {
   out->assign(n, '\0');
   in.clear();
@@ -43,7 +38,7 @@ bool ReadAt(std::ifstream& in, uint64_t offset, uint64_t n, std::string* out) {
 }  // namespace
 
 const ZipMember* ZipDirectory::Find(const std::string& name) const {
-  auto it = members_.find(Lower(name));
+  auto it = members_.find(AsciiLower(name));
   return it == members_.end() ? nullptr : &it->second;
 }
 
@@ -127,7 +122,7 @@ Result<ZipDirectory> ReadZipDirectory(const fs::path& path) {
       if (!found) return bad(name + ": zip64 size missing");
     }
     if (k == 0) out.root_ = name.substr(0, name.find('/'));
-    if (!out.members_.emplace(Lower(name), m).second) return bad("member " + name + " appears twice");
+    if (!out.members_.emplace(AsciiLower(name), m).second) return bad("member " + name + " appears twice");
     p += kEntrySize + name_len + extra_len + comment_len;
   }
   return out;

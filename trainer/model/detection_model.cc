@@ -1,26 +1,15 @@
 #include "trainer/model/detection_model.h"
 
-#include <cctype>
-
 #include <c10/core/GradMode.h>
 
+#include "base/ascii.h"
 #include "trainer/model/layer_graphs.h"
 #include "trainer/model/prune/channel_widths.h"
 
 namespace yc::trainer {
 
-namespace {
-
-std::string Lower(const std::string& s) {
-  std::string out;
-  for (char c : s) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  return out;
-}
-
-}  // namespace
-
 Result<ModelScale> ParseModelScale(const std::string& name) {
-  const std::string s = Lower(name);
+  const std::string s = AsciiLower(name);
   if (s == "n") return ModelScale::kN;
   if (s == "s") return ModelScale::kS;
   if (s == "m") return ModelScale::kM;
@@ -49,7 +38,7 @@ Result<ModelFamily> ParseModelFamily(const std::string& name) {
 const char* ModelFamilyName(ModelFamily family) { return family == ModelFamily::k11 ? "11" : "v8"; }
 
 Result<ModelName> ParseModelName(const std::string& name) {
-  const std::string s = Lower(name);
+  const std::string s = AsciiLower(name);
   ModelName out;
   std::string scale = s;
   if (s.rfind("yolov8", 0) == 0) {

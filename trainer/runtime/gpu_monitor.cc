@@ -11,9 +11,9 @@
 
 namespace yc::trainer {
 
-namespace {
-
-// The few NVML declarations used (nvml.h is not needed: the ABI of these calls is stable).
+// The few NVML declarations used (nvml.h is not needed: the ABI of these calls is stable). Named, not
+// anonymous: GpuMonitor::Nvml below holds them.
+namespace nvml_abi {
 using NvmlReturn = int;  // NVML_SUCCESS == 0
 struct NvmlDeviceSt;
 using NvmlDevice = NvmlDeviceSt*;
@@ -21,6 +21,12 @@ struct NvmlUtilization {
   unsigned int gpu;     // percent of time a kernel was executing over the last sample period
   unsigned int memory;  // percent of time device memory was being read or written
 };
+}  // namespace nvml_abi
+using nvml_abi::NvmlDevice;
+using nvml_abi::NvmlReturn;
+using nvml_abi::NvmlUtilization;
+
+namespace {
 
 std::vector<std::string> SplitList(const char* text) {
   std::vector<std::string> out;
