@@ -28,8 +28,15 @@ c10::cuda::CUDAStream DedicatedCudaStream(c10::DeviceIndex device, DedicatedStre
   auto it = streams.find({device, use});
   if (it == streams.end()) {
     c10::cuda::CUDAGuard on(device);
+    // Side work (a validation beside the training) at the device's highest priority, so that its kernels go
+    // first as the training's free the SMs: at the default priority an epoch's end took as long as the epoch
+    // it ran beside on an H100 (BENCHMARKS.md, "Lease of 2026-12-07, second machine"; the effect of the
+    // priority is still to be measured there). Graph captures keep the default priority.
+    int least = 0, greatest = 0;
+    C10_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    const int priority = use == DedicatedStreamUse::kSideWork ? greatest : least;
     cudaStream_t s = nullptr;
-    C10_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    C10_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, priority));
     it = streams.emplace(std::make_pair(device, use), s).first;
   }
   return c10::cuda::getStreamFromExternal(it->second, device);
