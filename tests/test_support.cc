@@ -75,6 +75,17 @@ std::string ReadFile(const fs::path& path) {
   return ss.str();
 }
 
+std::map<std::string, std::string> TreeSnapshot(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
+    const std::string rel = it->path().lexically_relative(dir).string();
+    if (it->is_symlink()) out[rel] = "-> " + fs::read_symlink(it->path()).string();
+    else if (it->is_directory()) out[rel] = "<dir>";
+    else out[rel] = ReadFile(it->path());
+  }
+  return out;
+}
+
 pid_t SpawnTool(const std::string& tool, const std::vector<std::string>& args, const fs::path& out,
                 const fs::path& err, const fs::path& cwd) {
   const std::string exe = (BinaryDir() / tool).string();

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,9 @@ std::vector<RankRun> LaunchRanksOnFreePort(const std::string& exe, int world, co
 
 void WriteFile(const std::filesystem::path& path, const std::string& bytes);
 std::string ReadFile(const std::filesystem::path& path);
+// Every entry under `dir` (relative path -> file bytes, "<dir>" or "-> link target"): compared before and
+// after a refused command, so a single deleted, added or changed byte anywhere shows.
+std::map<std::string, std::string> TreeSnapshot(const std::filesystem::path& dir);
 
 // A synthetic dataset small enough for CLI tests: 8 train and 4 val images of 64..96 px, each with a
 // label file; returns <dir>/data.yaml.

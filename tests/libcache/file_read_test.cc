@@ -2,32 +2,20 @@
 
 #include <sys/stat.h>
 
-#include <chrono>
 #include <fstream>
-#include <future>
 
 #include <gtest/gtest.h>
 
+#include "tests/libcache/within_two_seconds.h"
 #include "tests/test_support.h"
 
 namespace yc {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::WithinTwoSeconds;
 
 void WriteText(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
-
-// Runs `fn` on another thread and fails the test if it has not returned within two seconds: a FIFO that
-// blocks the open would otherwise hang the suite, which is the very defect under test.
-template <typename Fn>
-auto WithinTwoSeconds(Fn fn) {
-  auto done = std::async(std::launch::async, fn);
-  if (done.wait_for(std::chrono::seconds(2)) != std::future_status::ready) {
-    ADD_FAILURE() << "blocked for 2 s";
-    std::abort();  // the thread cannot be joined: stop here rather than hang the suite
-  }
-  return done.get();
-}
 
 TEST(FileReadTest, ReadsARegularFileWhole) {
   testing::TempDir dir;

@@ -3,9 +3,6 @@
 // byte-exact and written as valid JSON).
 #include <sys/stat.h>
 
-#include <chrono>
-#include <cstdlib>
-#include <future>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -20,25 +17,15 @@
 #include "libcache/verify/cache_verify.h"
 #include "tests/libcache/cache_test_util.h"
 #include "tests/libcache/ingest_test_util.h"
+#include "tests/libcache/within_two_seconds.h"
 #include "tests/test_support.h"
 
 namespace yc {
 namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
+using testing::WithinTwoSeconds;
 using testing::WriteFile;
-
-// Fails (and stops) the test when `fn` has not returned within two seconds: a blocking open of a FIFO
-// would otherwise hang the suite, which is the defect under test.
-template <typename Fn>
-auto WithinTwoSeconds(Fn fn) {
-  auto done = std::async(std::launch::async, fn);
-  if (done.wait_for(std::chrono::seconds(2)) != std::future_status::ready) {
-    ADD_FAILURE() << "blocked for 2 s";
-    std::abort();  // the thread cannot be joined: stop here rather than hang
-  }
-  return done.get();
-}
 
 void MakeFifo(const fs::path& path) { ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0) << path; }
 

@@ -15,15 +15,15 @@
 #include "libcache/format/manifest.h"
 #include "libcache/verify/cache_verify.h"
 #include "tests/libcache/cache_test_util.h"
+#include "tests/libcache/ingest_test_util.h"
 #include "tests/libcache/storage_test_util.h"
 
 namespace yc {
 namespace {
 
+using testing::Bytes;
 using testing::MakeRecord;
 using testing::SynthRecord;
-
-const uint8_t* Bytes(const std::string& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
 
 Codec Jpeg(int quality = kDefaultJpegQuality, Codec::Kind kind = Codec::Kind::kJpeg) {
   Codec c;

@@ -22,15 +22,16 @@ namespace {
 
 using testing::FakeSource;
 
-constexpr int kImgsz = testing::kWindowTestImgsz;
-constexpr uint64_t kRecordBytes = testing::kWindowTestRecordBytes;
+using testing::EpochHashes;
+using testing::kImgsz;
+using testing::kRecordBytes;
 
-LoaderOptions Windowed(uint64_t window_bytes, int batch = 4, int rank = 0, int world = 1) {
+LoaderOptions DealOptions(uint64_t window_bytes, int batch = 4, int rank = 0, int world = 1) {
   return testing::WindowedOptions(window_bytes, /*seed=*/11, batch, rank, world);
 }
 
 std::shared_ptr<const WindowedEpoch> Epoch(const FakeSource& src, uint64_t window_bytes, int epoch) {
-  const LoaderOptions o = Windowed(window_bytes);
+  const LoaderOptions o = DealOptions(window_bytes);
   return MakeWindowedEpoch(SplitIntoBlocks(src, o), o, epoch);
 }
 
@@ -123,7 +124,7 @@ TEST(WindowDealTest, PaddingWrapsIntoItsOwnPiece) {
 TEST(WindowDealTest, DeterministicAndDifferentEveryEpoch) {
   const FakeSource src = FakeSource::Synthetic(80, 32);
   auto records = [&](int rank, int epoch, uint64_t seed) {
-    LoaderOptions o = Windowed(8 * kRecordBytes, 4, rank, 2);
+    LoaderOptions o = DealOptions(8 * kRecordBytes, 4, rank, 2);
     o.seed = seed;
     EpochSampler sampler(src.size(), o, {}, SplitIntoBlocks(src, o));
     sampler.SetEpoch(epoch);
@@ -145,24 +146,12 @@ TEST(WindowDealTest, DeterministicAndDifferentEveryEpoch) {
   EXPECT_EQ(both.size(), 80u);
 }
 
-std::vector<uint64_t> EpochHashes(const std::shared_ptr<const RecordSource>& src, const LoaderOptions& o, int epoch,
-                                  size_t first = 0) {
-  auto loader = Loader::Create(src, o);
-  EXPECT_TRUE(loader.ok()) << loader.status().ToString();
-  if (!loader.ok()) return {};
-  EXPECT_TRUE(loader.value()->StartEpoch(epoch, first).ok());
-  std::vector<uint64_t> out;
-  std::shared_ptr<Batch> b;
-  while (loader.value()->Next(&b).ok() && b) out.push_back(testing::HashBatch(*b));
-  return out;
-}
-
 // Each rank's batches are the same at any thread count and from any batch on (mid-epoch resume under
 // the same rank count), and the ranks' batches differ from each other.
 TEST(WindowDealTest, EachRankResumesMidEpochExactly) {
   auto src = std::make_shared<FakeSource>(FakeSource::Synthetic(30, kImgsz));
   for (int r = 0; r < 2; ++r) {
-    LoaderOptions o = Windowed(6 * kRecordBytes, 3, r, 2);
+    LoaderOptions o = DealOptions(6 * kRecordBytes, 3, r, 2);
     o.hyp.mixup = 0.5;
     o.threads = 1;
     const std::vector<uint64_t> whole = EpochHashes(src, o, 1);

@@ -26,10 +26,11 @@ using testing::FakeSource;
 
 // In-memory records count imgsz^2 * 3 bytes each: at imgsz 64 that is 12,288, so a window of
 // 100,000 bytes holds 8 records (blocks of 100,000 / 8 / 12,288 -> 1 record).
-constexpr int kImgsz = testing::kWindowTestImgsz;
-constexpr uint64_t kRecordBytes = testing::kWindowTestRecordBytes;
+using testing::EpochHashes;
+using testing::kImgsz;
+using testing::kRecordBytes;
 
-LoaderOptions Windowed(uint64_t window_bytes, int batch = 4, int rank = 0, int world = 1) {
+LoaderOptions OrderOptions(uint64_t window_bytes, int batch = 4, int rank = 0, int world = 1) {
   return testing::WindowedOptions(window_bytes, /*seed=*/7, batch, rank, world);
 }
 
@@ -50,7 +51,7 @@ std::vector<SampleSlot> RankSlots(const RecordSource& src, const LoaderOptions& 
 
 TEST(WindowOrderTest, BlocksWithoutExtentsAreEqualRecordRuns) {
   const FakeSource src = FakeSource::Synthetic(50, 32);
-  LoaderOptions o = Windowed(32 * kRecordBytes);  // blocks of 4 records
+  LoaderOptions o = OrderOptions(32 * kRecordBytes);  // blocks of 4 records
   const std::vector<RecordBlock> blocks = SplitIntoBlocks(src, o);
   ASSERT_EQ(blocks.size(), 13u);
   for (size_t i = 0; i < blocks.size(); ++i) {
@@ -63,7 +64,7 @@ TEST(WindowOrderTest, BlocksWithoutExtentsAreEqualRecordRuns) {
 TEST(WindowOrderTest, EveryRecordOnceWindowsWithinBudgetAndMadeOfWholeBlocks) {
   const FakeSource src = FakeSource::Synthetic(103, 32);
   for (uint64_t window : {kRecordBytes, 8 * kRecordBytes, 20 * kRecordBytes + 5, 1000 * kRecordBytes}) {
-    const LoaderOptions o = Windowed(window);
+    const LoaderOptions o = OrderOptions(window);
     const std::vector<RecordBlock> blocks = SplitIntoBlocks(src, o);
     std::map<uint32_t, size_t> block_of;
     for (size_t k = 0; k < blocks.size(); ++k)
@@ -87,7 +88,7 @@ TEST(WindowOrderTest, EveryRecordOnceWindowsWithinBudgetAndMadeOfWholeBlocks) {
     }
   }
   // Windows of 8 records over 103: 13 windows, and another epoch gives another order.
-  const LoaderOptions o = Windowed(8 * kRecordBytes);
+  const LoaderOptions o = OrderOptions(8 * kRecordBytes);
   const auto blocks = SplitIntoBlocks(src, o);
   EXPECT_EQ(MakeWindowedEpoch(blocks, o, 0)->windows(), 13u);
   EXPECT_NE(MakeWindowedEpoch(blocks, o, 0)->records, MakeWindowedEpoch(blocks, o, 1)->records);
@@ -96,7 +97,7 @@ TEST(WindowOrderTest, EveryRecordOnceWindowsWithinBudgetAndMadeOfWholeBlocks) {
 
 TEST(WindowOrderTest, RanksTakeContiguousRunsOfTheEpochCoveringEveryRecordOnceBesidesPadding) {
   const FakeSource src = FakeSource::Synthetic(47, 32);
-  const std::vector<SampleSlot> single = RankSlots(src, Windowed(8 * kRecordBytes, 5), 2);
+  const std::vector<SampleSlot> single = RankSlots(src, OrderOptions(8 * kRecordBytes, 5), 2);
   ASSERT_EQ(single.size(), 47u);
   for (int world : {2, 3}) {
     const uint64_t share = (47 + world - 1) / world;
@@ -104,7 +105,7 @@ TEST(WindowOrderTest, RanksTakeContiguousRunsOfTheEpochCoveringEveryRecordOnceBe
     std::map<uint64_t, uint64_t> record_at;  // global position -> record
     for (int r = 0; r < world; ++r) {
       std::shared_ptr<const WindowedEpoch> windows;
-      const std::vector<SampleSlot> slots = RankSlots(src, Windowed(8 * kRecordBytes, 5, r, world), 2, &windows);
+      const std::vector<SampleSlot> slots = RankSlots(src, OrderOptions(8 * kRecordBytes, 5, r, world), 2, &windows);
       ASSERT_EQ(slots.size(), share);  // every rank runs as many samples: DDP's equal step counts
       for (size_t j = 0; j < slots.size(); ++j) {
         const SampleSlot& s = slots[j];
@@ -132,7 +133,7 @@ TEST(WindowOrderTest, RanksTakeContiguousRunsOfTheEpochCoveringEveryRecordOnceBe
 
 TEST(WindowOrderTest, PartnersComeFromTheSamplesWindow) {
   const FakeSource src = FakeSource::Synthetic(60, 32);
-  LoaderOptions o = Windowed(8 * kRecordBytes, 6);
+  LoaderOptions o = OrderOptions(8 * kRecordBytes, 6);
   o.hyp.mixup = 1.0;  // mosaic is 1.0 by default: every sample draws 3 + 1 + 3 partners
   std::shared_ptr<const WindowedEpoch> windows;
   const std::vector<SampleSlot> slots = RankSlots(src, o, 1, &windows);
@@ -166,26 +167,9 @@ TEST(WindowOrderTest, PartnersComeFromTheSamplesWindow) {
   EXPECT_EQ(whole.Draw(a), b.Below(60));
 }
 
-std::vector<uint64_t> EpochHashes(const std::shared_ptr<const RecordSource>& src, const LoaderOptions& o, int epoch,
-                                  size_t first = 0, std::set<uint64_t>* records = nullptr) {
-  auto loader = Loader::Create(src, o);
-  EXPECT_TRUE(loader.ok()) << loader.status().ToString();
-  if (!loader.ok()) return {};
-  EXPECT_TRUE(loader.value()->StartEpoch(epoch, first).ok());
-  std::vector<uint64_t> out;
-  std::shared_ptr<Batch> b;
-  while (loader.value()->Next(&b).ok() && b) {
-    out.push_back(testing::HashBatch(*b));
-    if (records != nullptr) {
-      for (const SampleInfo& s : b->samples) EXPECT_TRUE(records->insert(s.record).second) << s.record << " twice";
-    }
-  }
-  return out;
-}
-
 TEST(WindowOrderTest, LoaderIsDeterministicAcrossThreadsAndResumesMidEpoch) {
   auto src = std::make_shared<FakeSource>(FakeSource::Synthetic(22, kImgsz));
-  LoaderOptions o = Windowed(6 * kRecordBytes, 3);
+  LoaderOptions o = OrderOptions(6 * kRecordBytes, 3);
   o.hyp.mixup = 0.5;
   o.threads = 1;
   std::set<uint64_t> records;
@@ -221,7 +205,7 @@ TEST(WindowOrderTest, ShardCacheWindowsAreContiguousExtents) {
     files.insert(extents[i].file);
   }
   ASSERT_GE(files.size(), 3u);
-  const LoaderOptions o = Windowed(160 * 1024);  // blocks of <= 20 KiB: a few records of <= 40x40
+  const LoaderOptions o = OrderOptions(160 * 1024);  // blocks of <= 20 KiB: a few records of <= 40x40
   const std::vector<RecordBlock> blocks = SplitIntoBlocks(train, o);
   ASSERT_GT(blocks.size(), files.size());
   size_t multi = 0;  // blocks of more than one record (so adjacency below is exercised)

@@ -36,19 +36,6 @@ CliRun Build(const TempDir& tmp, const fs::path& data, const fs::path& out, std:
   return Yolocache(tmp, args);
 }
 
-// Every entry under `dir` (relative path -> file bytes, "<dir>" or "-> link target"): compared before and
-// after a refused build, so a single deleted, added or changed byte anywhere shows.
-std::map<std::string, std::string> Snapshot(const fs::path& dir) {
-  std::map<std::string, std::string> out;
-  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
-    const std::string rel = it->path().lexically_relative(dir).string();
-    if (it->is_symlink()) out[rel] = "-> " + fs::read_symlink(it->path()).string();
-    else if (it->is_directory()) out[rel] = "<dir>";
-    else out[rel] = testing::ReadFile(it->path());
-  }
-  return out;
-}
-
 // No staging directory of a refused build is left beside its target.
 void ExpectNoStagingDirs(const fs::path& parent) {
   for (const auto& e : fs::directory_iterator(parent))
@@ -61,12 +48,12 @@ TEST(BuildOutput, RefusesAFolderWhoseManifestJsonIsNotOurs) {
   const fs::path victim = tmp / "victim";
   testing::WriteFile(victim / "manifest.json", "{\"name\":\"webapp\"}\n");
   testing::WriteFile(victim / "src" / "main.c", "int main() { return 0; }\n");
-  const auto before = Snapshot(victim);
+  const auto before = testing::TreeSnapshot(victim);
   CliRun r = Build(tmp, tmp / "ds" / "data.yaml", victim);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find(victim.string()), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("not a yolocache manifest"), std::string::npos) << r.err;
-  EXPECT_EQ(Snapshot(victim), before);
+  EXPECT_EQ(testing::TreeSnapshot(victim), before);
   ExpectNoStagingDirs(tmp.path());
 }
 
@@ -77,7 +64,7 @@ TEST(BuildOutput, RefusesTheDatasetAFolderInsideItAndItsParent) {
   Synth(ds);
   // The dataset holds a manifest.json of its own, as in the issue: that alone once made it "a cache".
   testing::WriteFile(ds / "manifest.json", "{\"name\":\"webapp\"}\n");
-  const auto before = Snapshot(parent);
+  const auto before = testing::TreeSnapshot(parent);
   // More places (symlinks, "..", list files, bare folders): Build.RefusesAnOutputThatOverlapsTheDataset.
   const std::vector<std::pair<fs::path, std::string>> outs = {
       {ds, "is the dataset root"},
@@ -89,7 +76,7 @@ TEST(BuildOutput, RefusesTheDatasetAFolderInsideItAndItsParent) {
     EXPECT_EQ(r.exit_code, 2) << out << ": " << r.err;
     EXPECT_NE(r.err.find(out.string() + ": " + reason), std::string::npos) << r.err;
   }
-  EXPECT_EQ(Snapshot(parent), before);
+  EXPECT_EQ(testing::TreeSnapshot(parent), before);
   ExpectNoStagingDirs(parent);
   ExpectNoStagingDirs(ds);
 }
@@ -108,12 +95,12 @@ TEST(BuildOutput, ReplacesACacheButNotOneWithAForeignFileInside) {
   EXPECT_EQ(names, (std::set<std::string>{"audit.json", "manifest.json", "train.lmdb", "val.lmdb"}));
 
   testing::WriteFile(cache / "notes.txt", "my notes");
-  const auto before = Snapshot(cache);
+  const auto before = testing::TreeSnapshot(cache);
   r = Build(tmp, yaml, cache);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find(cache.string()), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("'notes.txt'"), std::string::npos) << r.err;
-  EXPECT_EQ(Snapshot(cache), before);
+  EXPECT_EQ(testing::TreeSnapshot(cache), before);
   ExpectNoStagingDirs(tmp.path());
   // An empty folder is fine.
   fs::create_directory(tmp / "empty");

@@ -285,14 +285,6 @@ TEST(Build, RefusesToReplaceADirectoryThatIsNotACache) {
   EXPECT_EQ(testing::ReadFile(tmp / "precious" / "thesis.tex"), "do not delete");
 }
 
-// Every file and folder under `dir` with its bytes ("<dir>" for folders).
-std::map<std::string, std::string> Snapshot(const fs::path& dir) {
-  std::map<std::string, std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    out[e.path().string()] = e.is_directory() ? "<dir>" : testing::ReadFile(e.path());
-  return out;
-}
-
 TEST(Build, RefusesAnOutputThatOverlapsTheDataset) {
   TempDir tmp;
   const fs::path ds = tmp / "ds";
@@ -301,7 +293,7 @@ TEST(Build, RefusesAnOutputThatOverlapsTheDataset) {
   testing::WriteFile(tmp / "y" / "listed.yaml", "path: " + ds.string() + "\ntrain: images/train\nval: val.txt\nnames: [a, b, c, d]\n");
   testing::WriteFile(ds / "val.txt", "./images/val/synth_000001.jpg\n");
   fs::create_directory_symlink(ds / "images", tmp / "link");
-  const auto before = Snapshot(tmp.path());
+  const auto before = testing::TreeSnapshot(tmp.path());
   struct Case {
     fs::path source, out;
     std::string reason;
@@ -325,7 +317,7 @@ TEST(Build, RefusesAnOutputThatOverlapsTheDataset) {
     EXPECT_EQ(report.status().code(), Status::Code::kInvalidArgument) << report.status().ToString();
     EXPECT_EQ(report.status().message().rfind(c.out.string() + ": " + c.reason, 0), 0u) << report.status().message();
   }
-  EXPECT_EQ(Snapshot(tmp.path()), before);
+  EXPECT_EQ(testing::TreeSnapshot(tmp.path()), before);
   // Beside the dataset is fine.
   EXPECT_TRUE(BuildCache(Options(yaml, tmp / "cache")).ok());
 }
