@@ -96,10 +96,11 @@ struct TrainOptions {
   std::string depthwise_kernel = "auto";
   // An epoch's validation and checkpoints beside the next epoch's training (trainer/engine/end_epoch_overlap.cc):
   // auto (CUDA, where memory allows) | on (also CPU) | off. The results and files are those of the in-line end.
-  // Off by default until its speed and its CUDA run are measured on the GPU host (issue 29).
+  // Off by default until it is measured against off on one GPU machine (issue 29; its CUDA test passes there).
   std::string val_overlap = "off";
   // Threads that run the train step's convolutions once before the first batch, so that cuDNN's per-process
-  // work for each shape is done in parallel (trainer/engine/step_warmup.h; CUDA, fixed batch shapes); 0 = none.
+  // work for each shape is done in parallel (trainer/engine/step_warmup.h; CUDA, fixed batch shapes); 0 = none,
+  // the default: on an H100 it cost more than it saved (docs/TRAINER.md).
   int conv_warmup = 0;
   bool sync_bn = false;          // data-parallel: BatchNorm and loss normaliser over the global batch
 

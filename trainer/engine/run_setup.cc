@@ -85,7 +85,7 @@ Status TrainRun::Setup() {
       {"run dir", &TrainRun::PrepareRunDir},           {"model", &TrainRun::BuildModel},
       {"autobatch", &TrainRun::ChooseAutoBatch},       {"loader", &TrainRun::BuildLoader},
       {"optimizer", &TrainRun::BuildTraining},         {"validator", &TrainRun::BuildValidator},
-      {"records", &TrainRun::OpenRecords},           {"conv warm-up", &TrainRun::WarmUpConvolutions}};
+      {"records", &TrainRun::OpenRecords},             {"conv warm-up", &TrainRun::WarmUpConvolutions}};
   std::string parts;
   for (const auto& [name, step] : kSteps) {
     const Clock::time_point t0 = Clock::now();

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstring>
-#include <mutex>
 #include <thread>
 #include <tuple>
 
@@ -12,6 +10,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include "trainer/runtime/clock.h"
 #include "trainer/runtime/cudnn_off.h"
 #include "trainer/runtime/exception_text.h"
 #include "trainer/runtime/side_stream.h"
@@ -105,11 +104,10 @@ std::vector<ConvCall> AtBatchSizes(const std::vector<ConvCall>& calls, const std
 }
 
 ConvWarmup WarmConvCalls(const std::vector<ConvCall>& calls, const at::Device& device, int threads) {
-  const auto t0 = std::chrono::steady_clock::now();
+  const Clock::time_point t0 = Clock::now();
   std::atomic<size_t> next{0};
   std::atomic<int> done{0};
   std::atomic<bool> failed{false};
-  std::mutex mu;
   ConvWarmup result;
   auto work = [&] {
     try {
@@ -121,15 +119,14 @@ ConvWarmup WarmConvCalls(const std::vector<ConvCall>& calls, const at::Device& d
       }
       SynchronizeCurrentStream(device);
     } catch (const std::exception& e) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!failed.exchange(true)) result.error = ExceptionLine(e);
+      if (!failed.exchange(true)) result.error = ExceptionLine(e);  // the first failure only; read after join
     }
   };
   std::vector<std::thread> pool;
   for (int t = 0; t < std::max(1, threads); ++t) pool.emplace_back(work);
   for (std::thread& t : pool) t.join();
   result.calls = done;
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.seconds = Seconds(t0);
   return result;
 }
 

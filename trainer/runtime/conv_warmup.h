@@ -4,7 +4,9 @@
 // plans per thread, aten/src/ATen/native/cudnn/Conv_v8.cpp; the measurement is in
 // https://github.com/pytorch/pytorch/issues/191617). So the trainer records the convolutions its step makes,
 // once, at batch 1 and with cuDNN off, and runs each of them forward and backward at the batch sizes the epoch
-// has on several threads at once before its first batch: the training thread then finds that work done.
+// has on several threads at once before its first batch, for the training thread to find that work done.
+// Measured on an H100 with PyTorch 2.11 it saved less than it cost (BENCHMARKS.md, "Lease of 2026-12-07,
+// second machine"), so it is opt-in (--conv-warmup).
 //
 //   std::vector<ConvCall> calls = RecordConvCalls([&] { model->forward(one_image); });
 //   ConvWarmup w = WarmConvCalls(AtBatchSizes(calls, {64, 56}), device, /*threads=*/8);
