@@ -11,6 +11,9 @@ cd "$(dirname "$0")/.."
 # module that copy's streams crashed (2026-12-03: a segfault in ostream::_M_insert<long>).
 compiler=()
 [ -x /usr/bin/g++ ] && compiler=(-DCMAKE_C_COMPILER=/usr/bin/gcc -DCMAKE_CXX_COMPILER=/usr/bin/g++)
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DYOLOCACHE_BUILD_TESTS=OFF "${compiler[@]}" "$@" >/dev/null
+# nvcc for the trainer's CUDA kernels (cmake/YolocacheCudaKernels.cmake), with the same host compiler.
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export CUDACXX=/usr/local/cuda/bin/nvcc; fi
+[ -x /usr/bin/g++ ] && export CUDAHOSTCXX=/usr/bin/g++
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DYOLOCACHE_BUILD_TESTS=OFF "${compiler[@]}" "$@" | grep -E "^-- yolocache: (the trainer's CUDA|no nvcc)" || true
 cmake --build build-gpu -j"$(nproc)" ${TARGETS:+--target $TARGETS} 2>&1 | grep -E "error|warning: unused|^ninja|FAILED" || true
 test -x build-gpu/tools/yolocache

@@ -9,6 +9,7 @@
 
 #include "trainer/loss/assigner.h"
 #include "trainer/loss/box_buckets.h"
+#include "trainer/loss/kernels/pair_metric.h"
 #include "trainer/loss/pair_metrics.h"
 #include "trainer/model/box_ops.h"
 #include "trainer/model/detection_model.h"
@@ -81,47 +82,129 @@ struct TinyGrid {
   int64_t Index(float x, float y) const { return static_cast<int64_t>((y - 4) / 8) * 4 + static_cast<int64_t>((x - 4) / 8); }
 };
 
-// The fused pair metrics (pair_metrics.h) against their definitions written out here: Ultralytics' in-box
-// test (least distance to an edge > eps) and box_ops.h's BboxIoU. On the CPU the interpreter runs the same
-// ops: equal to the bit. On CUDA the fuser compiles the function after its first call, so the third call
-// runs the fused kernel: equal within float rounding (its atan and pow are CUDA's, not ATen's).
+// Random boxes, predictions and anchors for the pair metrics: a padded row, most pairs outside the boxes,
+// enough inside them to compare; class scores both per (image, anchor, class) and gathered per pair.
+struct RandomPairs {
+  at::Tensor gt, pd, anchors, valid, pd_scores, labels, box_scores;
+  RandomPairs(int64_t bs, int64_t nmax, int64_t na, int64_t nc, uint64_t seed) {
+    at::manual_seed(seed);
+    auto xy = at::rand({bs, nmax, 2}) * 200;
+    gt = at::cat({xy, xy + at::rand({bs, nmax, 2}) * 150 + 1}, -1);
+    gt[bs - 1][nmax - 1].zero_();  // a padded row
+    auto pxy = at::rand({bs, na, 2}) * 300;
+    pd = at::cat({pxy, pxy + at::rand({bs, na, 2}) * 100}, -1);
+    anchors = at::rand({na, 2}) * 320;
+    valid = gt.sum(-1, true).gt(0);
+    pd_scores = at::rand({bs, na, nc});
+    labels = at::randint(nc, {bs, nmax}, at::kLong);
+    box_scores = pd_scores.transpose(1, 2).gather(1, labels.unsqueeze(-1).expand({bs, nmax, na}));
+  }
+};
+
+// The pair metrics (pair_metrics.h) against their definitions written out here: Ultralytics' in-box test
+// (least distance to an edge > eps) and box_ops.h's BboxIoU. On the CPU the same ops run: equal to the bit.
+// On CUDA ATen's CUDA kernels: equal within float rounding.
 TEST(PairMetrics, EqualTheInBoxTestAndBboxIoU) {
   std::vector<at::Device> devices{at::kCPU};
   if (torch::cuda::is_available()) devices.emplace_back(at::kCUDA, 0);
-  at::manual_seed(11);
-  const int64_t bs = 2, nmax = 5, na = 300;
-  auto xy = at::rand({bs, nmax, 2}) * 200;
-  auto gt = at::cat({xy, xy + at::rand({bs, nmax, 2}) * 150 + 1}, -1);
-  gt[1][4].zero_();  // a padded row
-  auto pxy = at::rand({bs, na, 2}) * 300;
-  auto pd = at::cat({pxy, pxy + at::rand({bs, na, 2}) * 100}, -1);
-  auto anchors = at::rand({na, 2}) * 320;
-  auto valid = gt.sum(-1, true).gt(0);
-  auto scores = at::rand({bs, nmax, na});
+  const RandomPairs r(2, 5, 300, 3, 11);
+  const int64_t na = 300;
   const double eps = 1e-9;
-  auto ax = anchors.select(1, 0).view({1, 1, na}), ay = anchors.select(1, 1).view({1, 1, na});
+  auto ax = r.anchors.select(1, 0).view({1, 1, na}), ay = r.anchors.select(1, 1).view({1, 1, na});
+  const at::Tensor& gt = r.gt;
   auto edge = at::minimum(at::minimum(ax - gt.select(-1, 0).unsqueeze(-1), ay - gt.select(-1, 1).unsqueeze(-1)),
                           at::minimum(gt.select(-1, 2).unsqueeze(-1) - ax, gt.select(-1, 3).unsqueeze(-1) - ay));
-  auto mask = edge.gt(eps).logical_and(valid);
-  auto ciou = BboxIoU(gt.unsqueeze(2), pd.unsqueeze(1), IoUKind::kCIoU).clamp_min(0);
+  auto mask = edge.gt(eps).logical_and(r.valid);
+  auto ciou = BboxIoU(gt.unsqueeze(2), r.pd.unsqueeze(1), IoUKind::kCIoU).clamp_min(0);
   auto overlaps = at::where(mask, ciou, at::zeros({}));
-  auto align = at::where(mask, scores, at::zeros({})).pow(0.5) * overlaps.pow(6.0);
+  auto align = at::where(mask, r.box_scores, at::zeros({})).pow(0.5) * overlaps.pow(6.0);
   ASSERT_GT(mask.sum().item<int64_t>(), 20);  // enough pairs inside boxes to compare
   for (const auto& device : devices) {
     SCOPED_TRACE(device.str());
-    for (int call = 0; call < 3; ++call) {
-      PairMetrics m = ComputePairMetrics(gt.to(device), pd.to(device), anchors.to(device), valid.to(device),
-                                         scores.to(device), 0.5, 6.0, eps);
-      EXPECT_TRUE(at::equal(m.mask.cpu(), mask));
-      if (device.is_cpu()) {
-        EXPECT_TRUE(at::equal(m.overlaps, overlaps));
-        EXPECT_TRUE(at::equal(m.align_metric, align));
-      } else {
-        EXPECT_TRUE(at::allclose(m.overlaps.cpu(), overlaps, 1e-5, 1e-6));
-        EXPECT_TRUE(at::allclose(m.align_metric.cpu(), align, 1e-4, 1e-7));
+    PairMetrics m = ComputePairMetrics(gt.to(device), r.pd.to(device), r.anchors.to(device), r.valid.to(device),
+                                       r.box_scores.to(device), 0.5, 6.0, eps);
+    EXPECT_TRUE(at::equal(m.mask.cpu(), mask));
+    if (device.is_cpu()) {
+      EXPECT_TRUE(at::equal(m.overlaps, overlaps));
+      EXPECT_TRUE(at::equal(m.align_metric, align));
+    } else {
+      EXPECT_TRUE(at::allclose(m.overlaps.cpu(), overlaps, 1e-5, 1e-6));
+      EXPECT_TRUE(at::allclose(m.align_metric.cpu(), align, 1e-4, 1e-7));
+    }
+  }
+}
+
+// The CUDA kernel's per-pair function (kernels/pair_metric.h), run here on the host pair by pair with the
+// class score read at each box's label, against the ATen ops: the same masks, values within the rounding of
+// atan and pow (ATen's CPU kernels vectorise them). CI has no GPU, so this is where the kernel's arithmetic
+// is checked there.
+TEST(PairMetrics, KernelFunctionEqualsTheATenOps) {
+  const int64_t bs = 2, nmax = 6, na = 400, nc = 4;
+  const RandomPairs r(bs, nmax, na, nc, 5);
+  const double eps = 1e-9;
+  PairMetrics want = ComputePairMetrics(r.gt, r.pd, r.anchors, r.valid, r.box_scores, 0.5, 6.0, eps);
+  auto inside = at::zeros({bs, nmax, na}, at::kBool);
+  auto overlaps = at::zeros({bs, nmax, na});
+  auto align = at::zeros({bs, nmax, na});
+  const kernels::PairMetricParams params{0.5f, 6.0f, static_cast<float>(eps)};
+  auto g = r.gt.accessor<float, 3>();
+  auto p = r.pd.accessor<float, 3>();
+  auto an = r.anchors.accessor<float, 2>();
+  auto s = r.pd_scores.accessor<float, 3>();
+  auto l = r.labels.accessor<int64_t, 2>();
+  auto v = r.valid.accessor<bool, 3>();
+  for (int64_t b = 0; b < bs; ++b) {
+    for (int64_t m = 0; m < nmax; ++m) {
+      const kernels::BoxXyxy box{g[b][m][0], g[b][m][1], g[b][m][2], g[b][m][3]};
+      for (int64_t a = 0; a < na; ++a) {
+        const kernels::BoxXyxy pred{p[b][a][0], p[b][a][1], p[b][a][2], p[b][a][3]};
+        const kernels::PairMetric pm =
+            kernels::ComputePairMetric(box, v[b][m][0], pred, an[a][0], an[a][1], s[b][a][l[b][m]], params);
+        inside[b][m][a] = pm.inside;
+        overlaps[b][m][a] = pm.overlap;
+        align[b][m][a] = pm.align;
       }
     }
   }
+  ASSERT_GT(want.mask.sum().item<int64_t>(), 50);
+  EXPECT_TRUE(at::equal(inside, want.mask));
+  EXPECT_TRUE(at::allclose(overlaps, want.overlaps, 1e-5, 1e-6));
+  EXPECT_TRUE(at::allclose(align, want.align_metric, 1e-4, 1e-7));
+  EXPECT_FALSE(PairMetricsKernelApplies(r.pd_scores));  // CPU tensors take the ATen ops
+}
+
+// The kernel itself on CUDA (skipped without a GPU or where the build has no nvcc): its outputs against
+// the ATen ops at a training-sized width, and whole assignments with it against assignments without it.
+TEST(PairMetrics, KernelEqualsTheATenOpsOnCuda) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const at::Device cuda(at::kCUDA, 0);
+  if (!PairMetricsKernelApplies(at::zeros({1, 1, 1}, at::TensorOptions(cuda)))) {
+    GTEST_SKIP() << "this build has no CUDA kernels (no nvcc at configure time)";
+  }
+  const int64_t bs = 4, nmax = 24, na = 8400, nc = 80;
+  const RandomPairs r(bs, nmax, na, nc, 3);
+  const double eps = 1e-9;
+  PairMetrics aten = ComputePairMetrics(r.gt.to(cuda), r.pd.to(cuda), r.anchors.to(cuda), r.valid.to(cuda),
+                                        r.box_scores.to(cuda), 0.5, 6.0, eps);
+  PairMetrics kernel = ComputePairMetricsKernel(r.gt.to(cuda), r.pd.to(cuda), r.anchors.to(cuda), r.valid.to(cuda),
+                                                r.pd_scores.to(cuda), r.labels.to(cuda), 0.5, 6.0, eps);
+  ASSERT_GT(aten.mask.sum().item<int64_t>(), 1000);
+  EXPECT_TRUE(at::equal(kernel.mask, aten.mask));
+  EXPECT_TRUE(at::allclose(kernel.overlaps, aten.overlaps, 1e-5, 1e-6));
+  EXPECT_TRUE(at::allclose(kernel.align_metric, aten.align_metric, 1e-4, 1e-7));
+
+  AssignerOptions with, without;
+  with.num_classes = without.num_classes = nc;
+  without.pair_metrics_kernel = false;
+  auto labels = r.labels.to(at::kFloat).unsqueeze(-1).to(cuda);
+  auto args = [&](const TaskAlignedAssigner& assign) {
+    return assign(r.pd_scores.to(cuda), r.pd.to(cuda), r.anchors.to(cuda), labels, r.gt.to(cuda), r.valid.to(cuda));
+  };
+  Assignment a = args(TaskAlignedAssigner(with)), b = args(TaskAlignedAssigner(without));
+  ASSERT_GT(b.fg_mask.sum().item<int64_t>(), 100);
+  EXPECT_TRUE(at::equal(a.fg_mask, b.fg_mask));
+  EXPECT_TRUE(at::equal(a.target_gt_idx, b.target_gt_idx));
+  EXPECT_TRUE(at::allclose(a.target_scores, b.target_scores, 1e-4, 1e-6));
 }
 
 TEST(Assigner, PicksTopkAnchorsInsideTheBox) {

@@ -108,6 +108,11 @@ void AddResourceOptions(CLI::App& app, TrainArgs& a) {
                  "depthwise kernel for shapes met a few times, which cuDNN would first plan for seconds) | cudnn | direct")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "cudnn", "direct"}));
+  app.add_option("--assigner-kernel", o.assigner_kernel,
+                 "CUDA: the assigner's in-box test, CIoU and alignment of every (box, anchor) pair: auto (one CUDA "
+                 "kernel of ours, where the build compiled it) | aten (PyTorch's ops); same assignments")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "aten"}));
   app.add_option("--val-overlap", o.val_overlap,
                  "Validate an epoch and take its checkpoints on another thread while the next epoch trains (same "
                  "results and files; last.pt lags one epoch meanwhile): auto (CUDA) | on | off")

@@ -157,6 +157,7 @@ std::vector<Field> MakeFields() {
       Bool("cudnn_benchmark", &TrainOptions::cudnn_benchmark),
       Str("cuda_graphs", &TrainOptions::cuda_graphs),
       Str("depthwise_kernel", &TrainOptions::depthwise_kernel),
+      Str("assigner_kernel", &TrainOptions::assigner_kernel),
       Str("val_overlap", &TrainOptions::val_overlap),
       Num("conv_warmup", &TrainOptions::conv_warmup),
       Bool("sync_bn", &TrainOptions::sync_bn),
@@ -340,6 +341,7 @@ Status ValidateTrainOptions(const TrainOptions& o) {
     return bad("--cuda-graphs must be auto, on or off");
   }
   if (Result<DepthwiseKernelMode> mode = ParseDepthwiseKernelMode(o.depthwise_kernel); !mode.ok()) return mode.status();
+  if (o.assigner_kernel != "auto" && o.assigner_kernel != "aten") return bad("--assigner-kernel must be auto or aten");
   if (o.val_overlap != "auto" && o.val_overlap != "on" && o.val_overlap != "off") {
     return bad("--val-overlap must be auto, on or off");
   }

@@ -20,6 +20,8 @@ struct AssignerOptions {
   double alpha = 0.5;
   double beta = 6.0;
   double eps = 1e-9;
+  // The pair metrics in one CUDA kernel where it applies (pair_metrics.h); false: ATen ops everywhere.
+  bool pair_metrics_kernel = true;
 };
 
 struct Assignment {

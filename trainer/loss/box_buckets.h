@@ -6,9 +6,8 @@
 // are all zero and the loss masks them out (mask_gt), so a padded batch has the same loss and gradients as
 // the unpadded one (tests/trainer/loss_test.cc, BoxBuckets.*). A batch without boxes gets one padded row:
 // same loss as none, and no separate empty-batch path to capture.
-// The eager loss pads to the same widths (DetectionLoss::operator()), so that the assigner's fused pair
-// metrics (pair_metrics.h), compiled once per shape on CUDA, meet a handful of shapes in a run rather than
-// one per box count: each new shape costs a compile of a second or so.
+// The eager loss pads to the same widths (DetectionLoss::operator()), so that an eager step works on the
+// shapes a captured one would, and the caching allocator meets a handful of sizes rather than one per count.
 //
 //   const int64_t width = BoxCountBucket(max_boxes);                     // 13 -> 16, 17 -> 24
 //   at::Tensor targets = PreprocessTargets(labels_cpu, batch, width, h, w);  // (B, 16, 5), on the host

@@ -83,6 +83,7 @@ DetectionLoss::DetectionLoss(int64_t nc, std::vector<double> strides, LossOption
   a.num_classes = nc_;
   a.alpha = options_.alpha;
   a.beta = options_.beta;
+  a.pair_metrics_kernel = options_.pair_metrics_kernel;
   assigner_ = TaskAlignedAssigner(a);
 }
 
@@ -111,8 +112,7 @@ Result<LossOutput> DetectionLoss::operator()(const std::vector<at::Tensor>& feat
   const double img_h = static_cast<double>(f0.size(2)) * strides_.front();
   const double img_w = static_cast<double>(f0.size(3)) * strides_.front();
   auto table = labels.defined() ? labels.to(f0.device()) : at::zeros({0, 6}, f0.options().dtype(at::kFloat));
-  // Padded to its box-count bucket (box_buckets.h; the loss is the same): the assigner's fused pair
-  // metrics are compiled per shape (pair_metrics.h), and a handful of widths keeps those compiles few.
+  // Padded to its box-count bucket (box_buckets.h; the loss is the same), the widths a captured step uses.
   return Compute(feats, PreprocessTargets(table, f0.size(0), BoxCountBucket(max_boxes), img_h, img_w));
 }
 

@@ -30,6 +30,7 @@ struct LossOptions {
   double alpha = 0.5;
   double beta = 6.0;
   int64_t reg_max = 16;
+  bool pair_metrics_kernel = true;  // AssignerOptions::pair_metrics_kernel (--assigner-kernel)
 };
 
 struct LossOutput {
