@@ -8,7 +8,9 @@
 #include <torch/optim/sgd.h>
 
 #include "trainer/loss/assigner.h"
+#include "trainer/loss/assigner_kernels.h"
 #include "trainer/loss/box_buckets.h"
+#include "trainer/loss/kernels/assign_targets.h"
 #include "trainer/loss/kernels/pair_metric.h"
 #include "trainer/loss/pair_metrics.h"
 #include "trainer/model/box_ops.h"
@@ -170,15 +172,76 @@ TEST(PairMetrics, KernelFunctionEqualsTheATenOps) {
   EXPECT_TRUE(at::equal(inside, want.mask));
   EXPECT_TRUE(at::allclose(overlaps, want.overlaps, 1e-5, 1e-6));
   EXPECT_TRUE(at::allclose(align, want.align_metric, 1e-4, 1e-7));
-  EXPECT_FALSE(PairMetricsKernelApplies(r.pd_scores));  // CPU tensors take the ATen ops
+  EXPECT_FALSE(AssignerKernelsApply(r.pd_scores));  // CPU tensors take the ATen ops
 }
 
-// The kernel itself on CUDA (skipped without a GPU or where the build has no nvcc): its outputs against
-// the ATen ops at a training-sized width, and whole assignments with it against assignments without it.
+// The assignment kernels' per-thread steps (kernels/assign_targets.h), run here on the host as loops in
+// their order, against the dense ATen assigner on the same pair metrics and top-k: equal to the bit (the
+// same float operations on the same values). Several boxes overlap, so anchors picked by more than one
+// box are resolved too.
+TEST(Assigner, KernelStepsEqualTheDenseAssigner) {
+  const int64_t bs = 3, nmax = 8, na = 500, nc = 5, topk = 10;
+  const RandomPairs r(bs, nmax, na, nc, 9);
+  AssignerOptions opt;
+  opt.num_classes = nc;
+  opt.topk = topk;
+  auto gt_labels = r.labels.to(at::kFloat).unsqueeze(-1);
+  const Assignment want = TaskAlignedAssigner(opt)(r.pd_scores, r.pd, r.anchors, gt_labels, r.gt, r.valid);
+
+  PairMetrics pairs = ComputePairMetrics(r.gt, r.pd, r.anchors, r.valid, r.box_scores, opt.alpha, opt.beta, opt.eps);
+  auto topk_idxs = std::get<1>(pairs.align_metric.topk(topk, -1, true)).contiguous();
+  auto picks = at::zeros({bs, na}, at::kInt);
+  auto picked_by = at::zeros({bs, na}, at::kLong);
+  auto best = at::zeros({2, bs, nmax});
+  Assignment got;
+  got.target_gt_idx = at::empty({bs, na}, at::kLong);
+  got.fg_mask = at::empty({bs, na}, at::kBool);
+  got.target_labels = at::empty({bs, na}, at::kLong);
+  got.target_bboxes = at::empty({bs, na, 4});
+  got.target_scores = at::empty({bs, na, nc});
+  kernels::AssignTargetsArgs t;
+  t.batch = bs, t.boxes = nmax, t.anchors = na, t.classes = nc, t.topk = topk;
+  t.topk_idxs = topk_idxs.data_ptr<int64_t>();
+  t.inside = pairs.mask.data_ptr<bool>();
+  t.overlaps = pairs.overlaps.data_ptr<float>();
+  t.align = pairs.align_metric.data_ptr<float>();
+  t.labels = r.labels.data_ptr<int64_t>();
+  t.gt_boxes = r.gt.data_ptr<float>();
+  t.eps = static_cast<float>(opt.eps);
+  t.picks = picks.data_ptr<int32_t>();
+  t.picked_by = picked_by.data_ptr<int64_t>();
+  t.best_align = best[0].data_ptr<float>();
+  t.best_overlap = best[1].data_ptr<float>();
+  t.target_gt_idx = got.target_gt_idx.data_ptr<int64_t>();
+  t.fg_mask = got.fg_mask.data_ptr<bool>();
+  t.target_labels = got.target_labels.data_ptr<int64_t>();
+  t.target_boxes = got.target_bboxes.data_ptr<float>();
+  t.target_scores = got.target_scores.data_ptr<float>();
+  for (int64_t b = 0; b < bs; ++b)
+    for (int64_t m = 0; m < nmax; ++m)
+      for (int64_t j = 0; j < topk; ++j) kernels::MarkPick(t, b, m, j);
+  for (int64_t b = 0; b < bs; ++b)
+    for (int64_t a = 0; a < na; ++a) kernels::ChooseBox(t, b, a);
+  for (int64_t b = 0; b < bs; ++b)
+    for (int64_t a = 0; a < na; ++a)
+      for (int64_t c = 0; c < nc; ++c) kernels::WriteScore(t, b, a, c);
+
+  ASSERT_GT(picks.gt(1).sum().item<int64_t>(), 0);  // some anchors picked by several boxes
+  ASSERT_GT(want.fg_mask.sum().item<int64_t>(), 30);
+  EXPECT_TRUE(at::equal(got.fg_mask, want.fg_mask));
+  EXPECT_TRUE(at::equal(got.target_gt_idx, want.target_gt_idx));
+  EXPECT_TRUE(at::equal(got.target_labels, want.target_labels));
+  EXPECT_TRUE(at::equal(got.target_bboxes, want.target_bboxes));
+  EXPECT_TRUE(at::equal(got.target_scores, want.target_scores));
+}
+
+// The kernels themselves on CUDA (skipped without a GPU or where the build has no nvcc): the pair metrics
+// against the ATen ops at a training-sized width, and whole assignments with the kernels against
+// assignments without them.
 TEST(PairMetrics, KernelEqualsTheATenOpsOnCuda) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const at::Device cuda(at::kCUDA, 0);
-  if (!PairMetricsKernelApplies(at::zeros({1, 1, 1}, at::TensorOptions(cuda)))) {
+  if (!AssignerKernelsApply(at::zeros({1, 1, 1}, at::TensorOptions(cuda)))) {
     GTEST_SKIP() << "this build has no CUDA kernels (no nvcc at configure time)";
   }
   const int64_t bs = 4, nmax = 24, na = 8400, nc = 80;
@@ -195,15 +258,17 @@ TEST(PairMetrics, KernelEqualsTheATenOpsOnCuda) {
 
   AssignerOptions with, without;
   with.num_classes = without.num_classes = nc;
-  without.pair_metrics_kernel = false;
+  without.cuda_kernels = false;
   auto labels = r.labels.to(at::kFloat).unsqueeze(-1).to(cuda);
-  auto args = [&](const TaskAlignedAssigner& assign) {
+  auto assign_on_cuda = [&](const TaskAlignedAssigner& assign) {
     return assign(r.pd_scores.to(cuda), r.pd.to(cuda), r.anchors.to(cuda), labels, r.gt.to(cuda), r.valid.to(cuda));
   };
-  Assignment a = args(TaskAlignedAssigner(with)), b = args(TaskAlignedAssigner(without));
+  Assignment a = assign_on_cuda(TaskAlignedAssigner(with)), b = assign_on_cuda(TaskAlignedAssigner(without));
   ASSERT_GT(b.fg_mask.sum().item<int64_t>(), 100);
   EXPECT_TRUE(at::equal(a.fg_mask, b.fg_mask));
   EXPECT_TRUE(at::equal(a.target_gt_idx, b.target_gt_idx));
+  EXPECT_TRUE(at::equal(a.target_labels, b.target_labels));
+  EXPECT_TRUE(at::equal(a.target_bboxes, b.target_bboxes));
   EXPECT_TRUE(at::allclose(a.target_scores, b.target_scores, 1e-4, 1e-6));
 }
 

@@ -54,7 +54,7 @@ Status BuildStep(TrainingStack* s, const TrainOptions& o, int64_t nc, const Stac
   s->scaler = std::make_unique<GradScaler>(so);
   if (resume != nullptr && so.enabled) s->scaler->LoadState(state.scaler_scale, state.scaler_growth, s->target.device);
   LossOptions loss_options{o.box, o.cls, o.dfl};
-  loss_options.pair_metrics_kernel = o.assigner_kernel == "auto";
+  loss_options.assigner_kernels = o.assigner_kernel == "auto";
   s->loss = std::make_unique<DetectionLoss>(nc, s->model->strides(), loss_options);
   if (o.fused_optimizer && FusedStep::Supported(*s->optimizer)) s->fused = std::make_unique<FusedStep>(*s->optimizer);
   s->step = std::make_unique<TrainStep>(s->model, *s->optimizer, *s->ema, *s->scaler, *s->loss, s->target.amp,

@@ -2,6 +2,7 @@
 
 #include <c10/core/GradMode.h>
 
+#include "trainer/loss/assigner_kernels.h"
 #include "trainer/loss/pair_metrics.h"
 
 namespace yc::trainer {
@@ -25,24 +26,25 @@ Assignment TaskAlignedAssigner::operator()(const at::Tensor& pd_scores, const at
   auto labels = gt_labels.to(at::kLong).squeeze(-1).clamp(0, nc - 1);  // (B, M); pads are class 0, masked below
   auto valid_gt = mask_gt.to(at::kBool);                                // (B, M, 1)
 
-  // get_pos_mask and get_box_metrics (pair_metrics.h): the score of each box's own class at every anchor,
-  // then the in-box mask, CIoU and alignment of every (box, anchor) pair; one kernel on CUDA.
-  PairMetrics pairs;
-  if (options_.pair_metrics_kernel && PairMetricsKernelApplies(pd_scores)) {
-    pairs = ComputePairMetricsKernel(gt_bboxes, pd_bboxes, anc_points, valid_gt, pd_scores, labels, options_.alpha,
-                                     options_.beta, options_.eps);
-  } else {
-    auto bbox_scores = pd_scores.transpose(1, 2).gather(1, labels.unsqueeze(-1).expand({bs, nmax, na}));
-    pairs = ComputePairMetrics(gt_bboxes, pd_bboxes, anc_points, valid_gt, bbox_scores, options_.alpha,
-                               options_.beta, options_.eps);
+  const int64_t k = std::min(options_.topk, na);
+  if (options_.cuda_kernels && AssignerKernelsApply(pd_scores)) {  // the same steps in kernels of our own
+    PairMetrics pairs = ComputePairMetricsKernel(gt_bboxes, pd_bboxes, anc_points, valid_gt, pd_scores, labels,
+                                                 options_.alpha, options_.beta, options_.eps);
+    auto topk_idxs = std::get<1>(pairs.align_metric.topk(k, -1, /*largest=*/true));  // (B, M, k)
+    return AssignTargetsKernel(pairs, topk_idxs, labels, gt_bboxes, options_.num_classes, options_.eps);
   }
+
+  // get_pos_mask and get_box_metrics (pair_metrics.h): the score of each box's own class at every anchor,
+  // then the in-box mask, CIoU and alignment of every (box, anchor) pair.
+  auto bbox_scores = pd_scores.transpose(1, 2).gather(1, labels.unsqueeze(-1).expand({bs, nmax, na}));
+  PairMetrics pairs = ComputePairMetrics(gt_bboxes, pd_bboxes, anc_points, valid_gt, bbox_scores, options_.alpha,
+                                         options_.beta, options_.eps);
   const at::Tensor& mask_pair = pairs.mask;        // (B, M, A)
   const at::Tensor& overlaps = pairs.overlaps;     // (B, M, A)
   at::Tensor align_metric = pairs.align_metric;    // (B, M, A)
 
   // select_topk_candidates: top-k anchors per box; pad rows point all k picks at anchor 0, whose count
   // then exceeds 1 and is dropped.
-  const int64_t k = std::min(options_.topk, na);
   auto topk_idxs = std::get<1>(align_metric.topk(k, -1, /*largest=*/true));  // (B, M, k)
   topk_idxs = topk_idxs.masked_fill(valid_gt.logical_not(), 0);
   auto count = at::zeros({bs, nmax, na}, fopt.dtype(at::kChar));

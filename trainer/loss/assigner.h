@@ -5,7 +5,8 @@
 //
 // Dense formulation over (batch, max_boxes, anchors) with masks multiplied in, so it runs without host
 // syncs on any device (Ultralytics gathers masked pairs, which needs a nonzero() sync). Values equal
-// Ultralytics' for every pair it computes; pairs it skips are zero here too.
+// Ultralytics' for every pair it computes; pairs it skips are zero here too. On CUDA the same steps run in
+// kernels of our own where the build has them (assigner_kernels.h), with the same results.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +21,8 @@ struct AssignerOptions {
   double alpha = 0.5;
   double beta = 6.0;
   double eps = 1e-9;
-  // The pair metrics in one CUDA kernel where it applies (pair_metrics.h); false: ATen ops everywhere.
-  bool pair_metrics_kernel = true;
+  // On CUDA, kernels of our own where the build has them (assigner_kernels.h); false: ATen ops everywhere.
+  bool cuda_kernels = true;
 };
 
 struct Assignment {

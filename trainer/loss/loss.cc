@@ -83,7 +83,7 @@ DetectionLoss::DetectionLoss(int64_t nc, std::vector<double> strides, LossOption
   a.num_classes = nc_;
   a.alpha = options_.alpha;
   a.beta = options_.beta;
-  a.pair_metrics_kernel = options_.pair_metrics_kernel;
+  a.cuda_kernels = options_.assigner_kernels;
   assigner_ = TaskAlignedAssigner(a);
 }
 

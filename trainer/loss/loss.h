@@ -30,7 +30,7 @@ struct LossOptions {
   double alpha = 0.5;
   double beta = 6.0;
   int64_t reg_max = 16;
-  bool pair_metrics_kernel = true;  // AssignerOptions::pair_metrics_kernel (--assigner-kernel)
+  bool assigner_kernels = true;  // AssignerOptions::cuda_kernels (--assigner-kernel)
 };
 
 struct LossOutput {

@@ -10,10 +10,9 @@
 //   (tests/trainer/loss_test.cc, PairMetrics.*). Any device. A TorchScript version fused by NNC was tried
 //   (2026-12-04, one H200): LibTorch 2.11's fuser compiled it per shape at seconds each and did not fuse it
 //   with dynamic shapes at all.
-// - ComputePairMetricsKernel: one CUDA kernel of our own (kernels/pair_metrics_kernel.cu, compiled where
-//   the build has nvcc and a CUDA LibTorch), which reads the boxes once and writes the three outputs once;
-//   equal to the ATen ops within CUDA's atan and pow rounding. The assigner takes it where it applies
-//   (--assigner-kernel auto).
+// - ComputePairMetricsKernel (assigner_kernels.h): one CUDA kernel of our own, which reads the boxes once
+//   and writes the three outputs once; equal to the ATen ops within CUDA's atan and pow rounding. The
+//   assigner takes it where it applies (--assigner-kernel auto).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -33,17 +32,5 @@ struct PairMetrics {
 PairMetrics ComputePairMetrics(const at::Tensor& gt_bboxes, const at::Tensor& pd_bboxes, const at::Tensor& anc_points,
                                const at::Tensor& valid_gt, const at::Tensor& box_scores, double alpha, double beta,
                                double inside_eps);
-
-// Whether ComputePairMetricsKernel can run on these scores: this build compiled the kernel, and they are
-// float32 on a CUDA device.
-bool PairMetricsKernelApplies(const at::Tensor& pd_scores);
-
-// The same as ComputePairMetrics in one CUDA kernel, with each box's class score read at its label from
-// pd_scores (B, A, C) instead of from a gathered (B, M, A) tensor; labels (B, M) int64 in [0, C). Queued on
-// the current stream without a host sync (a CUDA graph captures it). Only where PairMetricsKernelApplies.
-PairMetrics ComputePairMetricsKernel(const at::Tensor& gt_bboxes, const at::Tensor& pd_bboxes,
-                                     const at::Tensor& anc_points, const at::Tensor& valid_gt,
-                                     const at::Tensor& pd_scores, const at::Tensor& labels, double alpha, double beta,
-                                     double inside_eps);
 
 }  // namespace yc::trainer
