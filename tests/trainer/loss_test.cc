@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -368,6 +369,38 @@ TEST(Loss, ShapesValidationAndEmptyLabels) {
   std::vector<at::Tensor> bad_ch{at::randn({2, 65, 8, 8}), feats[1], feats[2]};
   EXPECT_FALSE(loss(bad_ch, at::zeros({0, 6}), 0).ok());
   EXPECT_FALSE(loss(feats, at::zeros({3, 5}), 1).ok());
+}
+
+// The head's outputs reach the loss NCHW or channels_last (CUDA's layout), in float or half (AMP): each
+// gives the same loss and the same gradients as the float NCHW outputs (half: those of its rounded values).
+TEST(Loss, OutputsInEveryLayoutGiveTheSameLossAndGradients) {
+  at::manual_seed(4);
+  DetectionLoss loss(3, {8, 16, 32});
+  std::vector<at::Tensor> base{at::randn({2, 67, 8, 8}), at::randn({2, 67, 4, 4}), at::randn({2, 67, 2, 2})};
+  auto labels = Labels({{0, 1, .5, .5, .4, .3}, {1, 2, .3, .6, .2, .5}, {1, 0, .7, .2, .3, .3}});
+  auto run = [&](const std::function<at::Tensor(const at::Tensor&)>& layout) {
+    std::vector<at::Tensor> leaves, feats;
+    for (const auto& f : base) {
+      leaves.push_back(layout(f).detach().requires_grad_());
+      feats.push_back(leaves.back());
+    }
+    auto out = loss(feats, labels, 2);
+    EXPECT_TRUE(out.ok());
+    out->total.backward();
+    std::vector<at::Tensor> grads{out->items};
+    for (const auto& l : leaves) grads.push_back(l.grad().to(at::kFloat).contiguous());
+    return grads;
+  };
+  const auto plain = run([](const at::Tensor& f) { return f; });
+  const auto nhwc = run([](const at::Tensor& f) { return f.contiguous(at::MemoryFormat::ChannelsLast); });
+  ASSERT_GT(plain[0][0].item<float>(), 0.0f);  // boxes were assigned
+  for (size_t i = 0; i < plain.size(); ++i) EXPECT_TRUE(at::allclose(nhwc[i], plain[i], 1e-6, 1e-7)) << i;
+  // Half outputs: the loss of their float values, gradients rounded to half on the way back.
+  base = {base[0].to(at::kHalf).to(at::kFloat), base[1].to(at::kHalf).to(at::kFloat), base[2].to(at::kHalf).to(at::kFloat)};
+  const auto rounded = run([](const at::Tensor& f) { return f; });
+  const auto half = run([](const at::Tensor& f) { return f.to(at::kHalf); });
+  EXPECT_TRUE(at::allclose(half[0], rounded[0], 1e-6, 1e-7));
+  for (size_t i = 1; i < half.size(); ++i) EXPECT_TRUE(at::allclose(half[i], rounded[i], 1e-3, 1e-6)) << i;
 }
 
 TEST(Loss, ClassTermWithoutBoxesIsSummedBce) {
