@@ -109,8 +109,8 @@ void AddResourceOptions(CLI::App& app, TrainArgs& a) {
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "cudnn", "direct"}));
   app.add_option("--assigner-kernel", o.assigner_kernel,
-                 "CUDA: the assigner's in-box test, CIoU and alignment of every (box, anchor) pair: auto (one CUDA "
-                 "kernel of ours, where the build compiled it) | aten (PyTorch's ops); same assignments")
+                 "CUDA: the loss's task-aligned assigner: auto (CUDA kernels of ours, where the build compiled them) | "
+                 "aten (PyTorch's ops); same assignments")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "aten"}));
   app.add_option("--val-overlap", o.val_overlap,

@@ -94,8 +94,8 @@ struct TrainOptions {
   // auto: cuDNN for the steady train batch only, PyTorch's depthwise kernel for the shapes a run meets a few
   // times, for which cuDNN would first spend 0.2-2 s building a plan per shape.
   std::string depthwise_kernel = "auto";
-  // CUDA: the assigner's per-pair metrics (trainer/loss/pair_metrics.h): auto (one CUDA kernel of ours where
-  // the build has it) | aten (PyTorch's ops, as builds without nvcc). Same assignments either way.
+  // CUDA: the loss's task-aligned assigner (trainer/loss/assigner_kernels.h): auto (CUDA kernels of ours where
+  // the build has them) | aten (PyTorch's ops, as builds without nvcc). Same assignments either way.
   std::string assigner_kernel = "auto";
   // An epoch's validation and checkpoints beside the next epoch's training (trainer/engine/end_epoch_overlap.cc):
   // auto (CUDA, where memory allows) | on (also CPU) | off. The results and files are those of the in-line end.

@@ -7,31 +7,32 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Each kernel walks a flat index space with a grid-stride loop, so any batch fits one launch.
-__global__ void MarkPicksKernel(AssignTargetsArgs t) {
-  const int64_t n = t.batch * t.boxes * t.topk;
+// Calls body(i) for every i in [0, n), spread over the grid by a grid-stride loop, so that any batch fits
+// one launch.
+template <typename Body>
+__device__ void ForEachIndex(int64_t n, Body body) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    body(i);
+  }
+}
+
+__global__ void MarkPicksKernel(AssignTargetsArgs t) {
+  ForEachIndex(t.batch * t.boxes * t.topk, [&](int64_t i) {
     const int64_t row = i / t.topk;
     MarkPick(t, row / t.boxes, row % t.boxes, i % t.topk);
-  }
+  });
 }
 
 __global__ void ChooseBoxesKernel(AssignTargetsArgs t) {
-  const int64_t n = t.batch * t.anchors;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    ChooseBox(t, i / t.anchors, i % t.anchors);
-  }
+  ForEachIndex(t.batch * t.anchors, [&](int64_t i) { ChooseBox(t, i / t.anchors, i % t.anchors); });
 }
 
 __global__ void WriteScoresKernel(AssignTargetsArgs t) {
-  const int64_t n = t.batch * t.anchors * t.classes;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  ForEachIndex(t.batch * t.anchors * t.classes, [&](int64_t i) {
     const int64_t ba = i / t.classes;
     WriteScore(t, ba / t.anchors, ba % t.anchors, i % t.classes);
-  }
+  });
 }
 
 unsigned Blocks(int64_t n) {
