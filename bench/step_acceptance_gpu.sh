@@ -8,7 +8,8 @@
 #                first epoch / steady epoch, mAP50-95 of each. DEPTHWISE (default "auto"): the --depthwise-kernel
 #                values to run each with (whole and synth), e.g. "auto cudnn". OVERLAP (default "off"): the
 #                --val-overlap values to run each with (whole and synth), e.g. "auto off". WARMUP (default "0"):
-#                the --conv-warmup thread counts to run each with (whole and synth), e.g. "8 0".
+#                the --conv-warmup thread counts to run each with (whole and synth), e.g. "8 0". ASSIGNER (default
+#                "auto"): the --assigner-kernel values to run each with (whole and synth), e.g. "auto aten".
 #   synth        yolo11n, 25 epochs on a 3,000-image set (yolocache synth, 8 classes, 3000 + 300 images,
 #                cache built before the run): whole-run rate / steady.
 #   ultralytics  yolov8n and yolo11n: ours (6 epochs, close_mosaic 0, val every epoch) against Ultralytics'
@@ -41,8 +42,10 @@ for part in "$@"; do
         for d in ${DEPTHWISE:-auto}; do
           for o in ${OVERLAP:-off}; do
             for w in ${WARMUP:-0}; do
-              train "yolo11n_30ep_graphs_${g}_dw_${d}_overlap_${o}_warmup_$w" "$work/cache" yolo11n 30 --cuda-graphs "$g" \
-                  --depthwise-kernel "$d" --val-overlap "$o" --conv-warmup "$w"
+              for k in ${ASSIGNER:-auto}; do
+                train "yolo11n_30ep_graphs_${g}_dw_${d}_overlap_${o}_warmup_${w}_assigner_$k" "$work/cache" yolo11n 30 \
+                    --cuda-graphs "$g" --depthwise-kernel "$d" --val-overlap "$o" --conv-warmup "$w" --assigner-kernel "$k"
+              done
             done
           done
         done
@@ -54,8 +57,10 @@ for part in "$@"; do
       for d in ${DEPTHWISE:-auto}; do
         for o in ${OVERLAP:-off}; do
           for w in ${WARMUP:-0}; do
-            train "yolo11n_synth_25ep_dw_${d}_overlap_${o}_warmup_$w" "$work/synth_cache" yolo11n 25 --depthwise-kernel "$d" \
-                --val-overlap "$o" --conv-warmup "$w"
+            for k in ${ASSIGNER:-auto}; do
+              train "yolo11n_synth_25ep_dw_${d}_overlap_${o}_warmup_${w}_assigner_$k" "$work/synth_cache" yolo11n 25 \
+                  --depthwise-kernel "$d" --val-overlap "$o" --conv-warmup "$w" --assigner-kernel "$k"
+            done
           done
         done
       done
