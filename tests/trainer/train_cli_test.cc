@@ -111,6 +111,24 @@ TEST(TrainCli, CeilingJson) {
   EXPECT_EQ(j["label_tables"], 4);  // 8 images / batch 2: every batch of the epoch, at most 8
   EXPECT_EQ(j["nc"], spec.classes);
   EXPECT_EQ(j["batch"], 2);
+  EXPECT_FALSE(j.contains("profile"));
+
+  // --profile: the step's five parts, the assigner timed apart from the rest of the loss. (Batch 2
+  // accumulates gradients for 32 batches, so these two iterations never reach an optimizer step.)
+  with_data.push_back("--profile");
+  r = YolocacheTrain(tmp, with_data);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.contains("profile")) << r.out;
+  double parts = 0;
+  for (const char* part : {"forward_ms", "loss_ms", "assigner_ms", "backward_ms", "optimizer_ms"}) {
+    ASSERT_TRUE(j["profile"].contains(part)) << part << " in " << j["profile"].dump();
+    if (std::string(part) != "optimizer_ms") {
+      EXPECT_GT(j["profile"][part].get<double>(), 0.0) << part;
+    }
+    parts += j["profile"][part].get<double>();
+  }
+  EXPECT_NEAR(j["profile"]["sum_ms"].get<double>(), parts, 1e-6 * parts);
 
   std::vector<std::string> random{"ceiling", "--nc", "5"};
   random.insert(random.end(), common.begin(), common.end());

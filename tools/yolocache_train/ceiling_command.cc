@@ -108,7 +108,8 @@ Registration reg("ceiling", "Measure the model's fwd+bwd+step throughput on devi
                    app.add_option("--nc", a->nc, "Classes (without --data)")->capture_default_str();
                    app.add_flag("--json", a->json, "Print the result as JSON");
                    app.add_flag("--profile", a->profile,
-                                "Then time the step's parts (forward, loss, backward, optimizer) in as many iterations again");
+                                "Then time the step's parts (forward, loss, its assigner, backward, optimizer) in as "
+                                "many iterations again");
                    return [a, &app] { return RunCeiling(app, *a); };
                  });
 

@@ -8,6 +8,7 @@ const char* StepPartName(StepPart part) {
   switch (part) {
     case StepPart::kForward: return "forward";
     case StepPart::kLoss: return "loss";
+    case StepPart::kAssigner: return "assigner";
     case StepPart::kBackward: return "backward";
     case StepPart::kOptimizer: return "optimizer";
   }

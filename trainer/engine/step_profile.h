@@ -1,4 +1,4 @@
-// Where one training step's time goes (`yolocache-train ceiling --profile`): forward, loss with the TAL
+// Where one training step's time goes (`yolocache-train ceiling --profile`): forward, the loss, its TAL
 // assigner, backward, and the optimizer step with unscale, clip, loss-scale update and EMA. TrainStep
 // calls Start() when a part begins and Stop(part) when it ends; each synchronises the device, so a part's
 // figure is its own kernels' time plus its launch overhead, with nothing of the neighbouring parts
@@ -18,9 +18,11 @@
 
 namespace yc::trainer {
 
-enum class StepPart { kForward = 0, kLoss, kBackward, kOptimizer };
-inline constexpr int kStepParts = 4;
-const char* StepPartName(StepPart part);  // "forward", "loss", "backward", "optimizer"
+// kLoss: the loss without its assigner (targets, head outputs, the three terms); kAssigner: the assigner
+// (DetectionLoss's AssignerMarks), with the scores' sigmoid and the boxes' scaling it is handed.
+enum class StepPart { kForward = 0, kLoss, kAssigner, kBackward, kOptimizer };
+inline constexpr int kStepParts = 5;
+const char* StepPartName(StepPart part);  // "forward", "loss", "assigner", "backward", "optimizer"
 
 class StepProfile {
  public:

@@ -1,5 +1,7 @@
 #include "trainer/engine/train_step.h"
 
+#include <optional>
+
 #include <torch/version.h>
 
 #include "trainer/model/prune/sparsity.h"
@@ -86,8 +88,21 @@ Result<at::Tensor> TrainStep::RunForwardBackward(const at::Tensor& images, const
   }
   StopPart(StepPart::kForward);
   StartPart();
-  YC_ASSIGN_OR_RETURN(LossOutput loss,
-                      targets.defined() ? loss_.FromTargets(out.feats, targets) : loss_(out.feats, labels, max_boxes));
+  // Profiled, the assigner's time is its own part, cut out of the loss's.
+  std::optional<AssignerMarks> marks;
+  if (profile_ != nullptr) {
+    marks = AssignerMarks{[this] {
+                            StopPart(StepPart::kLoss);
+                            StartPart();
+                          },
+                          [this] {
+                            StopPart(StepPart::kAssigner);
+                            StartPart();
+                          }};
+  }
+  const AssignerMarks* mark = marks ? &*marks : nullptr;
+  YC_ASSIGN_OR_RETURN(LossOutput loss, targets.defined() ? loss_.FromTargets(out.feats, targets, mark)
+                                                         : loss_(out.feats, labels, max_boxes, mark));
   if (teacher_ != nullptr) {
     YC_ASSIGN_OR_RETURN(at::Tensor kd, (*distill_)(out.feats, teacher_feats));
     kd = kd * distill_weight_;

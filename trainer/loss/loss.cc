@@ -102,7 +102,7 @@ Status DetectionLoss::CheckFeats(const std::vector<at::Tensor>& feats) const {
 }
 
 Result<LossOutput> DetectionLoss::operator()(const std::vector<at::Tensor>& feats, const at::Tensor& labels,
-                                             int64_t max_boxes) const {
+                                             int64_t max_boxes, const AssignerMarks* marks) const {
   YC_RETURN_IF_ERROR(CheckFeats(feats));
   if (labels.defined() && labels.numel() > 0 && (labels.dim() != 2 || labels.size(1) != 6)) {
     return Status::InvalidArgument("detection loss: label table must be (N, 6) [batch_idx, cls, cx, cy, w, h]");
@@ -113,18 +113,20 @@ Result<LossOutput> DetectionLoss::operator()(const std::vector<at::Tensor>& feat
   const double img_w = static_cast<double>(f0.size(3)) * strides_.front();
   auto table = labels.defined() ? labels.to(f0.device()) : at::zeros({0, 6}, f0.options().dtype(at::kFloat));
   // Padded to its box-count bucket (box_buckets.h; the loss is the same), the widths a captured step uses.
-  return Compute(feats, PreprocessTargets(table, f0.size(0), BoxCountBucket(max_boxes), img_h, img_w));
+  return Compute(feats, PreprocessTargets(table, f0.size(0), BoxCountBucket(max_boxes), img_h, img_w), marks);
 }
 
-Result<LossOutput> DetectionLoss::FromTargets(const std::vector<at::Tensor>& feats, const at::Tensor& targets) const {
+Result<LossOutput> DetectionLoss::FromTargets(const std::vector<at::Tensor>& feats, const at::Tensor& targets,
+                                              const AssignerMarks* marks) const {
   YC_RETURN_IF_ERROR(CheckFeats(feats));
   if (!targets.defined() || targets.dim() != 3 || targets.size(0) != feats.front().size(0) || targets.size(2) != 5) {
     return Status::InvalidArgument("detection loss: targets must be (B, M, 5) [cls, x1, y1, x2, y2]");
   }
-  return Compute(feats, targets.to(at::kFloat));
+  return Compute(feats, targets.to(at::kFloat), marks);
 }
 
-LossOutput DetectionLoss::Compute(const std::vector<at::Tensor>& feats, const at::Tensor& targets) const {
+LossOutput DetectionLoss::Compute(const std::vector<at::Tensor>& feats, const at::Tensor& targets,
+                                  const AssignerMarks* marks) const {
   // fp32 throughout, even when called inside an autocast region (matmul/softmax would otherwise drop
   // to half precision).
   AutocastGuard fp32(feats.front().device().type(), /*enabled=*/false);
@@ -152,8 +154,10 @@ LossOutput DetectionLoss::Compute(const std::vector<at::Tensor>& feats, const at
   auto dist = pred_distri.view({bs, na, 4, reg_max}).softmax(3).matmul(proj);  // (B, A, 4)
   auto pred_bboxes = Dist2Bbox(dist, anchor_points, /*xywh=*/false);            // (B, A, 4)
 
+  if (marks != nullptr && marks->starts) marks->starts();
   Assignment asg = assigner_(pred_scores.detach().sigmoid(), pred_bboxes.detach() * stride_tensor,
                              anchor_points * stride_tensor, gt_labels, gt_bboxes, mask_gt);
+  if (marks != nullptr && marks->ends) marks->ends();
 
   auto target_scores_sum = asg.target_scores.sum();
   if (global_) global_->SumInPlace(target_scores_sum);  // no gradient flows through the targets

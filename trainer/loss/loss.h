@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -31,6 +32,13 @@ struct LossOptions {
   double beta = 6.0;
   int64_t reg_max = 16;
   bool assigner_kernels = true;  // AssignerOptions::cuda_kernels (--assigner-kernel)
+};
+
+// Told when the assigner starts and ends inside a loss computation, so that a profile of the step
+// (`ceiling --profile`, trainer/engine/step_profile.h) times it apart from the loss terms around it.
+struct AssignerMarks {
+  std::function<void()> starts;
+  std::function<void()> ends;
 };
 
 struct LossOutput {
@@ -61,13 +69,15 @@ class DetectionLoss {
   // feats: the model's train-mode outputs (B, 4 * reg_max + nc, H_i, W_i); labels: (N, 6) float table
   // [batch_idx, cls, cx, cy, w, h] (normalised xywh) on the feats' device; max_boxes: see
   // MaxBoxesPerImage. The image size is feats[0]'s grid times the first stride, as in Ultralytics.
-  // Shapes are checked on the host (no sync); a mismatch is an InvalidArgument, not a throw.
-  Result<LossOutput> operator()(const std::vector<at::Tensor>& feats, const at::Tensor& labels,
-                                int64_t max_boxes) const;
+  // Shapes are checked on the host (no sync); a mismatch is an InvalidArgument, not a throw. `marks`, when
+  // given, is told when the assigner starts and ends.
+  Result<LossOutput> operator()(const std::vector<at::Tensor>& feats, const at::Tensor& labels, int64_t max_boxes,
+                                const AssignerMarks* marks = nullptr) const;
   // The same from targets already in PreprocessTargets' form, (B, M, 5) [cls, x1, y1, x2, y2] in pixels
   // with all-zero pad rows, on the feats' device: what a captured step keeps in a static buffer, padded to
   // a box-count bucket (box_buckets.h).
-  Result<LossOutput> FromTargets(const std::vector<at::Tensor>& feats, const at::Tensor& targets) const;
+  Result<LossOutput> FromTargets(const std::vector<at::Tensor>& feats, const at::Tensor& targets,
+                                 const AssignerMarks* marks = nullptr) const;
 
   const LossOptions& options() const { return options_; }
 
@@ -84,7 +94,7 @@ class DetectionLoss {
   TaskAlignedAssigner assigner_;
 
   Status CheckFeats(const std::vector<at::Tensor>& feats) const;
-  LossOutput Compute(const std::vector<at::Tensor>& feats, const at::Tensor& targets) const;
+  LossOutput Compute(const std::vector<at::Tensor>& feats, const at::Tensor& targets, const AssignerMarks* marks) const;
   std::shared_ptr<StatsReducer> global_;
 };
 
