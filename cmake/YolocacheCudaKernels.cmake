@@ -4,9 +4,10 @@
 # The shared runtime: LibTorch's own libcudart, so that the kernels and PyTorch share one CUDA context and
 # the stream handles PyTorch gives them.
 set(YOLOCACHE_WITH_CUDA_KERNELS OFF)
-# A100 as machine code, H100/H200 as machine code and PTX (which newer GPUs compile when loading). Set on the
+# Turing (T4) and Ampere (A100; its code also runs on 8.6 and 8.9) as machine code, Hopper (H100/H200) as
+# machine code and PTX (which newer GPUs compile when loading); older GPUs get the ATen assigner. Set on the
 # trainer's target itself: LibTorch's CMake files may have enabled CUDA already with other defaults.
-set(YOLOCACHE_CUDA_ARCHITECTURES "80-real;90" CACHE STRING "GPU architectures of the trainer's CUDA kernels")
+set(YOLOCACHE_CUDA_ARCHITECTURES "75-real;80-real;90" CACHE STRING "GPU architectures of the trainer's CUDA kernels")
 if(YOLOCACHE_CUDA_KERNELS AND (TARGET torch_cuda OR TORCH_CUDA_LIBRARIES))
   include(CheckLanguage)
   check_language(CUDA)

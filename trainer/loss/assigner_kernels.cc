@@ -2,6 +2,9 @@
 // YOLOCACHE_CUDA_KERNELS only where CMake built kernels/*.cu.
 #include "trainer/loss/assigner_kernels.h"
 
+#include <cstdio>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -32,10 +35,28 @@ at::Tensor Dense(const at::Tensor& t, const at::Device& device, at::ScalarType d
   return t.to(device, dtype).contiguous();
 }
 
+// Whether the build's kernel images run on `device`, asked once per device. A GPU older than
+// YOLOCACHE_CUDA_ARCHITECTURES' oldest gets the ATen assigner and one warning, not a failed launch.
+bool KernelsRunOn(c10::DeviceIndex device) {
+  static std::mutex mu;
+  static std::map<c10::DeviceIndex, bool> known;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = known.find(device); it != known.end()) return it->second;
+  c10::cuda::CUDAGuard on(device);
+  const char* error = kernels::PairMetricsKernelImageError();
+  if (error == nullptr) error = kernels::AssignTargetsKernelsImageError();
+  if (error != nullptr) {
+    std::fprintf(stderr, "warning: assigner kernels: none of this build's images runs on cuda:%d (%s); PyTorch's ops "
+                 "from here on, as under --assigner-kernel aten\n", static_cast<int>(device), error);
+  }
+  return known.emplace(device, error == nullptr).first->second;
+}
+
 }  // namespace
 
 bool AssignerKernelsApply(const at::Tensor& pd_scores) {
-  return pd_scores.defined() && pd_scores.is_cuda() && pd_scores.scalar_type() == at::kFloat;
+  return pd_scores.defined() && pd_scores.is_cuda() && pd_scores.scalar_type() == at::kFloat &&
+         KernelsRunOn(pd_scores.device().index());
 }
 
 PairMetrics ComputePairMetricsKernel(const at::Tensor& gt_bboxes, const at::Tensor& pd_bboxes,

@@ -1,5 +1,7 @@
 #include "trainer/loss/kernels/assign_targets_kernel.h"
 
+#include <initializer_list>
+
 #include <cuda_runtime.h>
 
 namespace yc::trainer::kernels {
@@ -42,6 +44,17 @@ unsigned Blocks(int64_t n) {
 }
 
 }  // namespace
+
+const char* AssignTargetsKernelsImageError() {
+  cudaFuncAttributes attributes;
+  for (const void* kernel : {reinterpret_cast<const void*>(MarkPicksKernel),
+                             reinterpret_cast<const void*>(ChooseBoxesKernel),
+                             reinterpret_cast<const void*>(WriteScoresKernel)}) {
+    const cudaError_t status = cudaFuncGetAttributes(&attributes, kernel);
+    if (status != cudaSuccess) return cudaGetErrorString(status);
+  }
+  return nullptr;
+}
 
 const char* LaunchAssignTargets(const AssignTargetsArgs& args, void* stream) {
   if (args.batch == 0 || args.anchors == 0) return nullptr;

@@ -10,4 +10,7 @@ namespace yc::trainer::kernels {
 // message when a launch failed.
 const char* LaunchAssignTargets(const AssignTargetsArgs& args, void* stream);
 
+// Null when the build holds images of the three kernels the current device can run, else CUDA's message.
+const char* AssignTargetsKernelsImageError();
+
 }  // namespace yc::trainer::kernels

@@ -33,6 +33,12 @@ __global__ void PairMetricsKernel(PairMetricsArgs args) {
 
 }  // namespace
 
+const char* PairMetricsKernelImageError() {
+  cudaFuncAttributes attributes;
+  const cudaError_t status = cudaFuncGetAttributes(&attributes, PairMetricsKernel);
+  return status == cudaSuccess ? nullptr : cudaGetErrorString(status);
+}
+
 const char* LaunchPairMetrics(const PairMetricsArgs& args, void* stream) {
   const int64_t rows = args.batch * args.boxes;
   if (rows == 0 || args.anchors == 0) return nullptr;

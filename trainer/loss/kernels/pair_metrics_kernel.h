@@ -27,4 +27,8 @@ struct PairMetricsArgs {
 // Queues the kernel on `stream` (a cudaStream_t). Returns null, or CUDA's message when the launch failed.
 const char* LaunchPairMetrics(const PairMetricsArgs& args, void* stream);
 
+// Null when the build holds an image of the kernel the current device can run (YOLOCACHE_CUDA_ARCHITECTURES),
+// else CUDA's message.
+const char* PairMetricsKernelImageError();
+
 }  // namespace yc::trainer::kernels
