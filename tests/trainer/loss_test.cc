@@ -137,49 +137,30 @@ TEST(PairMetrics, EqualTheInBoxTestAndBboxIoU) {
   }
 }
 
-// The CUDA kernel's per-pair function (kernels/pair_metric.h), run here on the host pair by pair with the
-// class score read at each box's label, against the ATen ops: the same masks, values within the rounding of
-// atan and pow (ATen's CPU kernels vectorise them). CI has no GPU, so this is where the kernel's arithmetic
-// is checked there.
+// The CUDA kernel's per-thread work (kernels/pair_metric.h, WritePairMetric), run here on the host over the
+// arguments the CUDA path prepares (PreparePairMetrics), against the ATen ops: the same masks, values within
+// the rounding of atan and pow (ATen's CPU kernels vectorise them). CI has no GPU, so this is where the
+// kernel's arithmetic and indexing are checked there.
 TEST(PairMetrics, KernelFunctionEqualsTheATenOps) {
   const int64_t bs = 2, nmax = 6, na = 400, nc = 4;
   const RandomPairs r(bs, nmax, na, nc, 5);
   const double eps = 1e-9;
   PairMetrics want = ComputePairMetrics(r.gt, r.pd, r.anchors, r.valid, r.box_scores, 0.5, 6.0, eps);
-  auto inside = at::zeros({bs, nmax, na}, at::kBool);
-  auto overlaps = at::zeros({bs, nmax, na});
-  auto align = at::zeros({bs, nmax, na});
-  const kernels::PairMetricParams params{0.5f, 6.0f, static_cast<float>(eps)};
-  auto g = r.gt.accessor<float, 3>();
-  auto p = r.pd.accessor<float, 3>();
-  auto an = r.anchors.accessor<float, 2>();
-  auto s = r.pd_scores.accessor<float, 3>();
-  auto l = r.labels.accessor<int64_t, 2>();
-  auto v = r.valid.accessor<bool, 3>();
-  for (int64_t b = 0; b < bs; ++b) {
-    for (int64_t m = 0; m < nmax; ++m) {
-      const kernels::BoxXyxy box{g[b][m][0], g[b][m][1], g[b][m][2], g[b][m][3]};
-      for (int64_t a = 0; a < na; ++a) {
-        const kernels::BoxXyxy pred{p[b][a][0], p[b][a][1], p[b][a][2], p[b][a][3]};
-        const kernels::PairMetric pm =
-            kernels::ComputePairMetric(box, v[b][m][0], pred, an[a][0], an[a][1], s[b][a][l[b][m]], params);
-        inside[b][m][a] = pm.inside;
-        overlaps[b][m][a] = pm.overlap;
-        align[b][m][a] = pm.align;
-      }
-    }
+  const PairMetricsCall call = PreparePairMetrics(r.gt, r.pd, r.anchors, r.valid, r.pd_scores, r.labels, 0.5, 6.0, eps);
+  for (int64_t row = 0; row < bs * nmax; ++row) {
+    for (int64_t a = 0; a < na; ++a) kernels::WritePairMetric(call.args, row, a);
   }
   ASSERT_GT(want.mask.sum().item<int64_t>(), 50);
-  EXPECT_TRUE(at::equal(inside, want.mask));
-  EXPECT_TRUE(at::allclose(overlaps, want.overlaps, 1e-5, 1e-6));
-  EXPECT_TRUE(at::allclose(align, want.align_metric, 1e-4, 1e-7));
+  EXPECT_TRUE(at::equal(call.out.mask, want.mask));
+  EXPECT_TRUE(at::allclose(call.out.overlaps, want.overlaps, 1e-5, 1e-6));
+  EXPECT_TRUE(at::allclose(call.out.align_metric, want.align_metric, 1e-4, 1e-7));
   EXPECT_FALSE(AssignerKernelsApply(r.pd_scores));  // CPU tensors take the ATen ops
 }
 
 // The assignment kernels' per-thread steps (kernels/assign_targets.h), run here on the host as loops in
-// their order, against the dense ATen assigner on the same pair metrics and top-k: equal to the bit (the
-// same float operations on the same values). Several boxes overlap, so anchors picked by more than one
-// box are resolved too.
+// their order over the arguments the CUDA path prepares (PrepareAssignTargets), against the dense ATen
+// assigner on the same pair metrics and top-k: equal to the bit (the same float operations on the same
+// values). Several boxes overlap, so anchors picked by more than one box are resolved too.
 TEST(Assigner, KernelStepsEqualTheDenseAssigner) {
   const int64_t bs = 3, nmax = 8, na = 500, nc = 5, topk = 10;
   const RandomPairs r(bs, nmax, na, nc, 9);
@@ -190,34 +171,9 @@ TEST(Assigner, KernelStepsEqualTheDenseAssigner) {
   const Assignment want = TaskAlignedAssigner(opt)(r.pd_scores, r.pd, r.anchors, gt_labels, r.gt, r.valid);
 
   PairMetrics pairs = ComputePairMetrics(r.gt, r.pd, r.anchors, r.valid, r.box_scores, opt.alpha, opt.beta, opt.eps);
-  auto topk_idxs = std::get<1>(pairs.align_metric.topk(topk, -1, true)).contiguous();
-  auto picks = at::zeros({bs, na}, at::kInt);
-  auto picked_by = at::zeros({bs, na}, at::kLong);
-  auto best = at::zeros({2, bs, nmax});
-  Assignment got;
-  got.target_gt_idx = at::empty({bs, na}, at::kLong);
-  got.fg_mask = at::empty({bs, na}, at::kBool);
-  got.target_labels = at::empty({bs, na}, at::kLong);
-  got.target_bboxes = at::empty({bs, na, 4});
-  got.target_scores = at::empty({bs, na, nc});
-  kernels::AssignTargetsArgs t;
-  t.batch = bs, t.boxes = nmax, t.anchors = na, t.classes = nc, t.topk = topk;
-  t.topk_idxs = topk_idxs.data_ptr<int64_t>();
-  t.inside = pairs.mask.data_ptr<bool>();
-  t.overlaps = pairs.overlaps.data_ptr<float>();
-  t.align = pairs.align_metric.data_ptr<float>();
-  t.labels = r.labels.data_ptr<int64_t>();
-  t.gt_boxes = r.gt.data_ptr<float>();
-  t.eps = static_cast<float>(opt.eps);
-  t.picks = picks.data_ptr<int32_t>();
-  t.picked_by = picked_by.data_ptr<int64_t>();
-  t.best_align = best[0].data_ptr<float>();
-  t.best_overlap = best[1].data_ptr<float>();
-  t.target_gt_idx = got.target_gt_idx.data_ptr<int64_t>();
-  t.fg_mask = got.fg_mask.data_ptr<bool>();
-  t.target_labels = got.target_labels.data_ptr<int64_t>();
-  t.target_boxes = got.target_bboxes.data_ptr<float>();
-  t.target_scores = got.target_scores.data_ptr<float>();
+  auto topk_idxs = std::get<1>(pairs.align_metric.topk(topk, -1, true));
+  const AssignTargetsCall call = PrepareAssignTargets(pairs, topk_idxs, r.labels, r.gt, nc, opt.eps);
+  const kernels::AssignTargetsArgs& t = call.args;
   for (int64_t b = 0; b < bs; ++b)
     for (int64_t m = 0; m < nmax; ++m)
       for (int64_t j = 0; j < topk; ++j) kernels::MarkPick(t, b, m, j);
@@ -227,7 +183,8 @@ TEST(Assigner, KernelStepsEqualTheDenseAssigner) {
     for (int64_t a = 0; a < na; ++a)
       for (int64_t c = 0; c < nc; ++c) kernels::WriteScore(t, b, a, c);
 
-  ASSERT_GT(picks.gt(1).sum().item<int64_t>(), 0);  // some anchors picked by several boxes
+  const Assignment& got = call.out;
+  ASSERT_GT(call.picks.gt(1).sum().item<int64_t>(), 0);  // some anchors picked by several boxes
   ASSERT_GT(want.fg_mask.sum().item<int64_t>(), 30);
   EXPECT_TRUE(at::equal(got.fg_mask, want.fg_mask));
   EXPECT_TRUE(at::equal(got.target_gt_idx, want.target_gt_idx));

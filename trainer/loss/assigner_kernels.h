@@ -7,12 +7,40 @@
 // Everything is queued on the current stream without a host sync, so a CUDA graph captures it.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include <ATen/ATen.h>
 
 #include "trainer/loss/assigner.h"
+#include "trainer/loss/kernels/assign_targets.h"
+#include "trainer/loss/kernels/pair_metric.h"
 #include "trainer/loss/pair_metrics.h"
 
 namespace yc::trainer {
+
+// A kernel's arguments over tensors, on any device: the inputs made contiguous (no copy where they are),
+// the outputs and the zeroed scratch allocated beside them; the tensors keep `args`' pointers valid. The
+// CUDA functions below launch the kernels on them; on CPU tensors tests/trainer/loss_test.cc runs the same
+// per-thread steps (kernels/) as loops.
+struct PairMetricsCall {
+  kernels::PairMetricsArgs args;
+  std::vector<at::Tensor> inputs;
+  PairMetrics out;
+};
+PairMetricsCall PreparePairMetrics(const at::Tensor& gt_bboxes, const at::Tensor& pd_bboxes,
+                                   const at::Tensor& anc_points, const at::Tensor& valid_gt,
+                                   const at::Tensor& pd_scores, const at::Tensor& labels, double alpha, double beta,
+                                   double inside_eps);
+
+struct AssignTargetsCall {
+  kernels::AssignTargetsArgs args;
+  std::vector<at::Tensor> inputs;
+  at::Tensor picks, picked_by, best;  // scratch: picks per anchor, the row that picked it, best alignment / overlap
+  Assignment out;
+};
+AssignTargetsCall PrepareAssignTargets(const PairMetrics& pairs, const at::Tensor& topk_idxs, const at::Tensor& labels,
+                                       const at::Tensor& gt_bboxes, int64_t num_classes, double eps);
 
 // Whether the kernels can run on these scores: this build compiled them, and they are float32 on CUDA.
 bool AssignerKernelsApply(const at::Tensor& pd_scores);

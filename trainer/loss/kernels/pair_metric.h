@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 
 #ifdef __CUDACC__
 #define YC_HOST_DEVICE __host__ __device__
@@ -69,6 +70,35 @@ YC_HOST_DEVICE inline PairMetric ComputePairMetric(const BoxXyxy& gt, bool real_
   m.overlap = m.inside ? MaxOf(CompleteIoU(gt, pd), 0.0f) : 0.0f;
   m.align = PowScalar(m.inside ? score : 0.0f, p.alpha) * PowScalar(m.overlap, p.beta);
   return m;
+}
+
+struct PairMetricsArgs {
+  int64_t batch = 0, boxes = 0, anchors = 0, classes = 0;
+  const float* gt_boxes = nullptr;   // (B, M, 4) xyxy, contiguous
+  const bool* real_box = nullptr;    // (B, M): false for pad rows
+  const int64_t* labels = nullptr;   // (B, M) class of each box, in [0, classes)
+  const float* pd_boxes = nullptr;   // (B, A, 4) xyxy, contiguous, same units as gt_boxes
+  const float* pd_scores = nullptr;  // (B, A, classes) sigmoid scores, contiguous
+  const float* anchor_points = nullptr;  // (A, 2) anchor centres, contiguous
+  PairMetricParams params{};
+  bool* inside = nullptr;            // (B, M, A) outputs
+  float* overlaps = nullptr;
+  float* align = nullptr;
+};
+
+// One thread's work over the whole batch: box row `row` (b * M + m) with anchor `a`, its class score read
+// at the box's label, the three values written at (row, a).
+YC_HOST_DEVICE inline void WritePairMetric(const PairMetricsArgs& t, int64_t row, int64_t a) {
+  const int64_t b = row / t.boxes;
+  const float* g = t.gt_boxes + 4 * row;
+  const float* q = t.pd_boxes + 4 * (b * t.anchors + a);
+  const float score = t.pd_scores[(b * t.anchors + a) * t.classes + t.labels[row]];
+  const PairMetric m = ComputePairMetric({g[0], g[1], g[2], g[3]}, t.real_box[row], {q[0], q[1], q[2], q[3]},
+                                         t.anchor_points[2 * a], t.anchor_points[2 * a + 1], score, t.params);
+  const int64_t out = row * t.anchors + a;
+  t.inside[out] = m.inside;
+  t.overlaps[out] = m.overlap;
+  t.align[out] = m.align;
 }
 
 }  // namespace yc::trainer::kernels

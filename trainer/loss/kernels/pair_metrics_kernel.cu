@@ -15,20 +15,7 @@ __global__ void PairMetricsKernel(PairMetricsArgs args) {
   const int64_t a = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (a >= args.anchors) return;
   const int64_t rows = args.batch * args.boxes;
-  const float ax = args.anchor_points[2 * a], ay = args.anchor_points[2 * a + 1];
-  for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
-    const int64_t b = row / args.boxes;
-    const float* g = args.gt_boxes + 4 * row;
-    const BoxXyxy gt{g[0], g[1], g[2], g[3]};
-    const float* q = args.pd_boxes + 4 * (b * args.anchors + a);
-    const BoxXyxy pd{q[0], q[1], q[2], q[3]};
-    const float score = args.pd_scores[(b * args.anchors + a) * args.classes + args.labels[row]];
-    const PairMetric m = ComputePairMetric(gt, args.real_box[row], pd, ax, ay, score, args.params);
-    const int64_t out = row * args.anchors + a;
-    args.inside[out] = m.inside;
-    args.overlaps[out] = m.overlap;
-    args.align[out] = m.align;
-  }
+  for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) WritePairMetric(args, row, a);
 }
 
 }  // namespace
